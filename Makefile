@@ -1,0 +1,68 @@
+# One entry point for humans and CI. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# JDK 25: JAVA_HOME if it is a 25+, else Temurin's default location.
+JDK25 := $(shell for j in "$$JAVA_HOME" /usr/lib/jvm/temurin-25*; do \
+	[ -n "$$j" ] && [ -x "$$j/bin/java" ] && "$$j/bin/java" -version 2>&1 | grep -qE 'version "(2[5-9]|[3-9][0-9])' && { echo "$$j"; break; }; done)
+export JAVA_HOME := $(JDK25)
+MVN := ./mvnw -B -ntp
+CI ?=
+
+define need_jdk
+	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
+endef
+
+.PHONY: help deps build test test-java test-c test-scripts demo bench fmt lint clean libvgpu soak stress image-test
+
+help: ## this list
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+deps: ## install the apt/npm tools the tests use (idempotent)
+	@scripts/install-deps.sh
+
+build: ## compile everything (Java reactor, libvgpu, fakes)
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+
+libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
+	$(MAKE) -C libvgpu all
+
+test: deps ## everything: C suite, Java suite (with format and static checks), scripts
+	$(need_jdk)
+	$(MAKE) -C libvgpu all test
+	$(MVN) install
+	@scripts/test-scripts.sh
+
+test-java: ## the Java suite only
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) install
+
+test-c: ## the C suite only
+	$(MAKE) -C libvgpu all test
+
+demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	bin/vgpu-exporter demo $(DEMO_ARGS)
+
+bench: ## JMH and C benchmarks (numbers go in README)
+	$(need_jdk)
+	@scripts/bench.sh
+
+fmt: ## apply google-java-format (and clang-format for C)
+	$(need_jdk)
+	$(MVN) -q spotless:apply
+	$(MAKE) -C libvgpu fmt
+
+lint: ## format checks and static analysis without the tests
+	$(need_jdk)
+	$(MVN) -q spotless:check
+	$(MAKE) -C libvgpu lint
+
+clean:
+	$(MVN) -q clean
+	$(MAKE) -C libvgpu clean
