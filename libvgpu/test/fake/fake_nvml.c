@@ -1,0 +1,630 @@
+/*
+ * fake_nvml.c — a scripted stand-in for libnvidia-ml.so.1, for CPU-only tests of the exporter
+ * (loaded through the same JNA path as the real library) and of libvgpu (LD_PRELOAD / dlopen).
+ *
+ * Only the NVML subset those two use is implemented; every struct is declared here from NVIDIA's
+ * public API documentation (there is no nvml.h on the build machines).
+ *
+ * Scripting: env FAKE_NVML_CONFIG=<file>. The file is re-read whenever its mtime, size or inode
+ * changes (checked on every call), so a test can change the GPU under a running process; write it
+ * with rename() for atomic updates. A missing file means "no devices" (init still succeeds).
+ * One directive per line, '#' starts a comment, tokens separated by blanks:
+ *
+ *   device <i> uuid=<u> name=<n> total=<bytes> used=<bytes> util=<pct> memutil=<pct>
+ *       a physical GPU at NVML index i (0..15); the device count is highest index + 1.
+ *       name may not contain blanks; use '_' (returned verbatim).
+ *   process <dev> pid=<pid> used=<bytes> [gi=<id>] [ci=<id>]
+ *       a compute process in nvmlDeviceGetComputeRunningProcesses* of device <dev>.
+ *   sample <dev> pid=<pid> sm=<pct> mem=<pct> ts=<usec> [enc=<pct>] [dec=<pct>]
+ *       a per-process utilization sample; nvmlDeviceGetProcessUtilization returns the samples
+ *       with ts > lastSeenTimeStamp (NVML_ERROR_NOT_FOUND when there are none).
+ *   fail <function> <nvmlReturn>
+ *       every call of <function> returns that code (e.g. `fail nvmlInit 9` no driver,
+ *       `fail * 15` GPU lost: every device query fails, init/shutdown/strings still work).
+ *       <function> also matches its versioned variants (nvmlInit matches nvmlInit_v2 and
+ *       nvmlInitWithFlags; nvmlDeviceGetMemoryInfo matches nvmlDeviceGetMemoryInfo_v2).
+ *   option v3_stride=<16|24|32>     bytes per entry written by *_v3 running-process calls
+ *                                   (24 = nvmlProcessInfo_v2_t, 32 = the R535.54 struct)
+ *   option driver=<version>         string returned by nvmlSystemGetDriverVersion
+ *
+ * Emulating the 535-560 driver bug: list container-namespace pids in `process` lines and host
+ * pids in `sample` lines. Bad lines are ignored with a note on stderr ("fake_nvml: ...").
+ *
+ * Call log: env FAKE_NVML_CALL_LOG=<file> appends one line per call with the function name, so a
+ * test can count e.g. how often nvmlInit ran.
+ *
+ * Thread safety: one mutex around all state; calls may come from any thread.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+typedef int nvmlReturn_t;
+enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+typedef struct fake_device *nvmlDevice_t;
+
+typedef struct {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_v2_t;
+#define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+
+typedef struct {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t; /* 16 bytes */
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t; /* 24 bytes */
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t; /* 32 bytes */
+
+_Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "v1 process info");
+_Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "v2 process info");
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "utilization sample");
+_Static_assert(sizeof(nvmlMemory_v2_t) == 40, "memory v2");
+
+#define FAKE_MAX_DEVICES 16
+#define FAKE_MAX_PROCS 256
+#define FAKE_MAX_SAMPLES 4096
+#define FAKE_MAX_FAILS 64
+#define FAKE_NAME_LEN 96
+#define NVML_VALUE_NOT_AVAILABLE_UINT 0xFFFFFFFFu
+
+struct fake_proc {
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gi, ci;
+};
+
+struct fake_device {
+  int present;
+  unsigned int index;
+  char uuid[FAKE_NAME_LEN];
+  char name[FAKE_NAME_LEN];
+  unsigned long long total, used;
+  unsigned int util, memutil;
+  int nprocs;
+  struct fake_proc procs[FAKE_MAX_PROCS];
+};
+
+struct fake_sample {
+  int dev;
+  nvmlProcessUtilizationSample_t s;
+};
+
+struct fake_fail {
+  char function[64];
+  int code;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_device g_devices[FAKE_MAX_DEVICES];
+static int g_device_count;
+static struct fake_sample g_samples[FAKE_MAX_SAMPLES];
+static int g_nsamples;
+static struct fake_fail g_fails[FAKE_MAX_FAILS];
+static int g_nfails;
+static int g_v3_stride = 24;
+static char g_driver[64] = "580.00-fake";
+static int g_init_count;
+static int g_loaded;
+static struct stat g_config_stat;
+
+static void note(const char *path, int line, const char *what) {
+  fprintf(stderr, "fake_nvml: %s:%d: %s (line ignored)\n", path, line, what);
+}
+
+static int parse_ull(const char *s, unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || *s == '-') return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_uint(const char *s, unsigned int *out) {
+  unsigned long long v;
+  if (parse_ull(s, &v) != 0 || v > UINT_MAX) return -1;
+  *out = (unsigned int)v;
+  return 0;
+}
+
+/* Parses "key=value"; returns the value or NULL when the key does not match. */
+static const char *kv(const char *tok, const char *key) {
+  size_t n = strlen(key);
+  return (strncmp(tok, key, n) == 0 && tok[n] == '=') ? tok + n + 1 : NULL;
+}
+
+static int parse_device_index(const char *s, int *out) {
+  unsigned int v;
+  if (parse_uint(s, &v) != 0 || v >= FAKE_MAX_DEVICES) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static void reset_state(void) {
+  memset(g_devices, 0, sizeof g_devices);
+  g_device_count = 0;
+  g_nsamples = 0;
+  g_nfails = 0;
+  g_v3_stride = 24;
+  snprintf(g_driver, sizeof g_driver, "%s", "580.00-fake");
+}
+
+static void parse_line(const char *path, int lineno, char *line) {
+  char *save = NULL;
+  char *tokens[16];
+  int n = 0;
+  char *hash = strchr(line, '#');
+  if (hash) *hash = '\0';
+  for (char *t = strtok_r(line, " \t\r\n", &save); t && n < 16; t = strtok_r(NULL, " \t\r\n", &save))
+    tokens[n++] = t;
+  if (n == 0) return;
+
+  if (strcmp(tokens[0], "device") == 0) {
+    int i;
+    if (n < 2 || parse_device_index(tokens[1], &i) != 0) { note(path, lineno, "bad device index"); return; }
+    struct fake_device d = {0};
+    d.present = 1;
+    d.index = (unsigned)i;
+    snprintf(d.uuid, sizeof d.uuid, "GPU-fake-%d", i);
+    snprintf(d.name, sizeof d.name, "Fake GPU");
+    for (int k = 2; k < n; k++) {
+      const char *v;
+      int bad = 0;
+      if ((v = kv(tokens[k], "uuid"))) {
+        if (strlen(v) == 0 || strlen(v) >= sizeof d.uuid) bad = 1; else snprintf(d.uuid, sizeof d.uuid, "%s", v);
+      } else if ((v = kv(tokens[k], "name"))) {
+        if (strlen(v) >= sizeof d.name) bad = 1; else snprintf(d.name, sizeof d.name, "%s", v);
+      } else if ((v = kv(tokens[k], "total"))) {
+        bad = parse_ull(v, &d.total);
+      } else if ((v = kv(tokens[k], "used"))) {
+        bad = parse_ull(v, &d.used);
+      } else if ((v = kv(tokens[k], "util"))) {
+        bad = parse_uint(v, &d.util) || d.util > 100;
+      } else if ((v = kv(tokens[k], "memutil"))) {
+        bad = parse_uint(v, &d.memutil) || d.memutil > 100;
+      } else {
+        bad = 1;
+      }
+      if (bad) { note(path, lineno, "bad device attribute"); return; }
+    }
+    if (d.used > d.total) { note(path, lineno, "used > total"); return; }
+    /* Keep processes declared before this line for the same index. */
+    d.nprocs = g_devices[i].nprocs;
+    memcpy(d.procs, g_devices[i].procs, sizeof d.procs);
+    g_devices[i] = d;
+    if (i + 1 > g_device_count) g_device_count = i + 1;
+  } else if (strcmp(tokens[0], "process") == 0) {
+    int i;
+    if (n < 2 || parse_device_index(tokens[1], &i) != 0) { note(path, lineno, "bad device index"); return; }
+    struct fake_proc p = {0, 0, NVML_VALUE_NOT_AVAILABLE_UINT, NVML_VALUE_NOT_AVAILABLE_UINT};
+    int have_pid = 0;
+    for (int k = 2; k < n; k++) {
+      const char *v;
+      int bad = 0;
+      if ((v = kv(tokens[k], "pid"))) {
+        bad = parse_uint(v, &p.pid) || p.pid == 0;
+        have_pid = 1;
+      } else if ((v = kv(tokens[k], "used"))) {
+        bad = parse_ull(v, &p.used);
+      } else if ((v = kv(tokens[k], "gi"))) {
+        bad = parse_uint(v, &p.gi);
+      } else if ((v = kv(tokens[k], "ci"))) {
+        bad = parse_uint(v, &p.ci);
+      } else {
+        bad = 1;
+      }
+      if (bad) { note(path, lineno, "bad process attribute"); return; }
+    }
+    if (!have_pid) { note(path, lineno, "process without pid"); return; }
+    if (g_devices[i].nprocs >= FAKE_MAX_PROCS) { note(path, lineno, "too many processes"); return; }
+    g_devices[i].procs[g_devices[i].nprocs++] = p;
+  } else if (strcmp(tokens[0], "sample") == 0) {
+    int i;
+    if (n < 2 || parse_device_index(tokens[1], &i) != 0) { note(path, lineno, "bad device index"); return; }
+    struct fake_sample s = {0};
+    s.dev = i;
+    int have_pid = 0, have_ts = 0;
+    for (int k = 2; k < n; k++) {
+      const char *v;
+      int bad = 0;
+      if ((v = kv(tokens[k], "pid"))) {
+        bad = parse_uint(v, &s.s.pid) || s.s.pid == 0;
+        have_pid = 1;
+      } else if ((v = kv(tokens[k], "sm"))) {
+        bad = parse_uint(v, &s.s.smUtil) || s.s.smUtil > 100;
+      } else if ((v = kv(tokens[k], "mem"))) {
+        bad = parse_uint(v, &s.s.memUtil) || s.s.memUtil > 100;
+      } else if ((v = kv(tokens[k], "enc"))) {
+        bad = parse_uint(v, &s.s.encUtil) || s.s.encUtil > 100;
+      } else if ((v = kv(tokens[k], "dec"))) {
+        bad = parse_uint(v, &s.s.decUtil) || s.s.decUtil > 100;
+      } else if ((v = kv(tokens[k], "ts"))) {
+        bad = parse_ull(v, &s.s.timeStamp);
+        have_ts = 1;
+      } else {
+        bad = 1;
+      }
+      if (bad) { note(path, lineno, "bad sample attribute"); return; }
+    }
+    if (!have_pid || !have_ts) { note(path, lineno, "sample needs pid and ts"); return; }
+    if (g_nsamples >= FAKE_MAX_SAMPLES) { note(path, lineno, "too many samples"); return; }
+    g_samples[g_nsamples++] = s;
+  } else if (strcmp(tokens[0], "fail") == 0) {
+    int code;
+    char *end;
+    if (n != 3 || strlen(tokens[1]) >= sizeof g_fails[0].function) { note(path, lineno, "fail needs <function> <code>"); return; }
+    errno = 0;
+    long v = strtol(tokens[2], &end, 10);
+    if (errno || *end || end == tokens[2] || v <= 0 || v > 100000) { note(path, lineno, "bad return code"); return; }
+    code = (int)v;
+    if (g_nfails >= FAKE_MAX_FAILS) { note(path, lineno, "too many fail lines"); return; }
+    snprintf(g_fails[g_nfails].function, sizeof g_fails[0].function, "%s", tokens[1]);
+    g_fails[g_nfails++].code = code;
+  } else if (strcmp(tokens[0], "option") == 0) {
+    const char *v;
+    if (n != 2) { note(path, lineno, "option needs one key=value"); return; }
+    if ((v = kv(tokens[1], "v3_stride"))) {
+      unsigned int s;
+      if (parse_uint(v, &s) || (s != 16 && s != 24 && s != 32)) { note(path, lineno, "bad v3_stride"); return; }
+      g_v3_stride = (int)s;
+    } else if ((v = kv(tokens[1], "driver"))) {
+      if (strlen(v) >= sizeof g_driver) { note(path, lineno, "driver too long"); return; }
+      snprintf(g_driver, sizeof g_driver, "%s", v);
+    } else {
+      { note(path, lineno, "unknown option"); return; }
+    }
+  } else {
+    note(path, lineno, "unknown directive");
+  }
+}
+
+/* Re-reads the config when it changed on disk. Caller holds g_lock. */
+static void refresh_locked(void) {
+  const char *path = getenv("FAKE_NVML_CONFIG");
+  struct stat st;
+  if (!path || stat(path, &st) != 0) {
+    if (g_loaded) reset_state();
+    g_loaded = 0;
+    memset(&g_config_stat, 0, sizeof g_config_stat);
+    return;
+  }
+  if (g_loaded && st.st_ino == g_config_stat.st_ino && st.st_size == g_config_stat.st_size &&
+      st.st_mtim.tv_sec == g_config_stat.st_mtim.tv_sec && st.st_mtim.tv_nsec == g_config_stat.st_mtim.tv_nsec)
+    return;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  reset_state();
+  char line[1024];
+  int lineno = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n') {
+      note(path, lineno, "line too long");
+      int c;
+      while ((c = fgetc(f)) != EOF && c != '\n') {
+      }
+      continue;
+    }
+    parse_line(path, lineno, line);
+  }
+  fclose(f);
+  g_config_stat = st;
+  g_loaded = 1;
+}
+
+static void log_call(const char *fn) {
+  const char *path = getenv("FAKE_NVML_CALL_LOG");
+  if (!path) return;
+  FILE *f = fopen(path, "a");
+  if (!f) return;
+  fprintf(f, "%s\n", fn);
+  fclose(f);
+}
+
+/* Scripted failure for fn, 0 when none. Caller holds g_lock. */
+static int scripted_failure(const char *fn, int is_device_call) {
+  for (int i = 0; i < g_nfails; i++) {
+    const char *f = g_fails[i].function;
+    size_t n = strlen(f);
+    if (strcmp(f, "*") == 0 && is_device_call) return g_fails[i].code;
+    if (strncmp(fn, f, n) == 0 && (fn[n] == '\0' || fn[n] == '_' || strncmp(fn + n, "WithFlags", 9) == 0))
+      return g_fails[i].code;
+  }
+  return 0;
+}
+
+/* Common prologue: lock, refresh, log, scripted failure, init check. Returns 0 to proceed. */
+static nvmlReturn_t enter(const char *fn, int is_device_call) {
+  pthread_mutex_lock(&g_lock);
+  refresh_locked();
+  log_call(fn);
+  int fail = scripted_failure(fn, is_device_call);
+  if (fail) return fail;
+  if (is_device_call && g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t leave(nvmlReturn_t r) {
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+static nvmlReturn_t check_device(nvmlDevice_t d) {
+  if (d < g_devices || d >= g_devices + FAKE_MAX_DEVICES) return NVML_ERROR_INVALID_ARGUMENT;
+  return d->present ? NVML_SUCCESS : NVML_ERROR_GPU_IS_LOST;
+}
+
+#define ENTER(fn, dev_call)                  \
+  do {                                       \
+    nvmlReturn_t r_ = enter((fn), (dev_call)); \
+    if (r_ != NVML_SUCCESS) return leave(r_); \
+  } while (0)
+
+#define ENTER_DEVICE(fn, d)                  \
+  do {                                       \
+    ENTER((fn), 1);                          \
+    nvmlReturn_t c_ = check_device(d);       \
+    if (c_ != NVML_SUCCESS) return leave(c_); \
+  } while (0)
+
+static nvmlReturn_t do_init(const char *fn) {
+  ENTER(fn, 0);
+  g_init_count++;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlInit(void) { return do_init("nvmlInit"); }
+FAKE_EXPORT nvmlReturn_t nvmlInit_v2(void) { return do_init("nvmlInit_v2"); }
+FAKE_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+  (void)flags;
+  return do_init("nvmlInitWithFlags");
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  ENTER("nvmlShutdown", 0);
+  if (g_init_count == 0) return leave(NVML_ERROR_UNINITIALIZED);
+  g_init_count--;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    default: return "Unknown Error";
+  }
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  ENTER("nvmlSystemGetDriverVersion", 1);
+  if (!version) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (strlen(g_driver) + 1 > length) return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+  memcpy(version, g_driver, strlen(g_driver) + 1);
+  return leave(NVML_SUCCESS);
+}
+
+static nvmlReturn_t do_count(const char *fn, unsigned int *count) {
+  ENTER(fn, 1);
+  if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  *count = (unsigned)g_device_count;
+  return leave(NVML_SUCCESS);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *c) { return do_count("nvmlDeviceGetCount", c); }
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *c) { return do_count("nvmlDeviceGetCount_v2", c); }
+
+static nvmlReturn_t do_handle(const char *fn, unsigned int index, nvmlDevice_t *device) {
+  ENTER(fn, 1);
+  if (!device || index >= (unsigned)g_device_count) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (!g_devices[index].present) return leave(NVML_ERROR_GPU_IS_LOST);
+  *device = &g_devices[index];
+  return leave(NVML_SUCCESS);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) {
+  return do_handle("nvmlDeviceGetHandleByIndex", i, d);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
+  return do_handle("nvmlDeviceGetHandleByIndex_v2", i, d);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
+  ENTER("nvmlDeviceGetHandleByUUID", 1);
+  if (!uuid || !device) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  for (int i = 0; i < g_device_count; i++) {
+    if (g_devices[i].present && strcmp(g_devices[i].uuid, uuid) == 0) {
+      *device = &g_devices[i];
+      return leave(NVML_SUCCESS);
+    }
+  }
+  return leave(NVML_ERROR_NOT_FOUND);
+}
+
+static nvmlReturn_t copy_string(const char *src, char *dst, unsigned int length) {
+  if (!dst) return NVML_ERROR_INVALID_ARGUMENT;
+  if (strlen(src) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  memcpy(dst, src, strlen(src) + 1);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length) {
+  ENTER_DEVICE("nvmlDeviceGetUUID", d);
+  return leave(copy_string(d->uuid, uuid, length));
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
+  ENTER_DEVICE("nvmlDeviceGetName", d);
+  return leave(copy_string(d->name, name, length));
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
+  ENTER_DEVICE("nvmlDeviceGetIndex", d);
+  if (!index) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  *index = d->index;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *memory) {
+  ENTER_DEVICE("nvmlDeviceGetMemoryInfo", d);
+  if (!memory) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  memory->total = d->total;
+  memory->used = d->used;
+  memory->free = d->total - d->used;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *memory) {
+  ENTER_DEVICE("nvmlDeviceGetMemoryInfo_v2", d);
+  if (!memory) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (memory->version != NVML_MEMORY_V2_VERSION) return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  memory->total = d->total;
+  memory->reserved = 0;
+  memory->used = d->used;
+  memory->free = d->total - d->used;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+  ENTER_DEVICE("nvmlDeviceGetUtilizationRates", d);
+  if (!u) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  u->gpu = d->util;
+  u->memory = d->memutil;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
+  ENTER_DEVICE("nvmlDeviceGetMigMode", d);
+  if (!current || !pending) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  *current = 0; /* NVML_DEVICE_MIG_DISABLE */
+  *pending = 0;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count) {
+  ENTER_DEVICE("nvmlDeviceGetMaxMigDeviceCount", d);
+  if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  *count = 0;
+  return leave(NVML_SUCCESS);
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index, nvmlDevice_t *mig) {
+  (void)index;
+  (void)mig;
+  ENTER_DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", d);
+  return leave(NVML_ERROR_NOT_FOUND);
+}
+
+/* Writes the device's processes with the given stride; NVML's two-call sizing protocol. */
+static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void *infos, int stride) {
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int n = (unsigned)d->nprocs;
+  if (*count < n || (n > 0 && !infos)) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  unsigned char *out = infos;
+  for (unsigned int i = 0; i < n; i++) {
+    unsigned char *e = out + (size_t)i * (size_t)stride;
+    const struct fake_proc *p = &d->procs[i];
+    memset(e, 0, (size_t)stride);
+    memcpy(e, &p->pid, 4);
+    memcpy(e + 8, &p->used, 8);
+    if (stride >= 24) {
+      memcpy(e + 16, &p->gi, 4);
+      memcpy(e + 20, &p->ci, 4);
+    }
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *c, nvmlProcessInfo_v1_t *i) {
+  ENTER_DEVICE("nvmlDeviceGetComputeRunningProcesses", d);
+  return leave(running_processes(d, c, i, (int)sizeof(nvmlProcessInfo_v1_t)));
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *c, nvmlProcessInfo_v2_t *i) {
+  ENTER_DEVICE("nvmlDeviceGetComputeRunningProcesses_v2", d);
+  return leave(running_processes(d, c, i, (int)sizeof(nvmlProcessInfo_v2_t)));
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *c, void *i) {
+  ENTER_DEVICE("nvmlDeviceGetComputeRunningProcesses_v3", d);
+  return leave(running_processes(d, c, i, g_v3_stride));
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *utilization,
+                                                         unsigned int *count, unsigned long long lastSeenTimeStamp) {
+  ENTER_DEVICE("nvmlDeviceGetProcessUtilization", d);
+  if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  int dev = (int)(d - g_devices);
+  unsigned int n = 0;
+  for (int i = 0; i < g_nsamples; i++)
+    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp) n++;
+  if (n == 0) {
+    *count = 0;
+    return leave(NVML_ERROR_NOT_FOUND);
+  }
+  if (!utilization || *count < n) {
+    *count = n;
+    return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+  }
+  unsigned int w = 0;
+  for (int i = 0; i < g_nsamples; i++)
+    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp) utilization[w++] = g_samples[i].s;
+  *count = w;
+  return leave(NVML_SUCCESS);
+}
