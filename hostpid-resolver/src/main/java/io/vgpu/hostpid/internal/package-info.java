@@ -1,0 +1,2 @@
+/** Parsers and file reading behind {@link io.vgpu.hostpid.ProcFs}; not part of the API. */
+package io.vgpu.hostpid.internal;
