@@ -1,0 +1,303 @@
+package io.vgpu.regioncodec.internal;
+
+import io.vgpu.regioncodec.DeviceHeader;
+import io.vgpu.regioncodec.DeviceUsage;
+import io.vgpu.regioncodec.ExtensionDevice;
+import io.vgpu.regioncodec.ProcessSlot;
+import io.vgpu.regioncodec.RegionExtension;
+import io.vgpu.regioncodec.RegionSnapshot;
+import io.vgpu.regioncodec.SlotExtension;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Builds a {@link RegionSnapshot} from a region segment by the reader protocol of
+ * hami-core-facts.md 2.5: {@code proc_num} read with acquire, clamped to [0, 1024] and re-checked
+ * after the pass (one redo on change); per-slot seqlock with bounded back-off; live slots only;
+ * first occurrence of each pid. Work is proportional to the live slots times the devices in use.
+ *
+ * <p>Thread-safe: all state is local to one call. The segment may change concurrently (that is the
+ * point); it must not shrink, which the caller guards against.
+ */
+public final class RegionReader {
+  private RegionReader() {}
+
+  /** Attempts per slot before a torn read is accepted as best effort. */
+  public static final int MAX_TRIES_PER_SLOT = 100;
+
+  /**
+   * Retries per snapshot across all slots; once spent, torn slots are accepted after one read so a
+   * file full of stuck (odd) seqlocks costs milliseconds, not seconds.
+   */
+  public static final int MAX_RETRIES_PER_SNAPSHOT = 300;
+
+  private static final int USAGE_FIELDS = 7;
+
+  /**
+   * Reads a snapshot.
+   *
+   * @param extensionMapped whether the segment is long enough to hold the extension block
+   */
+  public static RegionSnapshot snapshot(
+      MemorySegment segment, Geometry g, boolean extensionMapped) {
+    int major = g.majorOffset >= 0 ? Access.intAcquire(segment, g.majorOffset) : 0;
+    int minor = g.minorOffset >= 0 ? Access.intAcquire(segment, g.minorOffset) : 0;
+    long ownerPid = Access.u64Saturated(segment, g.ownerPidOffset);
+    long rawDeviceNum = Access.longAcquire(segment, g.deviceNumOffset);
+    int deviceCount =
+        rawDeviceNum < 0 || rawDeviceNum > Geometry.MAX_DEVICES
+            ? Geometry.MAX_DEVICES
+            : (int) rawDeviceNum;
+
+    DeviceHeader[] devices = new DeviceHeader[deviceCount];
+    for (int d = 0; d < deviceCount; d++) {
+      devices[d] =
+          new DeviceHeader(
+              d,
+              Text.cString(segment, g.uuid(d), Geometry.UUID_LEN),
+              Access.u64Saturated(segment, g.limit(d)),
+              Access.u64SaturatedInt(segment, g.smLimit(d)));
+    }
+    int utilizationSwitch = Access.intAcquire(segment, g.utilizationSwitchOffset);
+    int recentKernel = Access.intAcquire(segment, g.recentKernelOffset);
+    int priority = Access.intAcquire(segment, g.priorityOffset);
+    long lastKernelTime =
+        g.lastKernelTimeOffset >= 0 ? Access.u64Saturated(segment, g.lastKernelTimeOffset) : 0;
+
+    boolean hasExtension = extensionMapped && extensionValid(segment);
+    Pass pass = new Pass(segment, g, deviceCount, hasExtension);
+
+    long generation = hasExtension ? generation(segment) : 0;
+    int rawProcNum = Access.intAcquire(segment, g.procNumOffset);
+    pass.run(clamp(rawProcNum));
+    int rawAfter = Access.intAcquire(segment, g.procNumOffset);
+    long generationAfter = hasExtension ? generation(segment) : 0;
+    if (rawAfter != rawProcNum || generationAfter != generation || (generation & 1) != 0) {
+      // The slot table was compacted (or grew) during the pass: slots may have moved. Redo once;
+      // if it moves again, report what we have as best effort.
+      rawProcNum = rawAfter;
+      generation = generationAfter;
+      pass.run(clamp(rawProcNum));
+      rawAfter = Access.intAcquire(segment, g.procNumOffset);
+      generationAfter = hasExtension ? generation(segment) : 0;
+      if (rawAfter != rawProcNum || generationAfter != generation || (generation & 1) != 0) {
+        pass.bestEffort = true;
+      }
+    }
+
+    Optional<RegionExtension> extension =
+        hasExtension ? Optional.of(readExtension(segment, deviceCount)) : Optional.empty();
+    return new RegionSnapshot(
+        g.layout,
+        major,
+        minor,
+        ownerPid,
+        deviceCount,
+        List.of(devices),
+        rawProcNum,
+        utilizationSwitch,
+        recentKernel,
+        priority,
+        lastKernelTime,
+        pass.processes,
+        pass.bestEffort,
+        pass.tornRetries,
+        extension);
+  }
+
+  private static int clamp(int rawProcNum) {
+    return Math.max(0, Math.min(rawProcNum, Geometry.MAX_PROCS));
+  }
+
+  /** The extension block is used only when its magic and major version are ours. */
+  public static boolean extensionValid(MemorySegment segment) {
+    return Access.intAcquire(segment, Extension.OFFSET + Extension.F_MAGIC) == Extension.MAGIC
+        && Access.u16Acquire(segment, Extension.OFFSET + Extension.F_MAJOR) == Extension.MAJOR;
+  }
+
+  private static long generation(MemorySegment segment) {
+    return Access.longAcquire(segment, Extension.OFFSET + Extension.F_GENERATION);
+  }
+
+  private static RegionExtension readExtension(MemorySegment s, int deviceCount) {
+    long base = Extension.OFFSET;
+    List<ExtensionDevice> devices = new ArrayList<>(deviceCount);
+    for (int d = 0; d < deviceCount; d++) {
+      devices.add(
+          new ExtensionDevice(
+              d,
+              Access.u64Saturated(s, Extension.device(d, Extension.D_OOM_REJECTIONS)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_OOM_REJECTED_BYTES)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_THROTTLED_NS)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_LAUNCHES_DELAYED)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_LAUNCHES_TOTAL)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_BUSY_NS)),
+              Access.u64Saturated(s, Extension.device(d, Extension.D_LIMITER_WINDOW_PPM))));
+    }
+    return new RegionExtension(
+        Access.u16Acquire(s, base + Extension.F_MAJOR),
+        Access.u16Acquire(s, base + Extension.F_MINOR),
+        Access.longAcquire(s, base + Extension.F_GENERATION),
+        Access.longAcquire(s, base + Extension.F_CREATED_NS),
+        Text.cString(s, base + Extension.F_LIB_VERSION, Extension.LIB_VERSION_LEN),
+        Text.cString(s, base + Extension.F_POD_UID, Extension.POD_UID_LEN),
+        Text.cString(s, base + Extension.F_CONTAINER_NAME, Extension.CONTAINER_NAME_LEN),
+        Access.intAcquire(s, base + Extension.F_LOCK_HOLDER_PID),
+        Access.longAcquire(s, base + Extension.F_LOCK_HOLDER_SINCE_NS),
+        devices);
+  }
+
+  /** One pass over the slot table; reusable for the redo. */
+  private static final class Pass {
+    private final MemorySegment s;
+    private final Geometry g;
+    private final int deviceCount;
+    private final boolean hasExtension;
+    private final long[] usage;
+    private List<ProcessSlot> processes = List.of();
+    private boolean bestEffort;
+    private int tornRetries;
+
+    Pass(MemorySegment s, Geometry g, int deviceCount, boolean hasExtension) {
+      this.s = s;
+      this.g = g;
+      this.deviceCount = deviceCount;
+      this.hasExtension = hasExtension;
+      this.usage = new long[deviceCount * USAGE_FIELDS];
+    }
+
+    void run(int slotCount) {
+      boolean seqlocked = g.slotSeqlockOffset >= 0;
+      boolean bestEffortThisPass = false;
+      ArrayList<ProcessSlot> out = new ArrayList<>(Math.min(slotCount, 64));
+      PidSet seen = new PidSet(slotCount);
+      for (int i = 0; i < slotCount; i++) {
+        long base = g.slotBase(i);
+        long seqOffset = base + g.slotSeqlockOffset;
+        int pid;
+        int hostPid;
+        int status;
+        int tries = 0;
+        while (true) {
+          tries++;
+          boolean canRetry =
+              seqlocked && tries < MAX_TRIES_PER_SLOT && tornRetries < MAX_RETRIES_PER_SNAPSHOT;
+          long before = seqlocked ? Access.longAcquire(s, seqOffset) : 0;
+          if ((before & 1) != 0 && canRetry) {
+            tornRetries++;
+            backOff(tries);
+            continue;
+          }
+          pid = Access.intAcquire(s, base + Geometry.SLOT_PID);
+          status = Access.intAcquire(s, base + g.slotStatusOffset);
+          hostPid = Access.intAcquire(s, base + Geometry.SLOT_HOSTPID);
+          if (pid == 0 || status == 0) {
+            break; // free slot: nothing the seqlock protects matters
+          }
+          readUsage(base);
+          if (!seqlocked) {
+            break;
+          }
+          VarHandle.acquireFence();
+          long after = Access.longAcquire(s, seqOffset);
+          if (after == before && (before & 1) == 0) {
+            break;
+          }
+          if (!canRetry) {
+            bestEffortThisPass = true;
+            break;
+          }
+          tornRetries++;
+          backOff(tries);
+        }
+        if (pid == 0 || status == 0 || !seen.add(pid)) {
+          continue;
+        }
+        out.add(toSlot(i, pid, hostPid, status));
+      }
+      processes = out;
+      bestEffort = bestEffortThisPass;
+    }
+
+    private void readUsage(long base) {
+      long used = base + g.slotUsedOffset;
+      long monitor = base + g.slotMonitorUsedOffset;
+      boolean hasUtil = g.slotDeviceUtilOffset >= 0;
+      long util = base + g.slotDeviceUtilOffset;
+      for (int d = 0, k = 0; d < deviceCount; d++, k += USAGE_FIELDS) {
+        long mem = used + (long) g.usedStride * d;
+        usage[k] = Access.u64Saturated(s, mem + Geometry.MEM_CONTEXT);
+        usage[k + 1] = Access.u64Saturated(s, mem + Geometry.MEM_MODULE);
+        usage[k + 2] = Access.u64Saturated(s, mem + Geometry.MEM_DATA);
+        usage[k + 3] = Access.u64Saturated(s, mem + Geometry.MEM_TOTAL);
+        usage[k + 4] = Access.u64Saturated(s, monitor + 8L * d);
+        usage[k + 5] =
+            hasUtil
+                ? Access.u64Saturated(s, util + (long) g.deviceUtilStride * d + Geometry.UTIL_SM)
+                : 0;
+      }
+    }
+
+    private ProcessSlot toSlot(int index, int pid, int hostPid, int status) {
+      DeviceUsage[] devices = new DeviceUsage[deviceCount];
+      for (int d = 0, k = 0; d < deviceCount; d++, k += USAGE_FIELDS) {
+        devices[d] =
+            new DeviceUsage(
+                d, usage[k], usage[k + 1], usage[k + 2], usage[k + 3], usage[k + 4], usage[k + 5]);
+      }
+      Optional<SlotExtension> extension =
+          hasExtension
+              ? Optional.of(
+                  new SlotExtension(
+                      Access.longAcquire(s, Extension.slot(index, Extension.S_START_TIME_TICKS)),
+                      Access.longAcquire(s, Extension.slot(index, Extension.S_HEARTBEAT_NS)),
+                      Access.intAcquire(s, Extension.slot(index, Extension.S_HOSTPID_SOURCE))))
+              : Optional.empty();
+      return new ProcessSlot(index, pid, hostPid, status, List.of(devices), extension);
+    }
+
+    /** Spin, then yield, then park with growing pauses (1 µs doubling to 100 µs). */
+    private static void backOff(int tries) {
+      if (tries < 8) {
+        Thread.onSpinWait();
+      } else if (tries < 24) {
+        Thread.yield();
+      } else {
+        long nanos = Math.min(1_000L << Math.min(tries - 24, 7), 100_000L);
+        LockSupport.parkNanos(nanos);
+      }
+    }
+  }
+
+  /** Open-addressing set of non-zero ints, sized once per pass: no boxing per slot. */
+  private static final class PidSet {
+    private final int[] table;
+    private final int mask;
+
+    PidSet(int expected) {
+      int capacity = Integer.highestOneBit(Math.max(4, expected) * 2 - 1) << 1;
+      table = new int[capacity];
+      mask = capacity - 1;
+    }
+
+    /** Adds a non-zero value; false when it was already present. */
+    boolean add(int value) {
+      int i = (value * 0x9E3779B9) >>> 16 & mask;
+      while (true) {
+        int current = table[i];
+        if (current == 0) {
+          table[i] = value;
+          return true;
+        }
+        if (current == value) {
+          return false;
+        }
+        i = (i + 1) & mask;
+      }
+    }
+  }
+}

@@ -1,0 +1,76 @@
+package io.vgpu.regioncodec.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+
+/** Fixed-size, NUL-terminated C strings from tenant-written bytes. */
+public final class Text {
+  private Text() {}
+
+  /**
+   * The bytes at {@code [offset, offset + capacity)} up to the first NUL, {@code ""} when the first
+   * byte is 0. Printable ASCII is kept as is; invalid UTF-8 and control characters become U+FFFD,
+   * so the result is always safe to log or use as a label value.
+   */
+  public static String cString(MemorySegment segment, long offset, int capacity) {
+    byte[] bytes = null;
+    int length = 0;
+    boolean ascii = true;
+    for (; length < capacity; length++) {
+      byte b = segment.get(ValueLayout.JAVA_BYTE, offset + length);
+      if (b == 0) {
+        break;
+      }
+      if (b < 0x20 || b > 0x7e) {
+        ascii = false;
+      }
+    }
+    if (length == 0) {
+      return "";
+    }
+    bytes = new byte[length];
+    MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
+    if (ascii) {
+      return new String(bytes, StandardCharsets.ISO_8859_1);
+    }
+    return sanitize(bytes);
+  }
+
+  private static String sanitize(byte[] bytes) {
+    String decoded;
+    try {
+      decoded =
+          StandardCharsets.UTF_8
+              .newDecoder()
+              .onMalformedInput(CodingErrorAction.REPLACE)
+              .onUnmappableCharacter(CodingErrorAction.REPLACE)
+              .decode(ByteBuffer.wrap(bytes))
+              .toString();
+    } catch (CharacterCodingException e) {
+      // Unreachable with REPLACE actions; fall back to a lossless-enough view.
+      decoded = new String(bytes, StandardCharsets.ISO_8859_1);
+    }
+    StringBuilder out = new StringBuilder(decoded.length());
+    for (int i = 0; i < decoded.length(); i++) {
+      char c = decoded.charAt(i);
+      out.append(Character.isISOControl(c) ? '\uFFFD' : c);
+    }
+    return out.toString();
+  }
+
+  /**
+   * UTF-8 bytes of {@code value}, NUL-padded to {@code capacity}; rejects values that do not fit.
+   */
+  public static byte[] encode(String value, int capacity, String field) {
+    byte[] raw = value.getBytes(StandardCharsets.UTF_8);
+    if (raw.length >= capacity) {
+      throw new IllegalArgumentException(
+          field + " must be shorter than " + capacity + " bytes in UTF-8: " + value);
+    }
+    return raw;
+  }
+}

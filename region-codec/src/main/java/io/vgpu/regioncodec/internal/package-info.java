@@ -1,0 +1,2 @@
+/** Offsets, detection, the snapshot algorithm and file opening; not an API. */
+package io.vgpu.regioncodec.internal;
