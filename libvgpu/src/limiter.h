@@ -73,6 +73,11 @@ typedef struct {
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned int flags);
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+  /* Optional (NULL = skip): a launch into a capturing stream is not executed now, so it is neither
+   * bracketed nor throttled (its graph is limited at cuGraphLaunch); the limiter's own event calls
+   * run in relaxed capture mode so they never invalidate another thread's global-mode capture. */
+  CUresult (*cuStreamIsCapturing)(CUstream stream, CUstreamCaptureStatus *status);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *mode);
   /* Clock and sleep; NULL = CLOCK_MONOTONIC and nanosleep. Tests inject a simulated clock. */
   int64_t (*now_ns)(void *clock_ctx);
   void (*sleep_ns)(void *clock_ctx, int64_t ns);
