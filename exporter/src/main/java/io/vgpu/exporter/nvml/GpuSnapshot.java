@@ -1,0 +1,60 @@
+package io.vgpu.exporter.nvml;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalDouble;
+
+/**
+ * What NVML said about one GPU at one poll. Every optional is empty when its query failed or is not
+ * supported on this GPU, so "unknown" is never confused with 0.
+ *
+ * @param identity index, uuid, name
+ * @param memory device memory
+ * @param utilizationRatio device SM busy ratio (0-1), averaged over the sampler's window
+ * @param memoryUtilizationRatio memory controller busy ratio (0-1), latest poll
+ * @param processes compute processes with a context on the GPU (pids as NVML reports them)
+ * @param smUtilizationByPid mean SM utilization (0-1) over the window per pid NVML sampled; pids
+ *     of {@code processes} missing here were idle for the whole window
+ */
+public record GpuSnapshot(
+    GpuIdentity identity,
+    Optional<MemoryInfo> memory,
+    OptionalDouble utilizationRatio,
+    OptionalDouble memoryUtilizationRatio,
+    Optional<List<RunningProcess>> processes,
+    Optional<Map<Integer, Double>> smUtilizationByPid) {
+  public GpuSnapshot {
+    Objects.requireNonNull(identity, "identity");
+    Objects.requireNonNull(memory, "memory");
+    Objects.requireNonNull(utilizationRatio, "utilizationRatio");
+    Objects.requireNonNull(memoryUtilizationRatio, "memoryUtilizationRatio");
+    processes = processes.map(List::copyOf);
+    smUtilizationByPid = smUtilizationByPid.map(Map::copyOf);
+  }
+
+  /** Whether NVML's per-process utilization works on this GPU. */
+  public boolean processUtilizationAvailable() {
+    return smUtilizationByPid.isPresent() && processes.isPresent();
+  }
+
+  /** SM utilization (0-1) of one pid: 0 when NVML lists it but sampled nothing, empty if unknown. */
+  public OptionalDouble smUtilizationOf(int pid) {
+    if (!processUtilizationAvailable()) {
+      return OptionalDouble.empty();
+    }
+    Double v = smUtilizationByPid.orElseThrow().get(pid);
+    return OptionalDouble.of(v == null ? 0.0 : v);
+  }
+
+  /** NVML's used memory of one pid, empty when the pid is not on this GPU or NVML cannot tell. */
+  public java.util.OptionalLong memoryOf(int pid) {
+    for (RunningProcess p : processes.orElse(List.of())) {
+      if (p.pid() == pid) {
+        return p.usedBytes();
+      }
+    }
+    return java.util.OptionalLong.empty();
+  }
+}

@@ -1,0 +1,50 @@
+package io.vgpu.exporter.nvml;
+
+import java.util.List;
+
+/**
+ * The NVML queries the exporter needs. Implementations map every {@code nvmlReturn_t} to a {@link
+ * NvmlResult}; they throw only for programming errors.
+ *
+ * <p>Thread safety: implementations must allow calls from one thread at a time; {@link
+ * NvmlSampler} is the only caller in the exporter.
+ */
+public interface NvmlClient extends AutoCloseable {
+
+  /** {@code nvmlInit_v2}; may be called again after {@link #shutdown()}. */
+  NvmlReturn init();
+
+  /** {@code nvmlShutdown}; handles obtained before are invalid afterwards. */
+  NvmlReturn shutdown();
+
+  /** The driver version string, e.g. "580.159.04". */
+  NvmlResult<String> driverVersion();
+
+  /** Number of physical GPUs. */
+  NvmlResult<Integer> deviceCount();
+
+  /** Handle of the physical GPU at an NVML index. */
+  NvmlResult<DeviceHandle> deviceHandle(int index);
+
+  /** MIG devices under a physical GPU; empty when MIG is off or not supported. */
+  NvmlResult<List<DeviceHandle>> migDevices(DeviceHandle parent);
+
+  NvmlResult<GpuIdentity> identity(DeviceHandle device);
+
+  NvmlResult<MemoryInfo> memory(DeviceHandle device);
+
+  NvmlResult<Utilization> utilization(DeviceHandle device);
+
+  /** Compute processes with a context on the device (newest API version the library has). */
+  NvmlResult<List<RunningProcess>> runningProcesses(DeviceHandle device);
+
+  /**
+   * Per-process utilization samples newer than {@code lastSeenMicros}; an empty list when there
+   * are none (NVML_ERROR_NOT_FOUND).
+   */
+  NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeenMicros);
+
+  /** Releases the library (does not call {@link #shutdown()}). */
+  @Override
+  void close();
+}
