@@ -1,0 +1,30 @@
+/*
+ * devices.h — CUDA ordinal -> region index (the container's NVML index), honouring
+ * CUDA_VISIBLE_DEVICES reordering by index or UUID, and the few NVML facts libvgpu needs.
+ *
+ * Threading: the map is computed once (after the application initialized the driver) under a
+ * mutex and read lock-free afterwards.
+ */
+#ifndef VGPU_DEVICES_H
+#define VGPU_DEVICES_H
+
+#include <cuda.h>
+
+#include "region.h"
+
+/* Region index of a CUDA device, or -1 (unknown device or index >= 16: not accounted). */
+int vgpu_ridx(CUdevice dev);
+/* Region index of the calling thread's current context, -1 if none. */
+int vgpu_current_ridx(void);
+/* Fills device_num and uuids for a new region (NVML order when NVML is available). */
+void vgpu_devices_fill_init(struct vgpu_region_init *init);
+/* Our process's NVML-reported usage on a region device; false when NVML cannot tell. */
+bool vgpu_nvml_process_used(int ridx, uint64_t *bytes);
+/* Formats a CUDA uuid the way NVML prints it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx. */
+void vgpu_format_uuid(const unsigned char b[16], char *out, size_t cap);
+/* Pure helper (tested): region index of CUDA ordinal `ordinal` from a CUDA_VISIBLE_DEVICES value
+ * and the NVML uuid list (may be empty). */
+int vgpu_map_ordinal(const char *cvd, int ordinal, const char *cuda_uuid,
+                     char nvml_uuids[][VGPU_UUID_LEN], int nvml_count);
+
+#endif /* VGPU_DEVICES_H */

@@ -1,0 +1,480 @@
+/*
+ * region.c — see region.h. Byte layout from include/vgpu/vgpu_region.h (HAMi v1.2).
+ */
+#include "region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgpu.h"
+
+_Static_assert(sizeof(sem_t) <= VGPU_SEM_SIZE, "sem_t fits HAMi's sem field");
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define STORE_RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+/* HAMi-core layouts we recognise only to refuse them (file sizes, with and without the +1 byte). */
+static const char *foreign_layout(off_t size, uint32_t major) {
+  if (size == 804680 || size == 804681) return "L0a (pre-2024-04 HAMi-core)";
+  if (size == 1197896 || size == 1197897) return "L0b (HAMi-core v0)";
+  if ((size == 2008984 || size == 2008985) && major == 1) return "v1.1-broken (2026-03 HAMi-core)";
+  return NULL;
+}
+
+static int set_lock(int fd, int cmd, short type, off_t start, off_t len) {
+  struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
+  int rc;
+  do {
+    rc = fcntl(fd, cmd, &fl);
+  } while (rc < 0 && errno == EINTR);
+  return rc;
+}
+
+static int init_lock(int fd) {
+  return set_lock(fd, F_SETLKW, F_WRLCK, 0, (off_t)sizeof(vgpu_region_t));
+}
+static void init_unlock(int fd) {
+  set_lock(fd, F_SETLK, F_UNLCK, 0, (off_t)sizeof(vgpu_region_t));
+}
+
+static void write_new_region(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
+  vgpu_region_t *r = m->r;
+  memset(r, 0, sizeof *r);
+  r->major_version = VGPU_REGION_MAJOR;
+  r->minor_version = VGPU_REGION_MINOR;
+  /* Valid process-shared semaphores (value 1) so a HAMi-core library sharing the file can lock. */
+  sem_init((sem_t *)(void *)r->sem, 1, 1);
+  sem_init((sem_t *)(void *)r->sem_postinit, 1, 1);
+  r->device_num = init ? init->device_num : 0;
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+    if (init) {
+      memcpy(r->uuids[d], init->uuids[d], VGPU_UUID_LEN);
+      r->uuids[d][VGPU_UUID_LEN - 1] = 0;
+      r->limit[d] = init->limit[d];
+      r->sm_limit[d] = init->sm_limit[d];
+    } else {
+      r->sm_limit[d] = 100;
+    }
+  }
+  r->utilization_switch = 1;
+  r->recent_kernel = 2;
+  r->priority = init ? init->priority : 1;
+  r->last_kernel_time = (uint64_t)time(NULL);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  STORE(&r->initialized_flag, VGPU_REGION_MAGIC); /* last: readers see a complete header */
+}
+
+static void write_new_ext(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
+  vgpu_region_ext_t *e = m->ext;
+  memset(e, 0, sizeof *e);
+  e->major = VGPU_EXT_MAJOR;
+  e->minor = VGPU_EXT_MINOR;
+  e->size = (uint32_t)sizeof *e;
+  e->created_ns = vgpu_now_realtime_ns();
+  snprintf(e->lib_version, sizeof e->lib_version, "%s", VGPU_LIB_VERSION);
+  if (init && init->pod_uid) snprintf(e->pod_uid, sizeof e->pod_uid, "%s", init->pod_uid);
+  if (init && init->container_name)
+    snprintf(e->container_name, sizeof e->container_name, "%s", init->container_name);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  STORE(&e->magic, VGPU_EXT_MAGIC);
+}
+
+static int map_file(struct vgpu_region_map *m, bool writable) {
+  int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void *p = mmap(NULL, VGPU_REGION_FILE_SIZE, prot, MAP_SHARED, m->fd, 0);
+  if (p == MAP_FAILED) return VGPU_REGION_E_IO;
+  m->r = p;
+  m->map_size = VGPU_REGION_FILE_SIZE;
+  m->ext = (vgpu_region_ext_t *)((char *)p + VGPU_EXT_OFFSET);
+  return VGPU_REGION_OK;
+}
+
+static void unmap_file(struct vgpu_region_map *m) {
+  if (m->r) munmap(m->r, m->map_size);
+  m->r = NULL;
+  m->ext = NULL;
+}
+
+/* Decides what to do with the bytes found under the init lock. */
+static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
+  struct stat st;
+  if (fstat(m->fd, &st) != 0) return VGPU_REGION_E_IO;
+  int32_t magic = 0;
+  uint32_t ver[2] = {0, 0};
+  if (st.st_size >= 12) {
+    if (pread(m->fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic) return VGPU_REGION_E_IO;
+    if (pread(m->fd, ver, sizeof ver, 4) != (ssize_t)sizeof ver) return VGPU_REGION_E_IO;
+  }
+  if (magic == VGPU_REGION_MAGIC) {
+    const char *foreign = foreign_layout(st.st_size, ver[0]);
+    if (!foreign && st.st_size < (off_t)sizeof(vgpu_region_t)) foreign = "a truncated region";
+    if (!foreign && (ver[0] != VGPU_REGION_MAJOR || (ver[1] != 1 && ver[1] != 2))) {
+      snprintf(m->found, sizeof m->found, "version %u.%u", ver[0], ver[1]);
+      return VGPU_REGION_E_VERSION;
+    }
+    if (foreign) {
+      snprintf(m->found, sizeof m->found, "%s, %lld bytes", foreign, (long long)st.st_size);
+      return VGPU_REGION_E_VERSION;
+    }
+    /* v1.1/v1.2 (same bytes). Grow to hold our extension; HAMi readers accept larger files. */
+    if (st.st_size < (off_t)VGPU_REGION_FILE_SIZE &&
+        ftruncate(m->fd, (off_t)VGPU_REGION_FILE_SIZE) != 0)
+      return VGPU_REGION_E_IO;
+    int rc = map_file(m, true);
+    if (rc != VGPU_REGION_OK) return rc;
+    if (LOAD(&m->ext->magic) != VGPU_EXT_MAGIC) {
+      write_new_ext(m, init);
+    } else if (m->ext->major != VGPU_EXT_MAJOR) {
+      VGPU_LOG_WARN("region extension version %u.%u unknown; extension left untouched",
+                    m->ext->major, m->ext->minor);
+      m->ext = NULL;
+    }
+    return VGPU_REGION_OK;
+  }
+  /* No magic: empty, or a creator died half-way (we hold the init lock, so nobody is writing). */
+  if (ftruncate(m->fd, 0) != 0 || ftruncate(m->fd, (off_t)VGPU_REGION_FILE_SIZE) != 0)
+    return VGPU_REGION_E_IO;
+  int rc = map_file(m, true);
+  if (rc != VGPU_REGION_OK) return rc;
+  write_new_ext(m, init);
+  write_new_region(m, init);
+  m->created = true;
+  return VGPU_REGION_OK;
+}
+
+int vgpu_region_open(struct vgpu_region_map *m, const char *path,
+                     const struct vgpu_region_init *init) {
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  if (fd < 0) return errno == ELOOP ? VGPU_REGION_E_NOT_REGULAR : VGPU_REGION_E_IO;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return VGPU_REGION_E_NOT_REGULAR;
+  }
+  /* Every container process must be able to open the file whatever its umask (HAMi: umask 0). */
+  if ((st.st_mode & 0666) != 0666 && st.st_uid == geteuid()) (void)fchmod(fd, 0666);
+  m->fd = fd;
+  if (init_lock(fd) != 0) {
+    close(fd);
+    m->fd = -1;
+    return VGPU_REGION_E_LOCK;
+  }
+  int rc = validate_or_init(m, init);
+  init_unlock(fd);
+  if (rc != VGPU_REGION_OK) {
+    unmap_file(m);
+    close(fd);
+    m->fd = -1;
+  }
+  return rc;
+}
+
+int vgpu_region_open_existing(struct vgpu_region_map *m, const char *path, bool writable) {
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return errno == ELOOP ? VGPU_REGION_E_NOT_REGULAR : VGPU_REGION_E_IO;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return VGPU_REGION_E_NOT_REGULAR;
+  }
+  int32_t magic = 0;
+  uint32_t ver[2] = {0, 0};
+  if (st.st_size < (off_t)VGPU_REGION_FILE_SIZE || pread(fd, &magic, 4, 0) != 4 ||
+      pread(fd, ver, 8, 4) != 8 || magic != VGPU_REGION_MAGIC || ver[0] != 1 ||
+      foreign_layout(st.st_size, ver[0])) {
+    close(fd);
+    return VGPU_REGION_E_VERSION;
+  }
+  m->fd = fd;
+  int rc = map_file(m, writable);
+  if (rc != VGPU_REGION_OK) {
+    close(fd);
+    m->fd = -1;
+    return rc;
+  }
+  if (LOAD(&m->ext->magic) != VGPU_EXT_MAGIC || m->ext->major != VGPU_EXT_MAJOR) m->ext = NULL;
+  return VGPU_REGION_OK;
+}
+
+void vgpu_region_close(struct vgpu_region_map *m) {
+  unmap_file(m);
+  if (m->fd >= 0) close(m->fd);
+  m->fd = -1;
+}
+
+/* ---- slot lock */
+
+static pthread_mutex_t g_lock_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void vgpu_region_lock(struct vgpu_region_map *m) {
+  pthread_mutex_lock(&g_lock_mu);
+  uint64_t start = vgpu_now_monotonic_ns(), next_log = start + 10000000000ull;
+  unsigned backoff_us = 20;
+  while (set_lock(m->fd, F_SETLK, F_WRLCK, VGPU_SLOT_LOCK_OFFSET, 1) != 0) {
+    if (errno != EAGAIN && errno != EACCES) {
+      /* Locks unsupported on this filesystem: still serialize threads; processes may race. */
+      VGPU_LOG_ERROR("cannot lock shrreg (%s); container-wide limit not atomic", strerror(errno));
+      break;
+    }
+    uint64_t now = vgpu_now_monotonic_ns();
+    if (now >= next_log) {
+      VGPU_LOG_WARN("Lock shrreg timeout after %llu ms, owner=%d, retrying",
+                    (unsigned long long)((now - start) / 1000000), (int)vgpu_region_lock_holder(m));
+      next_log = now + 10000000000ull;
+    }
+    struct timespec ts = {0, (long)backoff_us * 1000};
+    nanosleep(&ts, NULL);
+    if (backoff_us < 10000) backoff_us *= 2;
+  }
+  if (m->ext) {
+    STORE_RELAXED(&m->ext->lock_holder_since_ns, vgpu_now_realtime_ns());
+    STORE(&m->ext->lock_holder_pid, (int32_t)getpid());
+  }
+}
+
+void vgpu_region_unlock(struct vgpu_region_map *m) {
+  if (m->ext) {
+    STORE(&m->ext->lock_holder_pid, 0);
+    STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
+  }
+  set_lock(m->fd, F_SETLK, F_UNLCK, VGPU_SLOT_LOCK_OFFSET, 1);
+  pthread_mutex_unlock(&g_lock_mu);
+}
+
+void vgpu_region_atfork(int phase) {
+  if (phase == 0)
+    pthread_mutex_lock(&g_lock_mu);
+  else
+    pthread_mutex_unlock(&g_lock_mu);
+}
+
+pid_t vgpu_region_lock_holder(struct vgpu_region_map *m) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VGPU_SLOT_LOCK_OFFSET,
+                     .l_len = 1};
+  if (fcntl(m->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
+  return fl.l_pid;
+}
+
+/* ---- seqlock */
+
+static void seq_begin(vgpu_proc_slot_t *s) {
+  __atomic_fetch_add(&s->seqlock, 1, __ATOMIC_ACQ_REL); /* odd */
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+static void seq_end(vgpu_proc_slot_t *s) {
+  __atomic_fetch_add(&s->seqlock, 1, __ATOMIC_RELEASE); /* even */
+}
+
+static void add_clamped(uint64_t *field, int64_t delta) {
+  uint64_t v = LOAD_RELAXED(field);
+  uint64_t nv = delta >= 0 ? v + (uint64_t)delta
+                           : (v >= (uint64_t)(-delta) ? v - (uint64_t)(-delta) : 0);
+  STORE_RELAXED(field, nv);
+}
+
+void vgpu_slot_add(struct vgpu_region_map *m, int idx, int dev, enum vgpu_mem_kind kind,
+                   int64_t delta) {
+  if (idx < 0 || idx >= VGPU_MAX_PROCS || dev < 0 || dev >= VGPU_MAX_DEVICES || delta == 0) return;
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  seq_begin(s);
+  vgpu_device_memory_t *u = &s->used[dev];
+  uint64_t *f = kind == VGPU_MEM_CONTEXT ? &u->context_size
+                : kind == VGPU_MEM_MODULE ? &u->module_size
+                                          : &u->data_size;
+  add_clamped(f, delta);
+  add_clamped(&u->total, delta);
+  seq_end(s);
+}
+
+uint64_t vgpu_slot_total(struct vgpu_region_map *m, int idx, int dev) {
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  uint64_t v = 0;
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t s1 = LOAD(&s->seqlock);
+    if (s1 & 1) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    v = LOAD_RELAXED(&s->used[dev].total);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (LOAD_RELAXED(&s->seqlock) == s1) return v;
+  }
+  return LOAD_RELAXED(&s->used[dev].total); /* best effort: a writer died mid-update */
+}
+
+uint64_t vgpu_region_used(struct vgpu_region_map *m, int dev) {
+  if (dev < 0 || dev >= VGPU_MAX_DEVICES) return 0;
+  int n = LOAD(&m->r->proc_num);
+  if (n < 0) n = 0;
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  uint64_t sum = 0;
+  for (int i = 0; i < n; i++) {
+    vgpu_proc_slot_t *s = &m->r->procs[i];
+    if (LOAD(&s->status) == VGPU_SLOT_FREE || LOAD(&s->pid) == 0) continue;
+    sum += vgpu_slot_total(m, i, dev);
+  }
+  return sum;
+}
+
+/* ---- liveness */
+
+int vgpu_proc_stat(pid_t pid, uint64_t *start_ticks) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 0 : -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ') return -1;
+  p += 2;
+  char state = *p;
+  if (state == 'Z' || state == 'X' || state == 'x') return 0;
+  /* starttime is field 22; state is field 3. */
+  for (int field = 3; field < 22 && *p; field++) {
+    p = strchr(p, ' ');
+    if (!p) return -1;
+    p++;
+  }
+  if (start_ticks) *start_ticks = strtoull(p, NULL, 10);
+  return 1;
+}
+
+int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) {
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  int32_t pid = LOAD(&s->pid);
+  if (pid <= 0) return 0;
+  uint64_t recorded = 0, heartbeat = 0;
+  if (m->ext) {
+    recorded = LOAD(&m->ext->slots[idx].start_time_ticks);
+    heartbeat = LOAD(&m->ext->slots[idx].heartbeat_ns);
+  }
+  uint64_t start = 0;
+  int st = vgpu_proc_stat(pid, &start);
+  if (st < 0) return 1; /* cannot tell: never free what might be alive */
+  bool looks_alive = st == 1 && (recorded == 0 || start == recorded);
+  if (looks_alive) return 1;
+  /* Gone from our /proc, or the pid now belongs to someone else. A fresh heartbeat means the
+   * owner lives on (another pid namespace sharing this file): keep it for now. */
+  if (heartbeat && now_ns > heartbeat && now_ns - heartbeat < VGPU_HEARTBEAT_STALE_NS) return -1;
+  if (heartbeat && now_ns <= heartbeat) return -1;
+  return 0;
+}
+
+/* ---- slot table (caller holds the slot lock) */
+
+static void gen_begin(struct vgpu_region_map *m) {
+  if (m->ext) __atomic_fetch_add(&m->ext->generation, 1, __ATOMIC_ACQ_REL);
+}
+static void gen_end(struct vgpu_region_map *m) {
+  if (m->ext) __atomic_fetch_add(&m->ext->generation, 1, __ATOMIC_RELEASE);
+}
+
+static void clear_slot_body(struct vgpu_region_map *m, int idx) {
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  seq_begin(s);
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+    vgpu_device_memory_t *u = &s->used[d];
+    STORE_RELAXED(&u->context_size, 0);
+    STORE_RELAXED(&u->module_size, 0);
+    STORE_RELAXED(&u->data_size, 0);
+    STORE_RELAXED(&u->offset, 0);
+    STORE_RELAXED(&u->total, 0);
+    STORE_RELAXED(&s->monitorused[d], 0);
+    STORE_RELAXED(&s->device_util[d].sm_util, 0);
+    STORE_RELAXED(&s->device_util[d].enc_util, 0);
+    STORE_RELAXED(&s->device_util[d].dec_util, 0);
+  }
+  seq_end(s);
+}
+
+void vgpu_region_free_slot(struct vgpu_region_map *m, int idx) {
+  if (idx < 0 || idx >= VGPU_MAX_PROCS) return;
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  gen_begin(m);
+  STORE(&s->status, VGPU_SLOT_FREE);
+  clear_slot_body(m, idx);
+  STORE(&s->hostpid, 0);
+  STORE(&s->pid, 0);
+  if (m->ext) memset(&m->ext->slots[idx], 0, sizeof m->ext->slots[idx]);
+  /* Trailing free slots shrink the table so readers scan less. */
+  int n = LOAD(&m->r->proc_num);
+  while (n > 0 && n <= VGPU_MAX_PROCS && LOAD(&m->r->procs[n - 1].status) == VGPU_SLOT_FREE &&
+         LOAD(&m->r->procs[n - 1].pid) == 0)
+    n--;
+  STORE(&m->r->proc_num, n);
+  gen_end(m);
+}
+
+int vgpu_region_sweep(struct vgpu_region_map *m, int self, int *suspects) {
+  int n = LOAD(&m->r->proc_num), freed = 0, sus = 0;
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  uint64_t now = vgpu_now_realtime_ns();
+  for (int i = n - 1; i >= 0; i--) {
+    if (i == self) continue;
+    vgpu_proc_slot_t *s = &m->r->procs[i];
+    if (LOAD(&s->status) == VGPU_SLOT_FREE && LOAD(&s->pid) == 0) continue;
+    int alive = vgpu_region_slot_alive(m, i, now);
+    if (alive < 0) sus++;
+    if (alive != 0) continue;
+    VGPU_LOG_INFO("freeing slot %d of dead process %d (%llu bytes on device 0)", i,
+                  (int)LOAD(&s->pid), (unsigned long long)vgpu_slot_total(m, i, 0));
+    vgpu_region_free_slot(m, i);
+    freed++;
+  }
+  if (suspects) *suspects = sus;
+  return freed;
+}
+
+int vgpu_region_claim_slot(struct vgpu_region_map *m, const struct vgpu_slot_identity *id) {
+  vgpu_region_sweep(m, -1, NULL);
+  int n = LOAD(&m->r->proc_num);
+  if (n < 0) n = 0;
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  int idx = -1;
+  for (int i = 0; i < n && idx < 0; i++) /* our pid in a slot: a previous life of this pid */
+    if (LOAD(&m->r->procs[i].pid) == id->pid) idx = i;
+  for (int i = 0; i < n && idx < 0; i++)
+    if (LOAD(&m->r->procs[i].status) == VGPU_SLOT_FREE && LOAD(&m->r->procs[i].pid) == 0) idx = i;
+  bool append = false;
+  if (idx < 0) {
+    if (n >= VGPU_MAX_PROCS) return -1;
+    idx = n;
+    append = true;
+  }
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  gen_begin(m);
+  STORE(&s->status, VGPU_SLOT_FREE);
+  clear_slot_body(m, idx);
+  STORE(&s->pid, id->pid);
+  STORE(&s->hostpid, id->hostpid);
+  if (m->ext) {
+    vgpu_ext_slot_t *e = &m->ext->slots[idx];
+    STORE(&e->start_time_ticks, id->start_time_ticks);
+    STORE(&e->heartbeat_ns, vgpu_now_realtime_ns());
+    STORE(&e->hostpid_source, id->hostpid_source);
+  }
+  STORE(&s->status, VGPU_SLOT_RUNNING);
+  if (append) STORE(&m->r->proc_num, idx + 1);
+  gen_end(m);
+  return idx;
+}

@@ -1,0 +1,87 @@
+/*
+ * vgpu.h — internal declarations shared by libvgpu's translation units: logging, configuration,
+ * the reentrancy guard and the export marker. Nothing here is part of an ABI.
+ *
+ * Threading: configuration is parsed once (vgpu_config_get() is safe from any thread after the
+ * first call); logging is a single write(2) per line and needs no lock.
+ */
+#ifndef VGPU_VGPU_H
+#define VGPU_VGPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vgpu/vgpu_region.h"
+
+#define VGPU_EXPORT __attribute__((visibility("default")))
+#define VGPU_LIB_VERSION "libvgpu 0.1.0"
+
+/* ---- logging (HAMi-compatible levels: LIBCUDA_LOG_LEVEL 0 errors, 2 default, 3 info, 4 debug) */
+enum vgpu_log_level {
+  VGPU_LEVEL_ERROR = 0,
+  VGPU_LEVEL_WARN = 1,
+  VGPU_LEVEL_MSG = 2,
+  VGPU_LEVEL_INFO = 3,
+  VGPU_LEVEL_DEBUG = 4,
+};
+extern int vgpu_log_level;
+void vgpu_log(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define VGPU_LOG(level, ...)                                                                       \
+  do {                                                                                             \
+    if ((level) <= vgpu_log_level) vgpu_log((level), __FILE__, __LINE__, __VA_ARGS__);            \
+  } while (0)
+#define VGPU_LOG_ERROR(...) VGPU_LOG(VGPU_LEVEL_ERROR, __VA_ARGS__)
+#define VGPU_LOG_WARN(...) VGPU_LOG(VGPU_LEVEL_WARN, __VA_ARGS__)
+#define VGPU_LOG_MSG(...) VGPU_LOG(VGPU_LEVEL_MSG, __VA_ARGS__)
+#define VGPU_LOG_INFO(...) VGPU_LOG(VGPU_LEVEL_INFO, __VA_ARGS__)
+#define VGPU_LOG_DEBUG(...) VGPU_LOG(VGPU_LEVEL_DEBUG, __VA_ARGS__)
+
+/* ---- configuration (environment, HAMi-core contract) */
+enum vgpu_util_policy { VGPU_POLICY_DEFAULT = 0, VGPU_POLICY_FORCE = 1, VGPU_POLICY_DISABLE = 2 };
+
+enum vgpu_parse_status {
+  VGPU_PARSE_OK = 0,
+  VGPU_PARSE_EMPTY,
+  VGPU_PARSE_LEADING_ZERO, /* "0100m": HAMi-core reads octal */
+  VGPU_PARSE_NOT_DECIMAL,  /* "0x10", "-1", " 5", "abc" */
+  VGPU_PARSE_BAD_SUFFIX,   /* "10x", "1mb", "5 m" */
+  VGPU_PARSE_OVERFLOW,
+};
+/* Parses a memory size: decimal digits, optional one-letter suffix k/K m/M g/G (powers of 1024),
+ * bytes without. Stricter than HAMi-core on purpose: everything it would mis-read is refused. */
+enum vgpu_parse_status vgpu_parse_size(const char *s, uint64_t *out);
+/* Parses a plain decimal integer (no suffix), same leading-zero/overflow rules. */
+enum vgpu_parse_status vgpu_parse_uint(const char *s, uint64_t *out);
+const char *vgpu_parse_status_str(enum vgpu_parse_status st);
+
+struct vgpu_config {
+  uint64_t mem_limit[VGPU_MAX_DEVICES]; /* bytes, 0 = unlimited */
+  uint64_t sm_limit[VGPU_MAX_DEVICES];  /* percent, 100 = unlimited */
+  char cache_path[4096];
+  int log_level;
+  enum vgpu_util_policy util_policy;
+  int priority;
+  uint64_t context_size; /* LIBVGPU_CONTEXT_SIZE: bytes counted per context; 0 = measure */
+  bool context_size_set;
+  bool disabled; /* CUDA_DISABLE_CONTROL=true: pure pass-through */
+  char pod_uid[VGPU_POD_UID_LEN];
+  char container_name[VGPU_CONTAINER_NAME_LEN];
+};
+/* Reads the environment once; later calls return the same object. Never fails. */
+const struct vgpu_config *vgpu_config_get(void);
+/* Test hook: parse a config from a getenv-like function without touching the cached one. */
+void vgpu_config_parse(struct vgpu_config *cfg, const char *(*get)(const char *name));
+
+/* ---- reentrancy guard: calls the real driver makes back into exported names pass straight
+ * through (libcuda may call its own exported symbols through the PLT). */
+extern __thread int vgpu_hook_depth;
+#define VGPU_GUARD_ENTER() (vgpu_hook_depth++ == 0)
+#define VGPU_GUARD_LEAVE() (vgpu_hook_depth--)
+
+/* ---- time */
+uint64_t vgpu_now_realtime_ns(void);
+uint64_t vgpu_now_monotonic_ns(void);
+
+#endif /* VGPU_VGPU_H */
