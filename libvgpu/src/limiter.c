@@ -24,7 +24,9 @@
  * CLOCK_MONOTONIC modulo 2^32 (differences are taken in wrapping arithmetic; values further than
  * a sanity bound from now are treated as garbage and reset), updated with one 64-bit CAS.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "limiter.h"
 
 #include <errno.h>
@@ -40,7 +42,7 @@
 #define MAX_REFS 4         /* calibrated reference events alive per context */
 #define BURST_NS 10000000LL          /* wall-time credit a container may run ahead (10 ms) */
 #define SLACK_NS 500000LL            /* TAT may lag now by this much (sleep overshoot) */
-#define TAT_MAX_AHEAD_NS 120000000000LL /* sanity bound on the bucket's debt (120 s) */
+#define TAT_MAX_AHEAD_NS 10000000000LL /* bound on the bucket's debt (10 s): state stays bounded */
 #define SLEEP_CHUNK_NS 1000000LL     /* wake at least every 1 ms while held back */
 #define POLL_EVERY_NS 100000LL       /* poll completions at most every 100 us on launch */
 #define CALIB_EVERY_NS 1000000000LL  /* recalibrate the GPU->host time map every 1 s */
@@ -49,8 +51,11 @@
 #define WINDOW_NS 1000000000LL       /* trim / published-share window */
 #define PRIORITY_POLL_NS 100000000LL /* recent_kernel < 0: re-check every 100 ms */
 #define DEFAULT_EST_NS 100000LL      /* cost of a launch before anything was measured */
+#define OVERDUE_NS 2000000LL         /* running this much past 2x its estimate: estimate is wrong */
+#define WINDOW_MIN_COMMITS 16        /* a trim window needs this many measured launches... */
+#define WINDOW_MAX_NS 10000000000LL  /* ...or this much time */
 #define TRIM_KI 0.3                  /* per second, on the relative error */
-#define TRIM_KP 0.1
+#define TRIM_KP 0.05
 #define FLUSH_EVERY 256              /* launches_total is published in batches */
 
 typedef struct {
@@ -108,6 +113,7 @@ typedef struct {
   /* trim */
   double trim, p_term;
   int64_t win_start_ns, win_busy0, win_thr0;
+  int win_commits;
   /* bookkeeping */
   pend_t ent[MAX_PEND];
   int free_head;
@@ -453,9 +459,12 @@ static int64_t ref_time(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev
   return c->refs[ref].host_ns + (int64_t)((double)ms * 1e6);
 }
 
+/* Rises fast (an under-estimate lets work run ahead of the budget), falls slowly. */
 static void ewma(int64_t *acc, int64_t sample, int shift) {
-  if (*acc == 0)
+  if (*acc == 0 || sample > 4 * *acc)
     *acc = sample;
+  else if (sample > *acc)
+    *acc += (sample - *acc) / 2;
   else
     *acc += (sample - *acc) / (1 << shift);
 }
@@ -522,6 +531,7 @@ static void commit_done(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
   memmove(d->done_idx, d->done_idx + n, (size_t)(d->n_done - n) * sizeof(int));
   d->n_done -= n;
   d->busy_ns += charged;
+  d->win_commits += n;
   if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)charged, __ATOMIC_RELAXED);
   (void)lim;
   (void)dev;
@@ -529,7 +539,7 @@ static void commit_done(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
 
 static void publish_window(vgpu_limiter_t *lim, dev_state_t *d, int limit, int64_t now) {
   int64_t dt = now - d->win_start_ns;
-  if (dt < WINDOW_NS) return;
+  if (dt < WINDOW_NS || (d->win_commits < WINDOW_MIN_COMMITS && dt < WINDOW_MAX_NS)) return;
   int64_t busy = d->xd != NULL ? (int64_t)__atomic_load_n(&d->xd->busy_ns, __ATOMIC_RELAXED)
                                : d->busy_ns;
   double share = (double)(busy - d->win_busy0) / (double)dt;
@@ -553,6 +563,7 @@ static void publish_window(vgpu_limiter_t *lim, dev_state_t *d, int limit, int64
   d->win_start_ns = now;
   d->win_busy0 = busy;
   d->win_thr0 = d->throttled_ns;
+  d->win_commits = 0;
   (void)lim;
 }
 
@@ -676,6 +687,30 @@ static void priority_gate(vgpu_limiter_t *lim) {
     __atomic_store_n(&r->recent_kernel, 2, __ATOMIC_RELAXED);
 }
 
+/*
+ * Guards against a wrong estimate letting a queue run ahead: a stream whose launches were never
+ * measured keeps one launch in flight, and a stream whose running launch already took far longer
+ * than its estimate gets no more until it completes (the estimate then catches up).
+ */
+static int stream_may_run_ahead(dev_state_t *d, CUcontext ctx, CUstream stream, int64_t now) {
+  if (ctx == NULL) return 1;
+  for (int ci = 0; ci < MAX_CTX; ci++) {
+    ctx_t *c = &d->ctx[ci];
+    if (!c->used || c->ctx != ctx) continue;
+    for (int si = 0; si < MAX_STREAMS; si++) {
+      stream_q_t *q = &c->sq[si];
+      if (!q->used || q->stream != stream || q->count == 0 || q->head < 0) continue;
+      int64_t est = q->est_ns > 0 ? q->est_ns : d->est_dev_ns;
+      if (est <= 0) return 0;
+      const pend_t *h = &d->ent[q->head];
+      if (h->started && now - h->s_host > 2 * est + OVERDUE_NS) return 0;
+      return 1;
+    }
+    return 1;
+  }
+  return 1;
+}
+
 /* ---- public instance API ----------------------------------------------------------------- */
 
 vgpu_limiter_t *vgpu_limiter_create(const vgpu_limiter_driver_t *drv,
@@ -772,13 +807,15 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
 
   int64_t t0 = now_ns(lim), now = t0;
   int delayed = 0;
+  CUcontext ctx = NULL;
+  if (lim->drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ctx = NULL;
   pthread_mutex_lock(&d->mu);
   update_leff(d, limit);
   if (now - d->last_poll_ns >= POLL_EVERY_NS || d->n_inflight > MAX_PEND * 3 / 4)
     poll_locked(lim, d, dev, now);
   for (;;) {
     int64_t ahead = bucket_ahead_ns(d, now);
-    int room = d->n_inflight < MAX_PEND - 1;
+    int room = d->n_inflight < MAX_PEND - 1 && stream_may_run_ahead(d, ctx, stream, now);
     if (room && !d->blocked && ahead <= BURST_NS) break;
     if (room && d->blocked && ahead <= 0) {
       d->blocked = 0;
@@ -787,7 +824,7 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
     if (room) d->blocked = 1;
     delayed = 1;
     pthread_mutex_unlock(&d->mu);
-    int64_t wait = room ? (d->blocked ? ahead : ahead - BURST_NS) : SLEEP_CHUNK_NS / 4;
+    int64_t wait = room ? ahead : SLEEP_CHUNK_NS / 4;
     lim->drv.sleep_ns(lim->drv.clock_ctx, i64max(1000, i64min(wait, SLEEP_CHUNK_NS)));
     now = now_ns(lim);
     pthread_mutex_lock(&d->mu);
@@ -821,8 +858,7 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
   b->stream = stream;
   b->ctx = -1;
   b->sq = -1;
-  CUcontext ctx = NULL;
-  if (lim->drv.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != NULL) {
+  if (ctx != NULL) {
     capture_guard_t g = relax_capture(lim);
     int ci = ctx_slot(lim, d, ctx);
     if (ci >= 0) {
