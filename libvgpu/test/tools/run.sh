@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds shrreg-tool (unless the libvgpu Makefile already did) and its test, then runs the test.
+# Last line: "shrreg-tool: N passed, M failed". Usage: test/tools/run.sh  (from libvgpu/ or anywhere)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+CC=${CC:-gcc}
+FLAGS=(-std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Werror -D_GNU_SOURCE -Iinclude ${SAN_FLAGS:-})
+out="$BUILD/tools-test"
+mkdir -p "$out"
+# Our own copy of the tool: `make all` may rebuild $BUILD/shrreg-tool while this runs.
+"$CC" "${FLAGS[@]}" -o "$out/shrreg-tool" tools/shrreg_tool.c -lpthread
+"$CC" "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c -lpthread
+"$CC" "${FLAGS[@]}" -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c -lpthread
+"$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}" > "$out/fuzz.txt" || true
+"$out/shrreg_tool_test" "$out/shrreg-tool" "$BUILD" > "$out/cli.txt" || true
+cat "$out/fuzz.txt" "$out/cli.txt"
+# One summary line over both: the fuzz cases count as tests too.
+awk '/: [0-9]+ passed, [0-9]+ failed$/ { p += $(NF-3); f += $(NF-1); n++ }
+     END { if (n < 2) f++; printf "shrreg-tool: %d passed, %d failed\n", p, f; exit (f > 0) }' "$out/fuzz.txt" "$out/cli.txt"

@@ -1,0 +1,1420 @@
+/*
+ * shrreg-tool — inspect and repair a container's shared region from inside the container.
+ *
+ * Runs in a tenant container with no JVM: reads every region layout HAMi-core ever wrote (L0a, L0b,
+ * v1.1, the mislabelled v1.1-broken, v1.2 with or without our extension block), writes only v1.1 and
+ * v1.2. Process liveness is judged in the tool's own pid namespace from the slot's container pid
+ * (HAMi semantics); `--host` switches to the recorded host pids for use from the node.
+ *
+ * Threading: single-threaded. Region fields shared with running processes are accessed with
+ * __atomic builtins; slot-table edits (cleanup) happen under the region's slot-table lock.
+ * A SIGBUS from a file that shrinks under the mapping is turned into an I/O error, not a crash.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shrreg_layouts.h"
+
+#ifndef SHRREG_TOOL_VERSION
+#define SHRREG_TOOL_VERSION "0.1.0"
+#endif
+
+/* Exit codes: distinct per failure class so scripts can branch on them. */
+enum {
+  EXIT_OK = 0,
+  EXIT_FAILED = 1,         /* the operation ran but found a problem it could not fix */
+  EXIT_USAGE = 2,          /* bad arguments */
+  EXIT_NO_FILE = 3,        /* region file missing */
+  EXIT_PERMISSION = 4,     /* permission denied */
+  EXIT_BAD_LAYOUT = 5,     /* not a region / unknown layout or version */
+  EXIT_READ_ONLY = 6,      /* layout the tool never writes (L0a, L0b, v1.1-broken) */
+  EXIT_HOLDER_ALIVE = 7,   /* force-unlock refused: the holder is alive or cannot be judged */
+  EXIT_LOCK_BUSY = 8,      /* cleanup could not take the slot-table lock in time */
+  EXIT_IO = 9              /* I/O error, or the file changed under us */
+};
+
+#define DEFAULT_CACHE_PATH "/tmp/cudevshr.cache"
+#define SEQLOCK_MAX_TRIES 100
+#define LOCK_TIMEOUT_MS 3000
+#define DEFAULT_OBSERVE_MS 2000
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Options */
+
+typedef enum { CMD_NONE, CMD_INSPECT, CMD_VERSION, CMD_SET_SM, CMD_SET_MEM, CMD_CLEANUP, CMD_UNLOCK, CMD_HELP } command_t;
+
+typedef struct {
+  command_t cmd;
+  const char *file;
+  const char *proc_root;
+  int device; /* -1: all */
+  int json;
+  int host_pids;
+  int observe_ms;
+  int lock_timeout_ms;
+  int set_dev;
+  uint64_t set_value;
+} options_t;
+
+static const char *g_prog = "shrreg-tool";
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: shrreg-tool [--file PATH] [--json] COMMAND\n"
+          "Inspect or repair this container's GPU shared region (HAMi-core / libvgpu).\n"
+          "\n"
+          "Commands:\n"
+          "  --inspect [--device N]     show devices, limits, usage, processes, lock (default)\n"
+          "  --version                  tool, library and region versions\n"
+          "  --set-sm-limit DEV PCT     set device DEV's SM limit to PCT (0-100, 0 or 100 = none)\n"
+          "  --set-mem-limit DEV SIZE   set device DEV's memory limit (bytes; k/m/g/t or Ki/Mi/Gi/Ti\n"
+          "                             suffix; 0 = unlimited)\n"
+          "  --cleanup [--device N]     drop slots of processes that are gone (optionally only those\n"
+          "                             holding memory on device N)\n"
+          "  --force-unlock [--device N]  release the slot-table lock of a dead holder; refuses while\n"
+          "                             the holder is alive\n"
+          "  --help                     this text\n"
+          "\n"
+          "Options:\n"
+          "  --file PATH        region file (default: $CUDA_DEVICE_MEMORY_SHARED_CACHE, else %s)\n"
+          "  --json             machine-readable output\n"
+          "  --host             judge liveness by recorded host pids (when run on the node)\n"
+          "  --proc-root DIR    procfs to judge liveness from (default /proc)\n"
+          "  --observe-ms MS    how long --force-unlock watches a lock with no recorded holder (default %d)\n"
+          "  --lock-timeout-ms MS  how long --cleanup waits for the slot-table lock (default %d)\n"
+          "\n"
+          "Exit codes: 0 ok, 1 problem found, 2 bad arguments, 3 file missing, 4 permission denied,\n"
+          "5 unknown layout, 6 layout is read-only, 7 lock holder alive, 8 lock busy, 9 I/O error.\n",
+          DEFAULT_CACHE_PATH, DEFAULT_OBSERVE_MS, LOCK_TIMEOUT_MS);
+}
+
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", g_prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return code;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  unsigned long long v;
+  if (s == NULL || *s == '\0' || !isdigit((unsigned char)*s)) return -1;
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0') return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_int_range(const char *s, int lo, int hi, int *out) {
+  uint64_t v;
+  if (parse_u64(s, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* Sizes: plain bytes, k/m/g/t (HAMi's CUDA_DEVICE_MEMORY_LIMIT style) or Ki/Mi/Gi/Ti, all binary. */
+static int parse_size(const char *s, uint64_t *out) {
+  char digits[32];
+  size_t n = 0;
+  const char *suffix;
+  uint64_t v;
+  unsigned shift = 0;
+  if (s == NULL) return -1;
+  while (isdigit((unsigned char)s[n])) n++;
+  if (n == 0 || n >= sizeof digits) return -1;
+  memcpy(digits, s, n);
+  digits[n] = '\0';
+  if (parse_u64(digits, &v) != 0) return -1;
+  suffix = s + n;
+  if (*suffix != '\0') {
+    switch (tolower((unsigned char)suffix[0])) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: return -1;
+    }
+    suffix++;
+    if (*suffix == 'i' || *suffix == 'I') suffix++;
+    if (*suffix == 'b' || *suffix == 'B') suffix++;
+    if (*suffix != '\0') return -1;
+  }
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return -1;
+  *out = v << shift;
+  return 0;
+}
+
+static int set_command(options_t *o, command_t c) {
+  if (o->cmd != CMD_NONE && o->cmd != c) return -1;
+  o->cmd = c;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, options_t *o) {
+  int i;
+  memset(o, 0, sizeof *o);
+  o->device = -1;
+  o->observe_ms = DEFAULT_OBSERVE_MS;
+  o->lock_timeout_ms = LOCK_TIMEOUT_MS;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    command_t c = CMD_NONE;
+    if (strcmp(a, "--inspect") == 0 || strcmp(a, "--print") == 0) c = CMD_INSPECT;
+    else if (strcmp(a, "--version") == 0) c = CMD_VERSION;
+    else if (strcmp(a, "--cleanup") == 0) c = CMD_CLEANUP;
+    else if (strcmp(a, "--force-unlock") == 0) c = CMD_UNLOCK;
+    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) c = CMD_HELP;
+    else if (strcmp(a, "--set-sm-limit") == 0 || strcmp(a, "--set-mem-limit") == 0) {
+      int is_sm = a[6] == 's';
+      if (i + 2 >= argc) return fail(EXIT_USAGE, "%s needs DEV and %s", a, is_sm ? "PCT" : "SIZE");
+      if (parse_int_range(argv[i + 1], 0, VGPU_MAX_DEVICES - 1, &o->set_dev) != 0)
+        return fail(EXIT_USAGE, "%s: device '%s' is not an index 0-%d", a, argv[i + 1], VGPU_MAX_DEVICES - 1);
+      if (is_sm) {
+        int pct;
+        if (parse_int_range(argv[i + 2], 0, 100, &pct) != 0)
+          return fail(EXIT_USAGE, "--set-sm-limit: '%s' is not a percentage 0-100", argv[i + 2]);
+        o->set_value = (uint64_t)pct;
+      } else if (parse_size(argv[i + 2], &o->set_value) != 0) {
+        return fail(EXIT_USAGE, "--set-mem-limit: '%s' is not a size (e.g. 4096m, 8Gi, 1073741824)", argv[i + 2]);
+      }
+      c = is_sm ? CMD_SET_SM : CMD_SET_MEM;
+      i += 2;
+    } else if (strcmp(a, "--device") == 0) {
+      if (i + 1 >= argc || parse_int_range(argv[i + 1], 0, VGPU_MAX_DEVICES - 1, &o->device) != 0)
+        return fail(EXIT_USAGE, "--device needs an index 0-%d", VGPU_MAX_DEVICES - 1);
+      i++;
+      continue;
+    } else if (strcmp(a, "--file") == 0 || strcmp(a, "-f") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return fail(EXIT_USAGE, "--file needs a path");
+      o->file = argv[++i];
+      continue;
+    } else if (strcmp(a, "--proc-root") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') return fail(EXIT_USAGE, "--proc-root needs a directory");
+      o->proc_root = argv[++i];
+      continue;
+    } else if (strcmp(a, "--observe-ms") == 0) {
+      if (i + 1 >= argc || parse_int_range(argv[i + 1], 0, 600000, &o->observe_ms) != 0)
+        return fail(EXIT_USAGE, "--observe-ms needs milliseconds 0-600000");
+      i++;
+      continue;
+    } else if (strcmp(a, "--lock-timeout-ms") == 0) {
+      if (i + 1 >= argc || parse_int_range(argv[i + 1], 0, 600000, &o->lock_timeout_ms) != 0)
+        return fail(EXIT_USAGE, "--lock-timeout-ms needs milliseconds 0-600000");
+      i++;
+      continue;
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+      continue;
+    } else if (strcmp(a, "--host") == 0) {
+      o->host_pids = 1;
+      continue;
+    } else {
+      return fail(EXIT_USAGE, "unknown argument '%s' (try --help)", a);
+    }
+    if (set_command(o, c) != 0) return fail(EXIT_USAGE, "one command at a time ('%s' conflicts)", a);
+  }
+  if (o->cmd == CMD_NONE) o->cmd = CMD_INSPECT;
+  if (o->device >= 0 && o->cmd != CMD_INSPECT && o->cmd != CMD_CLEANUP && o->cmd != CMD_UNLOCK)
+    return fail(EXIT_USAGE, "--device applies to --inspect, --cleanup and --force-unlock only");
+  if (o->file == NULL) {
+    const char *env = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+    o->file = (env != NULL && env[0] != '\0') ? env : DEFAULT_CACHE_PATH;
+  }
+  if (o->proc_root == NULL) o->proc_root = "/proc";
+  return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Process liveness from procfs */
+
+typedef enum { LIVE_ALIVE, LIVE_GONE, LIVE_ZOMBIE, LIVE_REUSED, LIVE_UNKNOWN, LIVE_NO_PID } liveness_t;
+
+static const char *liveness_name(liveness_t l) {
+  switch (l) {
+    case LIVE_ALIVE: return "alive";
+    case LIVE_GONE: return "gone";
+    case LIVE_ZOMBIE: return "zombie";
+    case LIVE_REUSED: return "pid-reused";
+    case LIVE_UNKNOWN: return "unknown";
+    case LIVE_NO_PID: return "no-pid";
+  }
+  return "unknown";
+}
+
+static int liveness_dead(liveness_t l) { return l == LIVE_GONE || l == LIVE_ZOMBIE || l == LIVE_REUSED; }
+
+/*
+ * Reads state and start time (field 22) of /proc/<pid>/stat. A recorded start time that differs
+ * means the pid now belongs to another process. Unreadable-but-present counts as unknown, which
+ * every destructive path treats as alive.
+ */
+static liveness_t check_pid(const char *proc_root, int pid, uint64_t recorded_start_ticks, uint64_t *start_out) {
+  char path[PATH_MAX];
+  char buf[1024];
+  ssize_t n;
+  int fd;
+  const char *p;
+  int field;
+  char state;
+  uint64_t start = 0;
+  if (start_out) *start_out = 0;
+  if (pid <= 0) return LIVE_NO_PID;
+  if ((size_t)snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid) >= sizeof path) return LIVE_UNKNOWN;
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return (errno == ENOENT || errno == ESRCH) ? LIVE_GONE : LIVE_UNKNOWN;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return n == 0 ? LIVE_GONE : LIVE_UNKNOWN;
+  buf[n] = '\0';
+  p = strrchr(buf, ')');
+  if (p == NULL || p[1] != ' ' || p[2] == '\0') return LIVE_UNKNOWN;
+  state = p[2];
+  /* p+2 is field 3 (state); walk to field 22 (starttime). */
+  p += 2;
+  for (field = 3; field < 22 && *p != '\0'; p++)
+    if (*p == ' ') field++;
+  if (field == 22) start = strtoull(p, NULL, 10);
+  if (start_out) *start_out = start;
+  if (state == 'Z' || state == 'X' || state == 'x') return LIVE_ZOMBIE;
+  if (recorded_start_ticks != 0 && start != 0 && start != recorded_start_ticks) return LIVE_REUSED;
+  return LIVE_ALIVE;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The mapped region */
+
+typedef struct {
+  const char *path;
+  int fd;
+  uint8_t *base;
+  size_t size;
+  int rw;
+  const shrreg_layout_t *lay;
+  vgpu_region_ext_t *ext; /* NULL when absent */
+  int ext_has_devices;
+  int ext_has_slots;
+} region_t;
+
+static sigjmp_buf g_bus_jmp;
+static volatile sig_atomic_t g_bus_armed;
+
+static void on_sigbus(int sig) {
+  (void)sig;
+  if (g_bus_armed) siglongjmp(g_bus_jmp, 1);
+  _exit(EXIT_IO);
+}
+
+static int errno_exit(int e) {
+  if (e == ENOENT || e == ENOTDIR) return EXIT_NO_FILE;
+  if (e == EACCES || e == EPERM || e == EROFS) return EXIT_PERMISSION;
+  return EXIT_IO;
+}
+
+static int region_open(region_t *r, const char *path, int rw) {
+  struct stat st;
+  const char *why = NULL;
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  r->fd = -1;
+  /* O_NONBLOCK: a FIFO planted at the path must not hang the tool. */
+  r->fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (r->fd < 0) {
+    int e = errno;
+    int code = errno_exit(e);
+    if (code == EXIT_NO_FILE)
+      return fail(code, "%s: no such region file (set --file or CUDA_DEVICE_MEMORY_SHARED_CACHE; the file "
+                        "appears after the container's first CUDA/NVML call)", path);
+    if (code == EXIT_PERMISSION)
+      return fail(code, "%s: permission denied opening %s (%s)", path, rw ? "read-write" : "read-only", strerror(e));
+    return fail(code, "%s: %s", path, strerror(e));
+  }
+  if (fstat(r->fd, &st) != 0) return fail(EXIT_IO, "%s: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(EXIT_BAD_LAYOUT, "%s: not a regular file", path);
+  if (st.st_size < 12) return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too small to be a region", path, (long long)st.st_size);
+  if ((uint64_t)st.st_size > SHRREG_MAX_FILE_SIZE)
+    return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too large to be a region", path, (long long)st.st_size);
+  r->size = (size_t)st.st_size;
+  r->rw = rw;
+  r->base = mmap(NULL, r->size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, r->fd, 0);
+  if (r->base == MAP_FAILED) {
+    int e = errno;
+    r->base = NULL;
+    return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
+  }
+  r->lay = shrreg_detect_layout(r->base, r->size, &why);
+  if (r->lay == NULL) return fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
+  if (r->lay->id == SHRREG_V1_2 && r->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
+    vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(r->base + VGPU_EXT_OFFSET);
+    uint32_t ext_size = __atomic_load_n(&ext->size, __ATOMIC_RELAXED);
+    size_t room = r->size - VGPU_EXT_OFFSET;
+    if (__atomic_load_n(&ext->magic, __ATOMIC_ACQUIRE) == VGPU_EXT_MAGIC && ext->major == VGPU_EXT_MAJOR) {
+      r->ext = ext;
+      r->ext_has_devices = ext_size >= offsetof(vgpu_region_ext_t, slots) && room >= offsetof(vgpu_region_ext_t, slots);
+      r->ext_has_slots = ext_size >= sizeof(vgpu_region_ext_t) && room >= sizeof(vgpu_region_ext_t);
+    }
+  }
+  return EXIT_OK;
+}
+
+static void region_close(region_t *r) {
+  if (r->base != NULL) munmap(r->base, r->size);
+  if (r->fd >= 0) close(r->fd);
+  r->base = NULL;
+  r->fd = -1;
+}
+
+static int32_t rd32(const region_t *r, size_t off) { return __atomic_load_n((const int32_t *)(r->base + off), __ATOMIC_ACQUIRE); }
+static uint64_t rd64(const region_t *r, size_t off) { return __atomic_load_n((const uint64_t *)(r->base + off), __ATOMIC_ACQUIRE); }
+static void wr32(region_t *r, size_t off, int32_t v) { __atomic_store_n((int32_t *)(r->base + off), v, __ATOMIC_RELEASE); }
+static void wr64(region_t *r, size_t off, uint64_t v) { __atomic_store_n((uint64_t *)(r->base + off), v, __ATOMIC_RELEASE); }
+
+static size_t slot_base(const region_t *r, int i) { return r->lay->off_procs + r->lay->slot_size * (size_t)i; }
+
+static int proc_num(const region_t *r) {
+  int32_t n = rd32(r, r->lay->off_proc_num);
+  return n < 0 ? 0 : (n > VGPU_MAX_PROCS ? VGPU_MAX_PROCS : n);
+}
+
+static int raw_device_num(const region_t *r) {
+  uint64_t n = rd64(r, r->lay->off_device_num);
+  return n > VGPU_MAX_DEVICES ? VGPU_MAX_DEVICES : (int)n;
+}
+
+static void copy_clean(char *dst, size_t cap, const char *src, size_t max) {
+  size_t i;
+  size_t o = 0;
+  for (i = 0; i < max && src[i] != '\0' && o + 1 < cap; i++) {
+    unsigned char c = (unsigned char)src[i];
+    dst[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+  }
+  dst[o] = '\0';
+}
+
+static uint64_t now_realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Snapshot: what --inspect shows and --cleanup decides on */
+
+typedef struct {
+  uint64_t context, module, data, total, monitor, sm_util;
+} dev_usage_t;
+
+typedef struct {
+  int slot;
+  int pid;
+  int hostpid;
+  int status;
+  int torn; /* seqlock never settled: best-effort values */
+  dev_usage_t dev[VGPU_MAX_DEVICES];
+  int has_ext;
+  uint64_t start_ticks;
+  uint64_t heartbeat_ns;
+  int hostpid_source;
+  liveness_t live;
+} slot_view_t;
+
+typedef struct {
+  int index;
+  char uuid[VGPU_UUID_LEN + 1];
+  uint64_t limit;
+  uint64_t sm_limit;
+  uint64_t used;      /* live slots only, as HAMi's monitor sums */
+  uint64_t dead_used; /* held by slots whose process is gone */
+  int tasks;
+} dev_view_t;
+
+typedef enum { LOCK_FREE, LOCK_HELD, LOCK_STALE_RECORD, LOCK_LOST } lock_state_t;
+
+typedef struct {
+  lock_state_t state;
+  int has_sem;
+  int sem_value;
+  int holder_pid; /* 0: none recorded */
+  const char *holder_source; /* "owner_pid" or "extension" */
+  liveness_t holder_live;
+  uint64_t held_ns; /* 0 when unknown */
+  int record_lock_pid; /* fcntl record lock on the file, 0 when none */
+} lock_view_t;
+
+typedef struct {
+  int major, minor; /* -1 when the layout has none */
+  uint64_t owner_pid;
+  int raw_device_num;
+  int device_count; /* shown devices */
+  int inferred_devices;
+  int raw_proc_num;
+  int util_switch, recent_kernel, priority;
+  int has_last_kernel;
+  uint64_t last_kernel;
+  dev_view_t dev[VGPU_MAX_DEVICES];
+  slot_view_t *slots;
+  int nslots;
+  int running, suspended, dead, torn;
+  lock_view_t lock;
+} snapshot_t;
+
+static void read_slot(const region_t *r, int i, int ndev, slot_view_t *s) {
+  const shrreg_layout_t *L = r->lay;
+  size_t b = slot_base(r, i);
+  int tries;
+  int d;
+  memset(s, 0, sizeof *s);
+  s->slot = i;
+  for (tries = 0; tries < SEQLOCK_MAX_TRIES; tries++) {
+    uint64_t s1 = 0;
+    uint64_t s2 = 0;
+    if (L->seqlock_valid) {
+      s1 = rd64(r, b + L->slot_seqlock);
+      if (s1 & 1) {
+        struct timespec ts = {0, 1000};
+        nanosleep(&ts, NULL);
+        continue;
+      }
+    }
+    s->pid = rd32(r, b);
+    s->hostpid = rd32(r, b + 4);
+    s->status = rd32(r, b + L->slot_status);
+    for (d = 0; d < ndev; d++) {
+      size_t u = b + L->slot_used + L->used_stride * (size_t)d;
+      s->dev[d].context = rd64(r, u);
+      s->dev[d].module = rd64(r, u + 8);
+      s->dev[d].data = rd64(r, u + 16);
+      s->dev[d].total = rd64(r, u + 32);
+      s->dev[d].monitor = rd64(r, b + L->slot_monitorused + 8 * (size_t)d);
+      s->dev[d].sm_util = L->slot_util == SHRREG_NO_FIELD ? 0 : rd64(r, b + L->slot_util + L->util_stride * (size_t)d + 16);
+    }
+    if (!L->seqlock_valid) break;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    s2 = rd64(r, b + L->slot_seqlock);
+    if (s1 == s2) break;
+  }
+  s->torn = tries >= SEQLOCK_MAX_TRIES;
+  if (r->ext_has_slots) {
+    const vgpu_ext_slot_t *es = &r->ext->slots[i];
+    s->has_ext = 1;
+    s->start_ticks = __atomic_load_n(&es->start_time_ticks, __ATOMIC_RELAXED);
+    s->heartbeat_ns = __atomic_load_n(&es->heartbeat_ns, __ATOMIC_RELAXED);
+    s->hostpid_source = __atomic_load_n(&es->hostpid_source, __ATOMIC_RELAXED);
+  }
+}
+
+static int live_pid_of(const options_t *o, const slot_view_t *s) { return o->host_pids ? s->hostpid : s->pid; }
+
+static int device_in_use(const slot_view_t *s, int d) {
+  return s->dev[d].total != 0 || s->dev[d].monitor != 0 || s->dev[d].sm_util != 0;
+}
+
+static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk);
+
+static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap) {
+  const shrreg_layout_t *L = r->lay;
+  int attempt;
+  int d;
+  int i;
+  memset(snap, 0, sizeof *snap);
+  snap->major = L->off_major == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_major);
+  snap->minor = L->off_minor == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_minor);
+  snap->owner_pid = rd64(r, L->off_owner_pid);
+  snap->raw_device_num = (int)(rd64(r, L->off_device_num) > (uint64_t)INT32_MAX ? INT32_MAX : rd64(r, L->off_device_num));
+  snap->raw_proc_num = rd32(r, L->off_proc_num);
+  snap->util_switch = rd32(r, L->off_proc_num + 4);
+  snap->recent_kernel = rd32(r, L->off_proc_num + 8);
+  snap->priority = rd32(r, L->off_proc_num + 12);
+  snap->has_last_kernel = L->off_last_kernel_time != SHRREG_NO_FIELD;
+  if (snap->has_last_kernel) snap->last_kernel = rd64(r, L->off_last_kernel_time);
+  snap->slots = calloc(VGPU_MAX_PROCS, sizeof *snap->slots);
+  if (snap->slots == NULL) return fail(EXIT_IO, "out of memory");
+
+  /* Devices: device_num when NVML has run; otherwise those with a limit set (limits come first). */
+  snap->device_count = raw_device_num(r);
+  for (d = VGPU_MAX_DEVICES - 1; d >= snap->device_count; d--) {
+    if (rd64(r, L->off_limit + 8 * (size_t)d) != 0 || rd64(r, L->off_sm_limit + 8 * (size_t)d) != 0) {
+      snap->inferred_devices = 1;
+      snap->device_count = d + 1;
+      break;
+    }
+  }
+
+  /* Slot pass, redone once when proc_num moved (a compaction raced us). */
+  for (attempt = 0; attempt < 2; attempt++) {
+    int n = proc_num(r);
+    snap->nslots = 0;
+    for (i = 0; i < n; i++) {
+      slot_view_t *s = &snap->slots[snap->nslots];
+      int j;
+      int dup = 0;
+      read_slot(r, i, VGPU_MAX_DEVICES, s);
+      if (s->pid == 0) continue;
+      for (j = 0; j < snap->nslots; j++)
+        if (snap->slots[j].pid == s->pid) dup = 1;
+      if (dup) continue;
+      snap->nslots++;
+    }
+    if (proc_num(r) == n) break;
+  }
+  for (i = 0; i < snap->nslots; i++) {
+    slot_view_t *s = &snap->slots[i];
+    s->live = check_pid(o->proc_root, live_pid_of(o, s), s->start_ticks, NULL);
+    if (liveness_dead(s->live)) snap->dead++;
+    else if (s->status == VGPU_SLOT_SUSPENDED) snap->suspended++;
+    else if (s->status == VGPU_SLOT_RUNNING) snap->running++;
+    if (s->torn) snap->torn++;
+    for (d = 0; d < VGPU_MAX_DEVICES; d++)
+      if (device_in_use(s, d) && d >= snap->device_count) {
+        snap->device_count = d + 1;
+        snap->inferred_devices = 1;
+      }
+  }
+  for (d = 0; d < snap->device_count; d++) {
+    dev_view_t *dv = &snap->dev[d];
+    const char *u = (const char *)(r->base + L->off_uuids + VGPU_UUID_LEN * (size_t)d);
+    dv->index = d;
+    copy_clean(dv->uuid, sizeof dv->uuid, u, VGPU_UUID_LEN);
+    dv->limit = rd64(r, L->off_limit + 8 * (size_t)d);
+    dv->sm_limit = rd64(r, L->off_sm_limit + 8 * (size_t)d);
+    for (i = 0; i < snap->nslots; i++) {
+      const slot_view_t *s = &snap->slots[i];
+      if (!device_in_use(s, d) && snap->device_count > 1) continue;
+      dv->tasks++;
+      if (liveness_dead(s->live)) dv->dead_used += s->dev[d].total;
+      else if (s->status != 0) dv->used += s->dev[d].total;
+    }
+  }
+  read_lock(r, o, &snap->lock);
+  return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Lock state */
+
+static int sem_value_at(const region_t *r, int *out) {
+  int v = 0;
+  if (sem_getvalue((sem_t *)(r->base + r->lay->off_sem), &v) != 0) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Any POSIX record lock on the file (HAMi's init lockf, libvgpu's slot-table lock). */
+static int record_lock_holder(const region_t *r) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 0;
+  if (fcntl(r->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
+  return fl.l_pid > 0 ? fl.l_pid : -1; /* -1: an open-file-description lock (no pid) */
+}
+
+static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk) {
+  int owner = (int)rd64(r, r->lay->off_owner_pid);
+  memset(lk, 0, sizeof *lk);
+  lk->has_sem = sem_value_at(r, &lk->sem_value) == 0;
+  lk->record_lock_pid = record_lock_holder(r);
+  if (r->ext != NULL && __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_ACQUIRE) != 0) {
+    uint64_t since = __atomic_load_n(&r->ext->lock_holder_since_ns, __ATOMIC_RELAXED);
+    uint64_t now = now_realtime_ns();
+    lk->holder_pid = __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_RELAXED);
+    lk->holder_source = "extension";
+    lk->held_ns = (since != 0 && now > since) ? now - since : 0;
+  } else if (owner != 0) {
+    lk->holder_pid = owner;
+    lk->holder_source = "owner_pid";
+  }
+  if (lk->holder_pid != 0) {
+    (void)o;
+    lk->holder_live = check_pid(o->proc_root, lk->holder_pid, 0, NULL);
+    lk->state = liveness_dead(lk->holder_live) ? LOCK_STALE_RECORD : LOCK_HELD;
+  } else if (lk->has_sem && lk->sem_value == 0) {
+    /* Semaphore taken with nobody recorded: a holder between wait and store, or the HAMi #2500
+     * lost post (holder SIGKILLed between clearing owner_pid and sem_post). */
+    lk->state = LOCK_LOST;
+    lk->holder_live = LIVE_UNKNOWN;
+  } else {
+    lk->state = LOCK_FREE;
+  }
+}
+
+static const char *lock_state_name(lock_state_t s) {
+  switch (s) {
+    case LOCK_FREE: return "UNLOCKED";
+    case LOCK_HELD: return "LOCKED";
+    case LOCK_STALE_RECORD: return "LOCKED (holder gone)";
+    case LOCK_LOST: return "LOCKED (no holder recorded)";
+  }
+  return "UNKNOWN";
+}
+
+static const char *lock_state_key(lock_state_t s) {
+  switch (s) {
+    case LOCK_FREE: return "unlocked";
+    case LOCK_HELD: return "locked";
+    case LOCK_STALE_RECORD: return "holder_gone";
+    case LOCK_LOST: return "no_holder_recorded";
+  }
+  return "unknown";
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* JSON writer: enough for flat objects and arrays, with string escaping */
+
+typedef struct {
+  FILE *f;
+  int depth;
+  int first[16];
+} jw_t;
+
+static void jw_raw_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void jw_pre(jw_t *w, const char *key) {
+  if (!w->first[w->depth]) fputc(',', w->f);
+  w->first[w->depth] = 0;
+  if (key != NULL) {
+    jw_raw_str(w->f, key);
+    fputc(':', w->f);
+  }
+}
+static void jw_open(jw_t *w, const char *key, char c) {
+  jw_pre(w, key);
+  fputc(c, w->f);
+  w->first[++w->depth] = 1;
+}
+static void jw_close(jw_t *w, char c) {
+  w->depth--;
+  fputc(c, w->f);
+  if (w->depth == 0) fputc('\n', w->f);
+}
+static void jw_i64(jw_t *w, const char *k, int64_t v) { jw_pre(w, k); fprintf(w->f, "%" PRId64, v); }
+static void jw_u64(jw_t *w, const char *k, uint64_t v) { jw_pre(w, k); fprintf(w->f, "%" PRIu64, v); }
+static void jw_str(jw_t *w, const char *k, const char *v) { jw_pre(w, k); if (v) jw_raw_str(w->f, v); else fputs("null", w->f); }
+static void jw_bool(jw_t *w, const char *k, int v) { jw_pre(w, k); fputs(v ? "true" : "false", w->f); }
+static void jw_null(jw_t *w, const char *k) { jw_pre(w, k); fputs("null", w->f); }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* --inspect */
+
+static const char *status_name(int status) {
+  switch (status) {
+    case VGPU_SLOT_RUNNING: return "ACTIVE";
+    case VGPU_SLOT_SUSPENDED: return "SUSPENDED";
+    case VGPU_SLOT_FREE: return "EXITED";
+  }
+  return "UNKNOWN";
+}
+
+static void fmt_mb(char *buf, size_t cap, uint64_t bytes) {
+  snprintf(buf, cap, "%" PRIu64 " MB", bytes >> 20);
+}
+
+static void print_ext_json(jw_t *w, const region_t *r) {
+  char tmp[VGPU_CONTAINER_NAME_LEN + 1];
+  int d;
+  if (r->ext == NULL) {
+    jw_null(w, "extension");
+    return;
+  }
+  jw_open(w, "extension", '{');
+  jw_i64(w, "major", r->ext->major);
+  jw_i64(w, "minor", r->ext->minor);
+  jw_u64(w, "generation", __atomic_load_n(&r->ext->generation, __ATOMIC_ACQUIRE));
+  jw_u64(w, "created_ns", r->ext->created_ns);
+  copy_clean(tmp, sizeof tmp, r->ext->lib_version, VGPU_LIB_VERSION_LEN);
+  jw_str(w, "lib_version", tmp);
+  copy_clean(tmp, sizeof tmp, r->ext->pod_uid, VGPU_POD_UID_LEN);
+  jw_str(w, "pod_uid", tmp);
+  copy_clean(tmp, sizeof tmp, r->ext->container_name, VGPU_CONTAINER_NAME_LEN);
+  jw_str(w, "container_name", tmp);
+  jw_open(w, "devices", '[');
+  for (d = 0; r->ext_has_devices && d < VGPU_MAX_DEVICES; d++) {
+    const vgpu_ext_device_t *e = &r->ext->devices[d];
+    if (e->launches_total == 0 && e->oom_rejections == 0 && e->throttled_ns == 0 && e->busy_ns == 0) continue;
+    jw_open(w, NULL, '{');
+    jw_i64(w, "index", d);
+    jw_u64(w, "oom_rejections", e->oom_rejections);
+    jw_u64(w, "oom_rejected_bytes", e->oom_rejected_bytes);
+    jw_u64(w, "throttled_ns", e->throttled_ns);
+    jw_u64(w, "launches_delayed", e->launches_delayed);
+    jw_u64(w, "launches_total", e->launches_total);
+    jw_u64(w, "busy_ns", e->busy_ns);
+    jw_u64(w, "limiter_window_ppm", e->limiter_window_ppm);
+    jw_close(w, '}');
+  }
+  jw_close(w, ']');
+  jw_close(w, '}');
+}
+
+static void print_lock_json(jw_t *w, const lock_view_t *lk) {
+  jw_open(w, "lock", '{');
+  jw_str(w, "state", lock_state_key(lk->state));
+  if (lk->has_sem) jw_i64(w, "semaphore_value", lk->sem_value);
+  else jw_null(w, "semaphore_value");
+  if (lk->holder_pid != 0) {
+    jw_i64(w, "holder_pid", lk->holder_pid);
+    jw_str(w, "holder_source", lk->holder_source);
+    jw_str(w, "holder_liveness", liveness_name(lk->holder_live));
+  } else {
+    jw_null(w, "holder_pid");
+  }
+  if (lk->held_ns != 0) jw_u64(w, "held_ms", lk->held_ns / 1000000);
+  if (lk->record_lock_pid != 0) jw_i64(w, "record_lock_pid", lk->record_lock_pid);
+  jw_close(w, '}');
+}
+
+static void print_inspect_json(const region_t *r, const snapshot_t *s, const options_t *o) {
+  jw_t w = {stdout, 0, {1}};
+  int d;
+  int i;
+  jw_open(&w, NULL, '{');
+  jw_str(&w, "file", r->path);
+  jw_u64(&w, "file_size", r->size);
+  jw_str(&w, "layout", r->lay->label);
+  if (s->major >= 0) {
+    jw_open(&w, "version", '{');
+    jw_i64(&w, "major", s->major);
+    jw_i64(&w, "minor", s->minor);
+    jw_close(&w, '}');
+  } else {
+    jw_null(&w, "version");
+  }
+  jw_u64(&w, "owner_pid", s->owner_pid);
+  jw_i64(&w, "device_num", s->raw_device_num);
+  jw_i64(&w, "proc_num", s->raw_proc_num);
+  jw_i64(&w, "utilization_switch", s->util_switch);
+  jw_i64(&w, "recent_kernel", s->recent_kernel);
+  jw_i64(&w, "priority", s->priority);
+  if (s->has_last_kernel) jw_u64(&w, "last_kernel_time", s->last_kernel);
+  else jw_null(&w, "last_kernel_time");
+  jw_str(&w, "liveness_from", o->host_pids ? "hostpid" : "pid");
+  print_lock_json(&w, &s->lock);
+  jw_open(&w, "devices", '[');
+  for (d = 0; d < s->device_count; d++) {
+    const dev_view_t *dv = &s->dev[d];
+    if (o->device >= 0 && o->device != d) continue;
+    jw_open(&w, NULL, '{');
+    jw_i64(&w, "index", d);
+    jw_str(&w, "uuid", dv->uuid);
+    jw_u64(&w, "memory_limit_bytes", dv->limit);
+    jw_u64(&w, "sm_limit_percent", dv->sm_limit);
+    jw_u64(&w, "used_bytes", dv->used);
+    jw_u64(&w, "dead_process_bytes", dv->dead_used);
+    jw_i64(&w, "tasks", dv->tasks);
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+  jw_open(&w, "processes", '[');
+  for (i = 0; i < s->nslots; i++) {
+    const slot_view_t *sl = &s->slots[i];
+    if (o->device >= 0 && !device_in_use(sl, o->device) && s->device_count > 1) continue;
+    jw_open(&w, NULL, '{');
+    jw_i64(&w, "slot", sl->slot);
+    jw_i64(&w, "pid", sl->pid);
+    jw_i64(&w, "hostpid", sl->hostpid);
+    jw_i64(&w, "status", sl->status);
+    jw_str(&w, "status_name", status_name(sl->status));
+    jw_str(&w, "liveness", liveness_name(sl->live));
+    jw_bool(&w, "torn", sl->torn);
+    if (sl->has_ext) {
+      jw_u64(&w, "start_time_ticks", sl->start_ticks);
+      jw_u64(&w, "heartbeat_ns", sl->heartbeat_ns);
+      jw_i64(&w, "hostpid_source", sl->hostpid_source);
+    }
+    jw_open(&w, "devices", '[');
+    for (d = 0; d < s->device_count; d++) {
+      const dev_usage_t *u = &sl->dev[d];
+      if (o->device >= 0 && o->device != d) continue;
+      jw_open(&w, NULL, '{');
+      jw_i64(&w, "index", d);
+      jw_u64(&w, "used_bytes", u->total);
+      jw_u64(&w, "context_bytes", u->context);
+      jw_u64(&w, "module_bytes", u->module);
+      jw_u64(&w, "data_bytes", u->data);
+      jw_u64(&w, "monitor_used_bytes", u->monitor);
+      jw_u64(&w, "sm_util", u->sm_util);
+      jw_close(&w, '}');
+    }
+    jw_close(&w, ']');
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+  print_ext_json(&w, r);
+  jw_close(&w, '}');
+}
+
+static void print_task_line(const slot_view_t *sl, int d, uint64_t sm_limit) {
+  char mem[32];
+  fmt_mb(mem, sizeof mem, sl->dev[d].total);
+  printf("    PID: %d  Host PID: %d  Memory: %s  Util: %" PRIu64 "%%  Util Limit: %" PRIu64 "%%  Status: %s  Alive: %s%s\n",
+         sl->pid, sl->hostpid, mem, sl->dev[d].sm_util, sm_limit == 0 ? 100 : sm_limit, status_name(sl->status),
+         liveness_name(sl->live), sl->torn ? "  (torn read)" : "");
+}
+
+static void print_inspect_text(const region_t *r, const snapshot_t *s, const options_t *o) {
+  char tmp[VGPU_CONTAINER_NAME_LEN + 1];
+  char mem[32];
+  int d;
+  int i;
+  int idle = 0;
+  const lock_view_t *lk = &s->lock;
+  printf("=== Shared Region Info ===\n");
+  printf("File:            %s\n", r->path);
+  printf("Layout:          %s (%zu bytes)\n", r->lay->label, r->size);
+  if (s->major >= 0) printf("Version:         MAJOR=%d, MINOR=%d\n", s->major, s->minor);
+  else printf("Version:         none (pre-1.1 layout)\n");
+  if (r->ext != NULL) {
+    copy_clean(tmp, sizeof tmp, r->ext->lib_version, VGPU_LIB_VERSION_LEN);
+    printf("Library:         %s (extension %u.%u)\n", tmp[0] ? tmp : "libvgpu", r->ext->major, r->ext->minor);
+    copy_clean(tmp, sizeof tmp, r->ext->pod_uid, VGPU_POD_UID_LEN);
+    printf("Pod UID:         %s\n", tmp[0] ? tmp : "-");
+    copy_clean(tmp, sizeof tmp, r->ext->container_name, VGPU_CONTAINER_NAME_LEN);
+    printf("Container:       %s\n", tmp[0] ? tmp : "-");
+  } else {
+    printf("Library:         HAMi-core or older libvgpu (no extension block)\n");
+  }
+  printf("Processes:       %d (%d running, %d suspended, %d gone)%s\n", s->nslots, s->running, s->suspended, s->dead,
+         s->torn ? "  [some slots changed while read]" : "");
+  printf("Lock Status:     %s\n", lock_state_name(lk->state));
+  if (lk->holder_pid != 0) {
+    printf("Lock Holder State: %s (from %s)", liveness_name(lk->holder_live), lk->holder_source);
+    if (lk->held_ns != 0) printf(", held %.1f s", (double)lk->held_ns / 1e9);
+    printf("\n");
+    printf("Lock Holder:     %d\n", lk->holder_pid);
+  } else {
+    printf("Lock Holder:     none\n");
+  }
+  if (lk->record_lock_pid != 0) printf("Record Lock:     held by %d\n", lk->record_lock_pid);
+  printf("Util Switch:     %d   Recent Kernel: %d   Priority: %d\n", s->util_switch, s->recent_kernel, s->priority);
+  if (s->has_last_kernel && s->last_kernel != 0) {
+    time_t t = (time_t)s->last_kernel;
+    struct tm tmv;
+    char when[32];
+    gmtime_r(&t, &tmv);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    printf("Last Kernel:     %s\n", when);
+  }
+  if (s->inferred_devices) printf("Devices:         %d (device_num is %d; extra devices inferred from limits/usage)\n", s->device_count, s->raw_device_num);
+  for (d = 0; d < s->device_count; d++) {
+    const dev_view_t *dv = &s->dev[d];
+    if (o->device >= 0 && o->device != d) continue;
+    printf("Device %d:%s%s\n", d, dv->uuid[0] ? " " : "", dv->uuid);
+    if (dv->limit == 0) printf("  Total Memory:    unlimited\n");
+    else {
+      fmt_mb(mem, sizeof mem, dv->limit);
+      printf("  Total Memory:    %s\n", mem);
+    }
+    fmt_mb(mem, sizeof mem, dv->used);
+    printf("  Used Memory:     %s\n", mem);
+    if (dv->dead_used != 0) {
+      fmt_mb(mem, sizeof mem, dv->dead_used);
+      printf("  Held By Gone:    %s (run --cleanup)\n", mem);
+    }
+    if (dv->sm_limit == 0 || dv->sm_limit >= 100) printf("  SM Limit:        none\n");
+    else printf("  SM Limit:        %" PRIu64 "%%\n", dv->sm_limit);
+    printf("  Task Count:      %d\n", dv->tasks);
+    printf("  Tasks:\n");
+    for (i = 0; i < s->nslots; i++) {
+      const slot_view_t *sl = &s->slots[i];
+      if (!device_in_use(sl, d) && s->device_count > 1) continue;
+      print_task_line(sl, d, dv->sm_limit);
+    }
+  }
+  if (o->device < 0) {
+    for (i = 0; i < s->nslots; i++) {
+      const slot_view_t *sl = &s->slots[i];
+      int used = 0;
+      for (d = 0; d < s->device_count; d++) used |= device_in_use(sl, d);
+      if (used || s->device_count == 1) continue;
+      if (!idle++) printf("Tasks without device usage:\n");
+      printf("    PID: %d  Host PID: %d  Status: %s  Alive: %s\n", sl->pid, sl->hostpid, status_name(sl->status), liveness_name(sl->live));
+    }
+  }
+}
+
+static int cmd_inspect(const options_t *o) {
+  region_t r;
+  snapshot_t s;
+  int rc = region_open(&r, o->file, 0);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
+  rc = take_snapshot(&r, o, &s);
+  if (rc == EXIT_OK && o->device >= 0 && o->device >= s.device_count)
+    rc = fail(EXIT_USAGE, "--device %d: the region has %d device(s)", o->device, s.device_count);
+  if (rc == EXIT_OK) {
+    if (o->json) print_inspect_json(&r, &s, o);
+    else print_inspect_text(&r, &s, o);
+  }
+  free(s.slots);
+  region_close(&r);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* --version */
+
+static void loaded_library(char *out, size_t cap) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  char line[PATH_MAX + 128];
+  out[0] = '\0';
+  if (f == NULL) return;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *p = strchr(line, '/');
+    if (p != NULL && strstr(p, "libvgpu") != NULL) {
+      p[strcspn(p, "\n")] = '\0';
+      snprintf(out, cap, "%s", p);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static int cmd_version(const options_t *o) {
+  region_t r;
+  char lib[PATH_MAX];
+  char tmp[VGPU_LIB_VERSION_LEN + 1];
+  const char *why = NULL;
+  int rc;
+  loaded_library(lib, sizeof lib);
+  rc = region_open(&r, o->file, 0);
+  if (o->json) {
+    jw_t w = {stdout, 0, {1}};
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "tool_version", SHRREG_TOOL_VERSION);
+    jw_i64(&w, "abi_major", VGPU_REGION_MAJOR);
+    jw_i64(&w, "abi_minor", VGPU_REGION_MINOR);
+    jw_u64(&w, "abi_struct_size", sizeof(vgpu_region_t));
+    if (lib[0]) jw_str(&w, "loaded_library", lib);
+    else jw_null(&w, "loaded_library");
+    jw_str(&w, "file", o->file);
+    if (rc == EXIT_OK) {
+      jw_str(&w, "layout", r.lay->label);
+      if (r.lay->off_major != SHRREG_NO_FIELD) {
+        jw_i64(&w, "region_major", rd32(&r, r.lay->off_major));
+        jw_i64(&w, "region_minor", rd32(&r, r.lay->off_minor));
+      }
+      if (r.ext != NULL) {
+        copy_clean(tmp, sizeof tmp, r.ext->lib_version, VGPU_LIB_VERSION_LEN);
+        jw_str(&w, "library_version", tmp);
+      } else {
+        jw_null(&w, "library_version");
+      }
+    } else {
+      jw_null(&w, "layout");
+    }
+    jw_close(&w, '}');
+  } else {
+    printf("shrreg-tool %s\n", SHRREG_TOOL_VERSION);
+    printf("shrreg size: %zu, version %d.%d\n", sizeof(vgpu_region_t), VGPU_REGION_MAJOR, VGPU_REGION_MINOR);
+    printf("library loaded in this process: %s\n", lib[0] ? lib : "none");
+    if (rc == EXIT_OK) {
+      if (r.lay->off_major != SHRREG_NO_FIELD)
+        printf("region: %s: layout %s, version %d.%d\n", o->file, r.lay->label, rd32(&r, r.lay->off_major), rd32(&r, r.lay->off_minor));
+      else printf("region: %s: layout %s, no version fields\n", o->file, r.lay->label);
+      if (r.ext != NULL) {
+        copy_clean(tmp, sizeof tmp, r.ext->lib_version, VGPU_LIB_VERSION_LEN);
+        printf("library that created the region: %s\n", tmp[0] ? tmp : "libvgpu (unnamed)");
+      } else {
+        printf("library that created the region: HAMi-core or older libvgpu (no extension block)\n");
+      }
+    } else {
+      printf("region: %s: not readable (see the error above)\n", o->file);
+    }
+  }
+  (void)why;
+  region_close(&r);
+  /* The versions of the tool are always printed; a missing region is reported but is not an error here. */
+  return rc == EXIT_NO_FILE ? EXIT_OK : rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Writers */
+
+static int open_for_write(region_t *r, const options_t *o) {
+  int rc = region_open(r, o->file, 1);
+  if (rc != EXIT_OK) return rc;
+  if (!r->lay->writable)
+    return fail(EXIT_READ_ONLY, "%s: layout %s is read-only for this tool (only v1.1 and v1.2 are written; "
+                                "upgrade the library in this container and recreate the region)", o->file, r->lay->label);
+  return EXIT_OK;
+}
+
+static int check_device_arg(const region_t *r, int dev) {
+  int n = raw_device_num(r);
+  if (n > 0 && dev >= n) return fail(EXIT_USAGE, "device %d: the region has %d device(s)", dev, n);
+  return EXIT_OK;
+}
+
+static int cmd_set_limit(const options_t *o) {
+  region_t r;
+  int rc = open_for_write(&r, o);
+  int sm = o->cmd == CMD_SET_SM;
+  size_t off;
+  uint64_t old;
+  if (rc == EXIT_OK) rc = check_device_arg(&r, o->set_dev);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
+  off = (sm ? r.lay->off_sm_limit : r.lay->off_limit) + 8 * (size_t)o->set_dev;
+  old = rd64(&r, off);
+  wr64(&r, off, o->set_value);
+  if (msync(r.base, r.size, MS_ASYNC) != 0) { /* advisory: the mapping is shared either way */ }
+  if (o->json) {
+    jw_t w = {stdout, 0, {1}};
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "field", sm ? "sm_limit" : "limit");
+    jw_i64(&w, "device", o->set_dev);
+    jw_u64(&w, "old", old);
+    jw_u64(&w, "new", o->set_value);
+    jw_close(&w, '}');
+  } else if (sm) {
+    printf("device %d: SM limit %" PRIu64 "%% -> %" PRIu64 "%%%s\n", o->set_dev, old, o->set_value,
+           o->set_value == 0 || o->set_value >= 100 ? " (no limit)" : "");
+    if (r.ext == NULL)
+      printf("note: HAMi-core reads the SM limit once per process; processes started before this change keep the old one\n");
+  } else {
+    uint64_t used = 0;
+    int i;
+    int n = proc_num(&r);
+    for (i = 0; i < n; i++) used += rd64(&r, slot_base(&r, i) + r.lay->slot_used + r.lay->used_stride * (size_t)o->set_dev + 32);
+    printf("device %d: memory limit %" PRIu64 " -> %" PRIu64 " bytes%s\n", o->set_dev, old, o->set_value, o->set_value == 0 ? " (unlimited)" : "");
+    if (o->set_value != 0 && used > o->set_value)
+      printf("warning: %" PRIu64 " bytes are already in use; further allocations will fail until usage drops\n", used);
+  }
+  region_close(&r);
+  return EXIT_OK;
+}
+
+/* Slot-table lock: the region semaphore with owner_pid (HAMi protocol) plus our extension's
+ * holder record, so inspect from anywhere shows who holds it and since when. */
+static int lock_acquire(region_t *r, int timeout_ms) {
+  sem_t *sem = (sem_t *)(r->base + r->lay->off_sem);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  while (sem_timedwait(sem, &deadline) != 0) {
+    if (errno == EINTR) continue;
+    return -1;
+  }
+  wr64(r, r->lay->off_owner_pid, (uint64_t)getpid());
+  if (r->ext != NULL) {
+    __atomic_store_n(&r->ext->lock_holder_since_ns, now_realtime_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&r->ext->lock_holder_pid, getpid(), __ATOMIC_RELEASE);
+  }
+  return 0;
+}
+
+static void lock_release(region_t *r) {
+  if (r->ext != NULL) {
+    __atomic_store_n(&r->ext->lock_holder_pid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->ext->lock_holder_since_ns, 0, __ATOMIC_RELAXED);
+  }
+  wr64(r, r->lay->off_owner_pid, 0);
+  sem_post((sem_t *)(r->base + r->lay->off_sem));
+}
+
+/* Moves slot `from` over slot `to` so readers never see a half-copied slot as consistent. */
+static void move_slot(region_t *r, int from, int to) {
+  const shrreg_layout_t *L = r->lay;
+  uint8_t *dst = r->base + slot_base(r, to);
+  const uint8_t *src = r->base + slot_base(r, from);
+  if (L->seqlock_valid) {
+    uint64_t *seq = (uint64_t *)(dst + L->slot_seqlock);
+    uint64_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+    if (s & 1) s++;
+    __atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    memcpy(dst, src, L->slot_seqlock);
+    memcpy(dst + L->slot_seqlock + 8, src + L->slot_seqlock + 8, L->slot_size - L->slot_seqlock - 8);
+    __atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+  } else {
+    memcpy(dst, src, L->slot_size);
+  }
+  if (r->ext_has_slots) r->ext->slots[to] = r->ext->slots[from];
+}
+
+static void clear_slot(region_t *r, int i) {
+  const shrreg_layout_t *L = r->lay;
+  uint8_t *p = r->base + slot_base(r, i);
+  wr32(r, slot_base(r, i) + L->slot_status, 0);
+  wr32(r, slot_base(r, i), 0);
+  if (L->seqlock_valid) {
+    uint64_t *seq = (uint64_t *)(p + L->slot_seqlock);
+    uint64_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+    if (s & 1) s++;
+    __atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);
+    memset(p, 0, L->slot_seqlock);
+    memset(p + L->slot_seqlock + 8, 0, L->slot_size - L->slot_seqlock - 8);
+    __atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
+  } else {
+    memset(p, 0, L->slot_size);
+  }
+  if (r->ext_has_slots) memset(&r->ext->slots[i], 0, sizeof r->ext->slots[i]);
+}
+
+typedef struct {
+  int slot, pid, hostpid;
+  liveness_t why;
+  uint64_t bytes;
+} dropped_t;
+
+static int cmd_cleanup(const options_t *o) {
+  region_t r;
+  dropped_t *dropped;
+  int ndropped = 0;
+  int kept_unknown = 0;
+  int freed_empty = 0;
+  int i;
+  int n;
+  int rc = open_for_write(&r, o);
+  if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(&r, o->device);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
+  dropped = calloc(VGPU_MAX_PROCS, sizeof *dropped);
+  if (dropped == NULL) {
+    region_close(&r);
+    return fail(EXIT_IO, "out of memory");
+  }
+  if (lock_acquire(&r, o->lock_timeout_ms) != 0) {
+    lock_view_t lk;
+    read_lock(&r, o, &lk);
+    free(dropped);
+    region_close(&r);
+    if (lk.holder_pid != 0)
+      return fail(EXIT_LOCK_BUSY, "slot-table lock busy for %d ms: held by pid %d (%s)%s", o->lock_timeout_ms,
+                  lk.holder_pid, liveness_name(lk.holder_live),
+                  liveness_dead(lk.holder_live) ? "; the holder is gone: run --force-unlock first" : "; try again later");
+    return fail(EXIT_LOCK_BUSY, "slot-table lock busy for %d ms with no holder recorded; if it stays so, run --force-unlock",
+                o->lock_timeout_ms);
+  }
+  if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL); /* odd: compaction running */
+  n = proc_num(&r);
+  /* Walk down so that the slot swapped in from the end has already been judged. */
+  for (i = n - 1; i >= 0; i--) {
+    slot_view_t s;
+    int pid;
+    int d;
+    read_slot(&r, i, VGPU_MAX_DEVICES, &s);
+    if (s.pid == 0) {
+      freed_empty++;
+    } else {
+      if (o->device >= 0 && !device_in_use(&s, o->device)) continue;
+      pid = live_pid_of(o, &s);
+      s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      if (!liveness_dead(s.live)) {
+        if (s.live == LIVE_UNKNOWN || s.live == LIVE_NO_PID) kept_unknown++;
+        continue;
+      }
+      dropped[ndropped].slot = i;
+      dropped[ndropped].pid = s.pid;
+      dropped[ndropped].hostpid = s.hostpid;
+      dropped[ndropped].why = s.live;
+      for (d = 0; d < VGPU_MAX_DEVICES; d++) dropped[ndropped].bytes += s.dev[d].total;
+      ndropped++;
+    }
+    if (i != n - 1) move_slot(&r, n - 1, i);
+    clear_slot(&r, n - 1);
+    n--;
+    wr32(&r, r.lay->off_proc_num, n);
+  }
+  if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL);
+  lock_release(&r);
+  if (o->json) {
+    jw_t w = {stdout, 0, {1}};
+    jw_open(&w, NULL, '{');
+    jw_open(&w, "dropped", '[');
+    for (i = 0; i < ndropped; i++) {
+      jw_open(&w, NULL, '{');
+      jw_i64(&w, "slot", dropped[i].slot);
+      jw_i64(&w, "pid", dropped[i].pid);
+      jw_i64(&w, "hostpid", dropped[i].hostpid);
+      jw_str(&w, "reason", liveness_name(dropped[i].why));
+      jw_u64(&w, "used_bytes", dropped[i].bytes);
+      jw_close(&w, '}');
+    }
+    jw_close(&w, ']');
+    jw_i64(&w, "empty_slots_freed", freed_empty);
+    jw_i64(&w, "kept_unjudgeable", kept_unknown);
+    jw_i64(&w, "proc_num", n);
+    jw_close(&w, '}');
+  } else {
+    for (i = 0; i < ndropped; i++)
+      printf("dropped slot %d: pid %d (host pid %d) %s, held %" PRIu64 " MB\n", dropped[i].slot, dropped[i].pid,
+             dropped[i].hostpid, liveness_name(dropped[i].why), dropped[i].bytes >> 20);
+    if (freed_empty) printf("freed %d empty slot(s)\n", freed_empty);
+    if (kept_unknown) printf("kept %d slot(s) whose process could not be judged (pid not visible or unreadable)\n", kept_unknown);
+    printf("cleanup: %d dead process slot(s) dropped, %d slot(s) in use\n", ndropped, n);
+  }
+  free(dropped);
+  region_close(&r);
+  return EXIT_OK;
+}
+
+static int cmd_force_unlock(const options_t *o) {
+  region_t r;
+  lock_view_t lk;
+  int rc = open_for_write(&r, o);
+  const char *action = NULL;
+  if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(&r, o->device);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
+  read_lock(&r, o, &lk);
+  switch (lk.state) {
+    case LOCK_FREE:
+      action = "nothing to unlock: the slot-table lock is free";
+      break;
+    case LOCK_HELD:
+      region_close(&r);
+      if (lk.holder_live == LIVE_UNKNOWN)
+        return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d cannot be judged from this pid namespace "
+                                       "(its /proc entry is unreadable); run where the holder is visible", lk.holder_pid);
+      if (lk.held_ns != 0)
+        return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d is alive (held %.1f s); unlocking would let two "
+                                       "processes edit the slot table at once. Find out why it is stuck, or stop it first",
+                    lk.holder_pid, (double)lk.held_ns / 1e9);
+      return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d is alive; unlocking would let two processes edit the "
+                                     "slot table at once. Find out why it is stuck, or stop it first", lk.holder_pid);
+    case LOCK_STALE_RECORD: {
+      int64_t expect = lk.holder_pid;
+      int value = 0;
+      if (r.ext != NULL) {
+        int32_t ep = lk.holder_pid;
+        if (__atomic_compare_exchange_n(&r.ext->lock_holder_pid, &ep, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+          __atomic_store_n(&r.ext->lock_holder_since_ns, 0, __ATOMIC_RELAXED);
+      }
+      {
+        uint64_t *owner = (uint64_t *)(r.base + r.lay->off_owner_pid);
+        uint64_t e64 = (uint64_t)expect;
+        __atomic_compare_exchange_n(owner, &e64, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      }
+      /* Post only a semaphore that is really down: posting a free one would admit two holders. */
+      if (lk.has_sem && sem_value_at(&r, &value) == 0 && value == 0) sem_post((sem_t *)(r.base + r.lay->off_sem));
+      action = "released the lock of a holder that is gone";
+      break;
+    }
+    case LOCK_LOST: {
+      /* Watch: a live holder publishes itself within microseconds of taking the semaphore, and
+       * HAMi holders keep it for milliseconds. Down and unowned for the whole window = lost post. */
+      int waited = 0;
+      int value = 0;
+      while (waited < o->observe_ms) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+        waited += 10;
+        read_lock(&r, o, &lk);
+        if (lk.state != LOCK_LOST) break;
+      }
+      if (lk.state == LOCK_FREE) {
+        action = "nothing to unlock: the lock was released while watching";
+        break;
+      }
+      if (lk.state != LOCK_LOST) {
+        region_close(&r);
+        return fail(EXIT_HOLDER_ALIVE, "refusing: a holder (pid %d) took the lock while watching; it is in use", lk.holder_pid);
+      }
+      if (sem_value_at(&r, &value) == 0 && value == 0) sem_post((sem_t *)(r.base + r.lay->off_sem));
+      action = "released a semaphore that stayed down with no holder recorded (lost post after a killed holder)";
+      break;
+    }
+  }
+  if (o->json) {
+    jw_t w = {stdout, 0, {1}};
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "result", action);
+    jw_str(&w, "previous_state", lock_state_key(lk.state));
+    if (lk.holder_pid != 0) jw_i64(&w, "previous_holder_pid", lk.holder_pid);
+    jw_close(&w, '}');
+  } else {
+    printf("%s", action);
+    if (lk.holder_pid != 0 && lk.state == LOCK_STALE_RECORD) printf(" (pid %d, %s)", lk.holder_pid, liveness_name(lk.holder_live));
+    printf("\n");
+    if (o->device >= 0) printf("note: the slot-table lock covers all devices of the region\n");
+  }
+  region_close(&r);
+  return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+int shrreg_tool_main(int argc, char **argv);
+
+int shrreg_tool_main(int argc, char **argv) {
+  options_t o;
+  struct sigaction sa;
+  int rc = parse_args(argc, argv, &o);
+  if (rc != EXIT_OK) return rc;
+  if (o.cmd == CMD_HELP) {
+    usage(stdout);
+    return EXIT_OK;
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigbus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, NULL);
+  if (sigsetjmp(g_bus_jmp, 1) != 0) {
+    g_bus_armed = 0;
+    return fail(EXIT_IO, "%s: the file shrank while it was read (recreated?); run again", o.file);
+  }
+  g_bus_armed = 1;
+  switch (o.cmd) {
+    case CMD_INSPECT: rc = cmd_inspect(&o); break;
+    case CMD_VERSION: rc = cmd_version(&o); break;
+    case CMD_SET_SM:
+    case CMD_SET_MEM: rc = cmd_set_limit(&o); break;
+    case CMD_CLEANUP: rc = cmd_cleanup(&o); break;
+    case CMD_UNLOCK: rc = cmd_force_unlock(&o); break;
+    default: rc = EXIT_USAGE; break;
+  }
+  g_bus_armed = 0;
+  fflush(stdout);
+  return rc;
+}
+
+#ifndef SHRREG_TOOL_NO_MAIN
+int main(int argc, char **argv) { return shrreg_tool_main(argc, argv); }
+#endif
