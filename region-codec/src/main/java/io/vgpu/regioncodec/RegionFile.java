@@ -233,6 +233,9 @@ public final class RegionFile implements AutoCloseable {
   }
 
   void checkSize() {
+    if (!arena.scope().isAlive()) {
+      throw new IllegalStateException(path + " is closed");
+    }
     long size;
     try {
       size = channel.size();

@@ -188,6 +188,13 @@ public final class RegionReader {
               seqlocked && tries < MAX_TRIES_PER_SLOT && tornRetries < MAX_RETRIES_PER_SNAPSHOT;
           long before = seqlocked ? Access.longAcquire(s, seqOffset) : 0;
           if ((before & 1) != 0 && canRetry) {
+            if (Access.intAcquire(s, base + Geometry.SLOT_PID) == 0
+                || Access.intAcquire(s, base + g.slotStatusOffset) == 0) {
+              pid = 0; // a free slot (or one being freed): nothing to wait for
+              hostPid = 0;
+              status = 0;
+              break;
+            }
             tornRetries++;
             backOff(tries);
             continue;
