@@ -106,6 +106,7 @@ typedef struct {
   uint64_t local_bucket;
   vgpu_ext_device_t *xd;
   double carry_us;
+  int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
   int blocked;
   int last_limit;
   double leff; /* fraction of the GPU, with trim */
@@ -230,40 +231,42 @@ typedef struct {
 } commit_batch_t;
 
 /*
- * One CAS: charge `add_gpu_ns` (an estimate for newly admitted work, may be negative) plus the
- * union of the batch's measured intervals beyond the shared watermark, minus the batch's
- * estimates. Returns the GPU ns the batch was charged (for busy accounting). Call under d->mu.
+ * One CAS charges a batch of finished launches: each measured launch adds the part of its
+ * interval beyond the shared watermark W (so overlapping streams and processes count once) and
+ * advances TAT by that / leff, from no earlier than its own start minus SLACK (idle time before
+ * the launch earns no credit: anti-windup). Unmeasured launches charge their estimate from now.
+ * Returns the GPU ns charged. Call under d->mu (d->carry_us).
  */
-static int64_t bucket_update(dev_state_t *d, int64_t now, double leff, int64_t add_gpu_ns,
-                             const commit_batch_t *batch, int floor_tat) {
+static int64_t bucket_charge(dev_state_t *d, int64_t now, double leff,
+                             const commit_batch_t *batch) {
   uint64_t old = __atomic_load_n(d->bucket, __ATOMIC_RELAXED);
   for (;;) {
     bucket_view_t b = bucket_read(old, now);
     int64_t wm_ns = b.w_us * 1000;
-    int64_t charged = 0, est_sum = 0;
-    if (batch != NULL) {
-      for (int i = 0; i < batch->n; i++) {
-        const pend_t *p = batch->ents[i];
-        est_sum += p->est_ns;
-        if (!p->measured) {
-          charged += p->est_ns;
-          continue;
-        }
+    double tat = (double)b.tat_us * 1000.0 + d->carry_us * 1000.0; /* ns */
+    int64_t charged = 0;
+    for (int i = 0; i < batch->n; i++) {
+      const pend_t *p = batch->ents[i];
+      int64_t c, from;
+      if (p->measured) {
         int64_t s = i64max(p->s_host, wm_ns);
-        if (p->e_host > s) charged += p->e_host - s;
+        c = p->e_host > s ? p->e_host - s : 0;
         wm_ns = i64max(wm_ns, p->e_host);
+        from = p->s_host - SLACK_NS;
+      } else {
+        c = p->est_ns;
+        from = now - SLACK_NS;
       }
+      if (tat < (double)from) tat = (double)from;
+      tat += (double)c / leff;
+      charged += c;
     }
-    int64_t gpu_delta = add_gpu_ns + charged - est_sum;
-    double wall_us = (double)gpu_delta / leff / 1000.0 + d->carry_us;
-    int64_t tat = b.tat_us;
-    if (floor_tat) tat = i64max(tat, now / 1000 - SLACK_NS / 1000);
-    int64_t whole = (int64_t)wall_us;
-    if ((double)whole > wall_us) whole--; /* floor for negatives */
-    double carry = wall_us - (double)whole;
-    tat += whole;
-    tat = i64min(tat, now / 1000 + TAT_MAX_AHEAD_NS / 1000);
-    uint64_t neu = pack(tat, wm_ns / 1000 > b.w_us ? wm_ns / 1000 : b.w_us);
+    double cap = (double)(now + TAT_MAX_AHEAD_NS);
+    if (tat > cap) tat = cap;
+    int64_t tat_us = (int64_t)(tat / 1000.0);
+    if ((double)tat_us * 1000.0 > tat) tat_us--;
+    double carry = (tat - (double)tat_us * 1000.0) / 1000.0;
+    uint64_t neu = pack(tat_us, wm_ns / 1000 > b.w_us ? wm_ns / 1000 : b.w_us);
     if (__atomic_compare_exchange_n(d->bucket, &old, neu, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       d->carry_us = carry;
@@ -272,9 +275,10 @@ static int64_t bucket_update(dev_state_t *d, int64_t now, double leff, int64_t a
   }
 }
 
+/* How far the container's charged work plus this process's in-flight estimate runs ahead. */
 static inline int64_t bucket_ahead_ns(const dev_state_t *d, int64_t now) {
   bucket_view_t b = bucket_read(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
-  return b.tat_us * 1000 - now;
+  return b.tat_us * 1000 - now + (int64_t)((double)d->inflight_est_ns / d->leff);
 }
 
 /* ---- events, contexts, streams ----------------------------------------------------------- */
@@ -526,7 +530,9 @@ static void commit_done(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
   }
   if (n == 0) return;
   commit_batch_t cb = {batch, n};
-  int64_t charged = bucket_update(d, now, d->leff > 0 ? d->leff : 1.0, 0, &cb, 0);
+  int64_t charged = bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
+  for (int i = 0; i < n; i++) d->inflight_est_ns -= batch[i]->est_ns;
+  if (d->inflight_est_ns < 0) d->inflight_est_ns = 0;
   for (int i = 0; i < n; i++) ent_free(d, d->done_idx[i]);
   memmove(d->done_idx, d->done_idx + n, (size_t)(d->n_done - n) * sizeof(int));
   d->n_done -= n;
@@ -898,10 +904,14 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     /* No room (only when MAX_PEND launches are in flight from racing threads): charge blind. */
     if (b->s != NULL && b->ctx >= 0 && d->ctx[b->ctx].gen == b->gen)
       pool_put(lim, &d->ctx[b->ctx], b->s);
-    int64_t est = d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
-    bucket_update(d, now, d->leff, est, NULL, 1);
-    d->busy_ns += est;
-    if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)est, __ATOMIC_RELAXED);
+    pend_t blind;
+    memset(&blind, 0, sizeof(blind));
+    blind.est_ns = d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
+    const pend_t *one[1] = {&blind};
+    commit_batch_t cb = {one, 1};
+    int64_t c = bucket_charge(d, now, d->leff, &cb);
+    d->busy_ns += c;
+    if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)c, __ATOMIC_RELAXED);
     memset(b, 0, sizeof(*b));
     pthread_mutex_unlock(&d->mu);
     return;
@@ -949,7 +959,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     p->done = 1;
     d->done_idx[d->n_done++] = idx;
   }
-  bucket_update(d, now, d->leff, est, NULL, 1);
+  d->inflight_est_ns += est;
   memset(b, 0, sizeof(*b));
   pthread_mutex_unlock(&d->mu);
 }

@@ -40,6 +40,7 @@ typedef struct {
   int64_t gpu_free;
   int64_t sleep_overshoot_ns;
   int64_t launch_latency_ns; /* host submit -> kernel start on an idle stream */
+  int64_t queue_cap_ns;      /* the driver blocks a launch while this much work is queued */
   int current_ctx; /* context current on "the" thread (1-based, 0 = none) */
   sim_stream_t streams[SIM_MAX_STREAMS];
   sim_event_t events[SIM_MAX_EVENTS];
@@ -63,6 +64,7 @@ static void sim_reset(void) {
   SIM.now = 1000000000LL * 1000; /* far from 0 so that nothing depends on a zero origin */
   SIM.sleep_overshoot_ns = 60000;
   SIM.launch_latency_ns = 3000;
+  SIM.queue_cap_ns = 50000000;
   SIM.current_ctx = 1;
 }
 
@@ -101,6 +103,7 @@ static void sim_account(int ctx, int64_t a, int64_t b) {
 static void sim_launch(CUstream h, int64_t dur) {
   sim_stream_t *s = sim_stream(h);
   if (s == NULL) abort();
+  if (SIM.gpu_free - SIM.now > SIM.queue_cap_ns) SIM.now = SIM.gpu_free - SIM.queue_cap_ns;
   int64_t start = SIM.now + SIM.launch_latency_ns;
   if (s->last_end > start) start = s->last_end;
   if (SIM.gpu_free > start) start = SIM.gpu_free;

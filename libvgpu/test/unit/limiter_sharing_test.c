@@ -1,0 +1,418 @@
+/*
+ * limiter_sharing_test.c — the SM limiter's contract around the control loop: several processes
+ * sharing one container budget (several instances on one region), two containers, HAMi policy
+ * and priority semantics, the no-limit fast path, stream capture, failed launches, destroyed
+ * contexts, standalone mode (no region), published counters, and a threaded smoke test.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "limiter_sim.h"
+
+#define MS 1000000LL
+#define US 1000LL
+
+static vgpu_limiter_t *new_limiter(sim_region_t *r, int policy) {
+  vgpu_limiter_driver_t drv = sim_driver();
+  vgpu_limiter_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.region = r ? r->region : NULL;
+  cfg.ext = r ? r->ext : NULL;
+  cfg.device_count = 1;
+  cfg.policy = policy;
+  return vgpu_limiter_create(&drv, &cfg);
+}
+
+typedef struct {
+  vgpu_limiter_t *lim;
+  int ctx;
+  CUstream st[3];
+  int nst;
+  int64_t dur[3];
+  int step;
+  long launches;
+} proc_t;
+
+static void proc_init(proc_t *p, vgpu_limiter_t *lim, int ctx, int nst, const int64_t *dur) {
+  memset(p, 0, sizeof(*p));
+  p->lim = lim;
+  p->ctx = ctx;
+  p->nst = nst;
+  for (int i = 0; i < nst; i++) {
+    p->st[i] = sim_stream_new(ctx);
+    p->dur[i] = dur[i];
+  }
+}
+
+static void proc_launch(proc_t *p) {
+  int k = p->step++ % p->nst;
+  SIM.current_ctx = p->ctx;
+  vgpu_limiter_before(p->lim, 0, p->st[k]);
+  sim_launch(p->st[k], p->dur[k]);
+  vgpu_limiter_after(p->lim, 0, p->st[k]);
+  SIM.now += 4 * US;
+  p->launches++;
+}
+
+/* Round-robin "processes" until `until` (each launch may block inside the limiter). */
+static void run_procs(proc_t *ps, int n, int64_t until) {
+  while (SIM.now < until)
+    for (int i = 0; i < n; i++) proc_launch(&ps[i]);
+}
+
+static void set_window(int64_t settle, int64_t len) {
+  SIM.win_a = SIM.now + settle;
+  SIM.win_b = SIM.win_a + len;
+  memset(SIM.busy, 0, sizeof(SIM.busy));
+}
+
+static double pct(int ctx) { return 100.0 * (double)SIM.busy[ctx] / (double)(SIM.win_b - SIM.win_a); }
+
+static void test_processes_share_one_budget(void) {
+  const int64_t shapes[3][3] = {{50 * US, 50 * US, 50 * US}, {20 * MS, 20 * MS, 20 * MS},
+                                {50 * US, 2 * MS, 1200 * US}};
+  const char *names[3] = {"short", "long", "mixed"};
+  const int counts[2] = {2, 4};
+  for (int s = 0; s < 3; s++) {
+    for (int c = 0; c < 2; c++) {
+      int n = counts[c];
+      sim_reset();
+      sim_region_t r = sim_region_new(30);
+      proc_t ps[4];
+      for (int i = 0; i < n; i++)
+        proc_init(&ps[i], new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), i + 1, 3, shapes[s]);
+      set_window(2000 * MS, 10000 * MS);
+      run_procs(ps, n, SIM.win_b);
+      double total = 0, min = 100;
+      for (int i = 0; i < n; i++) {
+        total += pct(i + 1);
+        if (pct(i + 1) < min) min = pct(i + 1);
+      }
+      printf("  %d processes, one container at 30%%, %-5s: total %.2f%%, smallest %.2f%%\n", n,
+             names[s], total, min);
+      CHECK(fabs(total - 30) <= 2.0, "%d procs %s: total %.2f", n, names[s], total);
+      CHECK(min >= 30.0 / n / 3, "%d procs %s: one process starved (%.2f)", n, names[s], min);
+      double published = (double)r.ext->devices[0].busy_ns;
+      (void)published;
+      for (int i = 0; i < n; i++) vgpu_limiter_destroy(ps[i].lim);
+      sim_region_free(r);
+    }
+  }
+}
+
+static void test_two_containers(void) {
+  const int64_t dur[3] = {50 * US, 2 * MS, 1200 * US};
+  sim_reset();
+  sim_region_t ra = sim_region_new(30), rb = sim_region_new(60);
+  proc_t ps[2];
+  proc_init(&ps[0], new_limiter(&ra, VGPU_LIMITER_POLICY_DEFAULT), 1, 3, dur);
+  proc_init(&ps[1], new_limiter(&rb, VGPU_LIMITER_POLICY_DEFAULT), 2, 3, dur);
+  set_window(2000 * MS, 10000 * MS);
+  run_procs(ps, 2, SIM.win_b);
+  printf("  two containers 30/60 (mixed): %.2f%% / %.2f%%\n", pct(1), pct(2));
+  CHECK(fabs(pct(1) - 30) <= 5.0, "container 30: %.2f", pct(1));
+  CHECK(fabs(pct(2) - 60) <= 5.0, "container 60: %.2f", pct(2));
+  vgpu_limiter_destroy(ps[0].lim);
+  vgpu_limiter_destroy(ps[1].lim);
+  sim_region_free(ra);
+  sim_region_free(rb);
+}
+
+static void test_policy_and_switch(void) {
+  const int64_t dur[3] = {50 * US, 50 * US, 50 * US};
+  /* disable: never limited, and no driver call at all */
+  sim_reset();
+  sim_region_t r = sim_region_new(20);
+  proc_t p;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DISABLE), 1, 1, dur);
+  long calls0 = SIM.driver_calls;
+  set_window(0, 1000 * MS);
+  run_procs(&p, 1, SIM.win_b);
+  CHECK(pct(1) > 90, "disable: share %.2f", pct(1));
+  CHECK(SIM.driver_calls == calls0, "disable: %ld driver calls", SIM.driver_calls - calls0);
+  CHECK(r.region->recent_kernel == 0, "disable: recent_kernel written");
+  vgpu_limiter_destroy(p.lim);
+
+  /* default + switch 0 (monitor says: alone on the GPU) -> unlimited; switch 1 -> limited */
+  sim_reset();
+  memset(r.ext->devices, 0, sizeof(r.ext->devices));
+  r.region->utilization_switch = 0;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), 1, 1, dur);
+  set_window(0, 1000 * MS);
+  run_procs(&p, 1, SIM.win_b);
+  double off = pct(1);
+  r.region->utilization_switch = 1;
+  set_window(1000 * MS, 2000 * MS);
+  run_procs(&p, 1, SIM.win_b);
+  double on = pct(1);
+  printf("  policy default: switch 0 -> %.2f%%, switch 1 -> %.2f%% (limit 20)\n", off, on);
+  CHECK(off > 90, "switch 0: %.2f", off);
+  CHECK(fabs(on - 20) <= 2, "switch 1: %.2f", on);
+  vgpu_limiter_destroy(p.lim);
+
+  /* force: limited even with switch 0 (fresh clock, so a fresh bucket too) */
+  sim_reset();
+  memset(r.ext->devices, 0, sizeof(r.ext->devices));
+  r.region->utilization_switch = 0;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_FORCE), 1, 1, dur);
+  set_window(1000 * MS, 2000 * MS);
+  run_procs(&p, 1, SIM.win_b);
+  printf("  policy force, switch 0: %.2f%% (limit 20)\n", pct(1));
+  CHECK(fabs(pct(1) - 20) <= 2, "force: %.2f", pct(1));
+  vgpu_limiter_destroy(p.lim);
+  sim_region_free(r);
+
+  CHECK(vgpu_limiter_parse_policy("FORCE") == VGPU_LIMITER_POLICY_FORCE, "parse FORCE");
+  CHECK(vgpu_limiter_parse_policy("force") == VGPU_LIMITER_POLICY_FORCE, "parse force");
+  CHECK(vgpu_limiter_parse_policy("disable") == VGPU_LIMITER_POLICY_DISABLE, "parse disable");
+  CHECK(vgpu_limiter_parse_policy("DISABLE") == VGPU_LIMITER_POLICY_DISABLE, "parse DISABLE");
+  CHECK(vgpu_limiter_parse_policy("default") == VGPU_LIMITER_POLICY_DEFAULT, "parse default");
+  CHECK(vgpu_limiter_parse_policy(NULL) == VGPU_LIMITER_POLICY_DEFAULT, "parse NULL");
+  CHECK(vgpu_limiter_parse_policy("forced") == VGPU_LIMITER_POLICY_DEFAULT, "parse forced");
+}
+
+static void release_after_sleeps(void *arg) {
+  vgpu_region_t *region = arg;
+  if (SIM.sleeps >= 5) region->recent_kernel = 0;
+}
+
+static void test_priority_blocking(void) {
+  const int64_t dur[1] = {50 * US};
+  for (int limited = 0; limited < 2; limited++) {
+    sim_reset();
+    sim_region_t r = sim_region_new(limited ? 50 : 0);
+    proc_t p;
+    proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), 1, 1, dur);
+    r.region->recent_kernel = -1; /* the monitor: a higher-priority container is active */
+    SIM.on_sleep = release_after_sleeps;
+    SIM.on_sleep_arg = r.region;
+    int64_t t0 = SIM.now;
+    proc_launch(&p);
+    int64_t blocked = SIM.now - t0;
+    printf("  priority block (%s): launch held %.0f ms, recent_kernel then %d\n",
+           limited ? "limited" : "no limit", (double)blocked / MS, r.region->recent_kernel);
+    CHECK(blocked >= 400 * MS, "held only %.0f ms", (double)blocked / MS);
+    CHECK(r.region->recent_kernel == 2, "recent_kernel %d", r.region->recent_kernel);
+    SIM.on_sleep = NULL;
+    r.region->recent_kernel = 1; /* monitor decrements; the next launch marks active again */
+    proc_launch(&p);
+    CHECK(r.region->recent_kernel == 2, "recent_kernel after launch %d", r.region->recent_kernel);
+    vgpu_limiter_destroy(p.lim);
+    sim_region_free(r);
+  }
+}
+
+static void test_fast_path_and_counters(void) {
+  const int64_t dur[1] = {50 * US};
+  sim_reset();
+  sim_region_t r = sim_region_new(0);
+  proc_t p;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), 1, 1, dur);
+  long calls0 = SIM.driver_calls;
+  for (int i = 0; i < 10000; i++) proc_launch(&p);
+  CHECK(SIM.driver_calls == calls0, "unlimited: %ld driver calls", SIM.driver_calls - calls0);
+  CHECK(SIM.events_live == 0, "unlimited: %d events", SIM.events_live);
+  CHECK(SIM.sleeps == 0, "unlimited: slept");
+  vgpu_limiter_poll(p.lim, 0);
+  CHECK(r.ext->devices[0].launches_total == 10000, "launches_total %lu",
+        (unsigned long)r.ext->devices[0].launches_total);
+  CHECK(r.ext->devices[0].throttled_ns == 0, "throttled while unlimited");
+
+  /* now limited: counters move and busy_ns matches the simulator's truth */
+  r.region->sm_limit[0] = 40;
+  set_window(0, 5000 * MS);
+  uint64_t busy0 = r.ext->devices[0].busy_ns;
+  run_procs(&p, 1, SIM.win_b);
+  SIM.now += 100 * MS; /* let everything finish, then poll */
+  vgpu_limiter_poll(p.lim, 0);
+  double truth = (double)SIM.busy[1], published = (double)(r.ext->devices[0].busy_ns - busy0);
+  vgpu_limiter_stats_t st;
+  vgpu_limiter_stats(p.lim, 0, &st);
+  printf("  counters: busy %.1f ms (truth %.1f), throttled %.1f ms, delayed %lu of %lu\n",
+         published / MS, truth / MS, (double)r.ext->devices[0].throttled_ns / MS,
+         (unsigned long)r.ext->devices[0].launches_delayed,
+         (unsigned long)r.ext->devices[0].launches_total);
+  CHECK(fabs(published - truth) <= 0.02 * truth, "busy %.1f vs truth %.1f", published / MS,
+        truth / MS);
+  CHECK(r.ext->devices[0].throttled_ns > 2000 * MS, "throttled %lu",
+        (unsigned long)r.ext->devices[0].throttled_ns);
+  CHECK(r.ext->devices[0].launches_delayed > 0, "no delayed launches");
+  CHECK(r.ext->devices[0].launches_total == 10000 + (uint64_t)p.launches - 10000,
+        "launches_total %lu vs %ld", (unsigned long)r.ext->devices[0].launches_total,
+        p.launches);
+  CHECK(st.in_flight == 0, "in flight after drain %lu", (unsigned long)st.in_flight);
+  vgpu_limiter_destroy(p.lim);
+  sim_region_free(r);
+}
+
+static void test_capture_is_not_throttled(void) {
+  const int64_t dur[1] = {50 * US};
+  sim_reset();
+  sim_region_t r = sim_region_new(10);
+  proc_t p;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), 1, 1, dur);
+  SIM.capturing = 1;
+  for (int i = 0; i < 5000; i++) {
+    SIM.current_ctx = 1;
+    vgpu_limiter_before(p.lim, 0, p.st[0]);
+    vgpu_limiter_after(p.lim, 0, p.st[0]); /* captured: nothing executes */
+  }
+  CHECK(SIM.sleeps == 0, "capture throttled (%ld sleeps)", SIM.sleeps);
+  CHECK(SIM.events_live == 0, "events recorded into a capture: %d", SIM.events_live);
+  vgpu_limiter_destroy(p.lim);
+  sim_region_free(r);
+}
+
+static void test_failed_launches_and_dead_context(void) {
+  const int64_t dur[1] = {200 * US};
+  sim_reset();
+  sim_region_t r = sim_region_new(50);
+  proc_t p;
+  proc_init(&p, new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT), 1, 1, dur);
+  for (int i = 0; i < 100; i++) proc_launch(&p);
+  for (int i = 0; i < 2000; i++) { /* launch fails: before without after */
+    SIM.current_ctx = 1;
+    vgpu_limiter_before(p.lim, 0, p.st[0]);
+  }
+  CHECK(SIM.events_live < 600, "failed launches leak events: %d live", SIM.events_live);
+  for (int i = 0; i < 100; i++) proc_launch(&p);
+  vgpu_limiter_forget_context(p.lim, (CUcontext)(intptr_t)1);
+  vgpu_limiter_poll(p.lim, 0);
+  vgpu_limiter_stats_t st;
+  vgpu_limiter_stats(p.lim, 0, &st);
+  CHECK(st.in_flight == 0, "in flight after context loss %lu", (unsigned long)st.in_flight);
+  /* a new context keeps working */
+  proc_t q;
+  proc_init(&q, p.lim, 2, 1, dur);
+  set_window(2000 * MS, 3000 * MS);
+  run_procs(&q, 1, SIM.win_b);
+  printf("  after a dead context: new context at %.2f%% (limit 50)\n", pct(2));
+  CHECK(fabs(pct(2) - 50) <= 2, "new context share %.2f", pct(2));
+  /* out-of-range devices are ignored */
+  vgpu_limiter_before(p.lim, -1, NULL);
+  vgpu_limiter_after(p.lim, -1, NULL);
+  vgpu_limiter_before(p.lim, VGPU_MAX_DEVICES, NULL);
+  vgpu_limiter_after(p.lim, VGPU_MAX_DEVICES, NULL);
+  vgpu_limiter_destroy(p.lim);
+  sim_region_free(r);
+}
+
+static void test_standalone_without_region(void) {
+  const int64_t dur[3] = {50 * US, 2 * MS, 1200 * US};
+  sim_reset();
+  vgpu_limiter_driver_t drv = sim_driver();
+  vgpu_limiter_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.device_count = 1;
+  cfg.sm_limit_percent[0] = 40;
+  vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
+  CHECK(lim != NULL, "create without region");
+  proc_t p;
+  proc_init(&p, lim, 1, 3, dur);
+  set_window(2000 * MS, 10000 * MS);
+  run_procs(&p, 1, SIM.win_b);
+  printf("  standalone (no region): %.2f%% (limit 40)\n", pct(1));
+  CHECK(fabs(pct(1) - 40) <= 2, "standalone share %.2f", pct(1));
+  vgpu_limiter_destroy(lim);
+  vgpu_limiter_driver_t bad = sim_driver();
+  bad.cuEventRecord = NULL;
+  CHECK(vgpu_limiter_create(&bad, &cfg) == NULL, "missing entry point accepted");
+  cfg.device_count = VGPU_MAX_DEVICES + 1;
+  CHECK(vgpu_limiter_create(&drv, &cfg) == NULL, "bad device count accepted");
+}
+
+/* ---- threads: a thread-safe instant "GPU" on the real clock; checks only consistency ------- */
+
+static pthread_mutex_t tmu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t tev[4096];
+static int tev_n;
+static int64_t real_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static CUresult t_create(CUevent *e, unsigned f) {
+  (void)f;
+  pthread_mutex_lock(&tmu);
+  int i = tev_n < 4096 ? ++tev_n : 0;
+  pthread_mutex_unlock(&tmu);
+  if (i == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *e = (CUevent)(intptr_t)i;
+  return CUDA_SUCCESS;
+}
+static CUresult t_destroy(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult t_record(CUevent e, CUstream s) {
+  (void)s;
+  __atomic_store_n(&tev[(intptr_t)e - 1], real_now(), __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+static CUresult t_query(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult t_sync(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult t_elapsed(float *ms, CUevent a, CUevent b) {
+  *ms = (float)((double)(__atomic_load_n(&tev[(intptr_t)b - 1], __ATOMIC_RELAXED) -
+                         __atomic_load_n(&tev[(intptr_t)a - 1], __ATOMIC_RELAXED)) / 1e6);
+  return CUDA_SUCCESS;
+}
+static CUresult t_screate(CUstream *s, unsigned f) { (void)f; *s = (CUstream)(intptr_t)99; return CUDA_SUCCESS; }
+static CUresult t_sdestroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult t_ctx(CUcontext *c) { *c = (CUcontext)(intptr_t)7; return CUDA_SUCCESS; }
+
+static vgpu_limiter_t *g_tlim;
+static void *thread_body(void *arg) {
+  CUstream st = (CUstream)(intptr_t)(10 + (intptr_t)arg);
+  for (int i = 0; i < 3000; i++) {
+    vgpu_limiter_before(g_tlim, 0, st);
+    if (i % 97 != 0) vgpu_limiter_after(g_tlim, 0, st); /* some launches "fail" */
+  }
+  return NULL;
+}
+
+static void test_threads_consistent(void) {
+  vgpu_limiter_driver_t drv;
+  memset(&drv, 0, sizeof(drv));
+  drv.cuEventCreate = t_create;
+  drv.cuEventDestroy = t_destroy;
+  drv.cuEventRecord = t_record;
+  drv.cuEventQuery = t_query;
+  drv.cuEventSynchronize = t_sync;
+  drv.cuEventElapsedTime = t_elapsed;
+  drv.cuStreamCreate = t_screate;
+  drv.cuStreamDestroy = t_sdestroy;
+  drv.cuCtxGetCurrent = t_ctx;
+  sim_region_t r = sim_region_new(90);
+  vgpu_limiter_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.region = r.region;
+  cfg.ext = r.ext;
+  cfg.device_count = 1;
+  g_tlim = vgpu_limiter_create(&drv, &cfg);
+  pthread_t th[4];
+  for (intptr_t i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_body, (void *)i);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  vgpu_limiter_poll(g_tlim, 0);
+  vgpu_limiter_stats_t st;
+  vgpu_limiter_stats(g_tlim, 0, &st);
+  printf("  4 threads x 3000 launches: total %lu, in flight %lu, events created %d\n",
+         (unsigned long)st.launches_total, (unsigned long)st.in_flight, tev_n);
+  CHECK(st.launches_total == 12000, "launches_total %lu", (unsigned long)st.launches_total);
+  CHECK(r.ext->devices[0].launches_total == 12000, "published launches_total %lu",
+        (unsigned long)r.ext->devices[0].launches_total);
+  CHECK(st.in_flight == 0, "in flight %lu", (unsigned long)st.in_flight);
+  CHECK(tev_n < 2000, "events created %d", tev_n);
+  vgpu_limiter_destroy(g_tlim);
+  sim_region_free(r);
+}
+
+int main(void) {
+  printf("limiter_sharing_test: simulated GPU\n");
+  test_processes_share_one_budget();
+  test_two_containers();
+  test_policy_and_switch();
+  test_priority_blocking();
+  test_fast_path_and_counters();
+  test_capture_is_not_throttled();
+  test_failed_launches_and_dead_context();
+  test_standalone_without_region();
+  test_threads_consistent();
+  return test_summary("limiter_sharing_test");
+}
