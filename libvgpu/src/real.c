@@ -50,6 +50,9 @@ static void cuda_load_once(void) {
 #define VGPU_CUDA_CALL(name, ret, params)                                                          \
   vgpu_cuda.name = (ret(*) params)vgpu_real_dlsym(g_cuda_handle, #name);
 #include "hooks/cuda.def"
+  if (!vgpu_cuda.cuEventElapsedTime_v2)
+    vgpu_cuda.cuEventElapsedTime_v2 =
+        (CUresult(*)(float *, CUevent, CUevent))vgpu_real_dlsym(g_cuda_handle, "cuEventElapsedTime");
 }
 
 bool vgpu_cuda_load(void) {

@@ -1,0 +1,48 @@
+/*
+ * hook.h — the prologue every interposed CUDA entry point starts with.
+ *
+ * VGPU_HOOK_BEGIN(name, args): loads the driver table; when the real function is missing returns
+ * CUDA_ERROR_NOT_SUPPORTED (never calls NULL); when we are already inside a hook on this thread
+ * (the driver calling its own exported names) or control is disabled, tail-calls the real one.
+ * VGPU_CALL_REAL(name, args): calls the real function with the reentrancy guard raised.
+ */
+#ifndef VGPU_HOOK_H
+#define VGPU_HOOK_H
+
+#include "devices.h"
+#include "real.h"
+#include "state.h"
+#include "track.h"
+#include "vgpu.h"
+
+#define VGPU_HOOK_BEGIN(name, args)                                                                \
+  do {                                                                                             \
+    if (!vgpu_cuda_load() || !vgpu_cuda.name) return CUDA_ERROR_NOT_SUPPORTED;                     \
+    if (vgpu_hook_depth > 0 || vgpu_config_get()->disabled) return vgpu_cuda.name args;            \
+  } while (0)
+
+#define VGPU_CALL_REAL(name, args)                                                                 \
+  __extension__({                                                                                  \
+    vgpu_hook_depth++;                                                                             \
+    CUresult vgpu_rc_ = vgpu_cuda.name args;                                                       \
+    vgpu_hook_depth--;                                                                             \
+    vgpu_rc_;                                                                                      \
+  })
+
+static inline uintptr_t vgpu_current_ctx(void) {
+  CUcontext c = NULL;
+  if (vgpu_cuda.cuCtxGetCurrent) vgpu_cuda.cuCtxGetCurrent(&c);
+  return (uintptr_t)c;
+}
+
+/* Releases a tracked record's bytes (callback shape for vgpu_track_take_ctx). */
+static inline void vgpu_release_rec(const struct vgpu_track_rec *r) {
+  vgpu_mem_release(r->ridx, r->bytes, (enum vgpu_mem_kind)r->mem_kind);
+}
+
+/* Pools (hook_cuda_mem.c): re-read what every known pool reserves and fix the count. */
+void vgpu_pools_refresh(void);
+/* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
+void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
+
+#endif /* VGPU_HOOK_H */
