@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""SM limiter benchmark matrix (issue 10). Run through limiter_bench.sh on the GPU machine.
+
+Every cell starts saturating limiter_bench processes (with libvgpu preloaded unless it is a
+baseline), measures from outside by NVML (per-process SM utilization for the processes' HOST pids,
+polled with a timestamp cursor) and by throughput relative to the unlimited baseline, and prints
+one table. Environment:
+  BENCH_QUICK=1     a subset (about 2.5 minutes)
+  BENCH_SETTLE=2    seconds before the window     BENCH_MEASURE=8   window length
+  BENCH_ONLY=regex  run only cases whose name matches (baselines always run)
+  BENCH_FAKE=1      no GPU: a fake workload and no NVML, to test this script itself
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUILD = os.environ.get("BENCH_BUILD", os.path.join(ROOT, "build"))
+LIB = os.path.join(BUILD, "libvgpu.so")
+BENCH = os.path.join(BUILD, "gpu", "limiter_bench")
+BENCH_PTDS = os.path.join(BUILD, "gpu", "limiter_bench_ptds")
+FAKE = os.environ.get("BENCH_FAKE") == "1"
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+SETTLE = float(os.environ.get("BENCH_SETTLE", "2"))
+MEASURE = float(os.environ.get("BENCH_MEASURE", "5" if QUICK else "8"))
+ONLY = os.environ.get("BENCH_ONLY")
+SM_LIMIT_OFFSET = 1728  # vgpu_region_t.sm_limit[0], see include/vgpu/vgpu_region.h
+
+try:
+    if FAKE:
+        raise ImportError("fake mode")
+    import pynvml  # noqa: E402
+
+    pynvml.nvmlInit()
+    NVML = pynvml.nvmlDeviceGetHandleByIndex(0)
+except Exception as exc:  # no NVML: throughput only
+    pynvml = None
+    NVML = None
+    if not FAKE:
+        print(f"# NVML unavailable ({exc}); NVML column will be n/a", flush=True)
+
+
+def log(msg):
+    print(f"# {time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+# ---- NVML sampling ----------------------------------------------------------------------------
+
+class Sampler(threading.Thread):
+    """Collects every per-process utilization sample once (lastSeenTimeStamp cursor)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples = []  # (pid, ts_us, sm)
+        self.dev = []  # (ts_us, gpu util %)
+        self.stop = threading.Event()
+        self.cursor = int(time.time() * 1e6)
+
+    def run(self):
+        while not self.stop.wait(0.1):
+            if NVML is None:
+                continue
+            try:
+                for s in pynvml.nvmlDeviceGetProcessUtilization(NVML, self.cursor):
+                    self.samples.append((s.pid, s.timeStamp, s.smUtil))
+                    self.cursor = max(self.cursor, s.timeStamp)
+            except pynvml.NVMLError:
+                pass  # NOT_FOUND when no sample is new
+            try:
+                self.dev.append((int(time.time() * 1e6),
+                                 pynvml.nvmlDeviceGetUtilizationRates(NVML).gpu))
+            except pynvml.NVMLError:
+                pass
+
+    def share(self, pids, a, b):
+        """Sum over pids of the mean SM util in [a, b); missing samples count as 0."""
+        if NVML is None:
+            return None
+        by_pid = {}
+        for pid, ts, sm in self.samples:
+            by_pid.setdefault(pid, []).append((ts, sm))
+        deltas = []
+        for rows in by_pid.values():
+            rows.sort()
+            deltas += [y[0] - x[0] for x, y in zip(rows, rows[1:]) if y[0] > x[0]]
+        if not deltas:
+            return 0.0
+        deltas.sort()
+        period = deltas[len(deltas) // 2]
+        expected = max(1.0, (b - a) / period)
+        total = 0.0
+        for pid in pids:
+            vals = [sm for ts, sm in by_pid.get(pid, []) if a <= ts < b]
+            total += sum(vals) / max(expected, len(vals))
+        return total
+
+    def device(self, a, b):
+        vals = [u for ts, u in self.dev if a <= ts < b]
+        return sum(vals) / len(vals) if vals else None
+
+
+# ---- processes --------------------------------------------------------------------------------
+
+def host_pid_of(popen, pidns):
+    if not pidns:
+        return popen.pid
+    # unshare --fork: the workload is unshare's child; find it from the host /proc.
+    for _ in range(200):
+        try:
+            with open(f"/proc/{popen.pid}/task/{popen.pid}/children") as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.01)
+    return popen.pid
+
+
+class Proc:
+    def __init__(self, shape, limit, cache, pidns=False, preload=True, total=None, ptds=False):
+        self.shape, self.limit, self.cache, self.pidns = shape, limit, cache, pidns
+        if FAKE:
+            cmd = [sys.executable, os.path.abspath(__file__), "--fake-bench", shape,
+                   str(limit or 0), str(SETTLE), str(MEASURE), str(total or 0), cache or ""]
+        else:
+            cmd = [BENCH_PTDS if ptds else BENCH, "--shape", shape, "--ipus", str(IPUS),
+                   "--settle", str(SETTLE), "--measure", str(MEASURE)]
+            if total:
+                cmd += ["--total", str(total)]
+        if pidns:
+            cmd = ["unshare", "--pid", "--fork", "--mount-proc"] + cmd
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("CUDA_DEVICE_") or k in ("LD_PRELOAD", "GPU_CORE_UTILIZATION_POLICY"):
+                del env[k]
+        if preload and not FAKE:
+            env["LD_PRELOAD"] = LIB
+        if preload:
+            env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = cache
+            env["GPU_CORE_UTILIZATION_POLICY"] = "force"  # no HAMi monitor here to flip it
+            env.setdefault("LIBCUDA_LOG_LEVEL", "1")
+            if limit:
+                env["CUDA_DEVICE_SM_LIMIT"] = str(limit)
+        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        self.host_pid = host_pid_of(self.p, pidns)
+        self.t0 = None
+        self.result = None
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            if line.startswith("READY "):
+                self.t0 = int(line.split()[1])
+                return
+        raise RuntimeError(f"workload did not start (rc={self.p.poll()})")
+
+    def finish(self):
+        out, _ = self.p.communicate(timeout=120)
+        for line in out.splitlines():
+            if line.startswith("RESULT "):
+                self.result = json.loads(line[len("RESULT "):])
+        if self.result is None:
+            raise RuntimeError(f"no RESULT (rc={self.p.returncode})")
+        return self.result
+
+
+def fresh_cache(tag):
+    path = os.path.join(WORKDIR, f"{tag}.cache")
+    if os.path.exists(path):
+        os.unlink(path)
+    return path
+
+
+def set_sm_limit(cache, limit):
+    with open(cache, "r+b") as f:
+        f.seek(SM_LIMIT_OFFSET)
+        f.write(struct.pack("<Q", limit))
+
+
+# ---- cases ------------------------------------------------------------------------------------
+
+ROWS = []
+BASE = {}
+
+
+def run(name, groups, change=None):
+    """groups: list of (label, limit, [Proc kwargs...]); change: (seconds after t0, group, limit).
+    Returns nothing; appends one table row per group."""
+    if ONLY and not re.search(ONLY, name) and not name.startswith("baseline"):
+        return
+    log(f"case {name}")
+    sampler = Sampler()
+    sampler.start()
+    started = []
+    try:
+        for label, limit, kwargs_list in groups:
+            procs = [Proc(**kw) for kw in kwargs_list]
+            started.append((label, limit, procs))
+        for _, _, procs in started:
+            for p in procs:
+                p.wait_ready()
+        t0s = [p.t0 for _, _, ps in started for p in ps]
+        a = max(t0s) + int(SETTLE * 1e6)
+        b = min(t0s) + int(SETTLE * 1e6) + int(MEASURE * 1e6)
+        if change is not None:
+            at, gi, new_limit = change
+            delay = min(t0s) / 1e6 + at - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            set_sm_limit(started[gi][2][0].cache, new_limit)
+            log(f"  sm_limit -> {new_limit} at t0+{at}s")
+        for _, _, procs in started:
+            for p in procs:
+                p.finish()
+    finally:
+        sampler.stop.set()
+        for _, _, procs in started:
+            for p in procs:
+                if p.p.poll() is None:
+                    p.p.kill()
+    for label, limit, procs in started:
+        per_s = sum(p.result["per_s"] for p in procs)
+        shape = procs[0].shape
+        if name.startswith("baseline") and label == "nopreload":
+            BASE[shape] = per_s
+        thr = 100.0 * per_s / BASE[shape] if BASE.get(shape) else None
+        nv = sampler.share([p.host_pid for p in procs], a, b)
+        dev = sampler.device(a, b)
+        ROWS.append((name, label, limit, nv, thr, dev,
+                     ",".join(str(p.host_pid) for p in procs)))
+        log(f"  {label}: limit {limit} nvml {fmt(nv)} thr {fmt(thr)} dev {fmt(dev)}")
+
+
+def fmt(v):
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def single(shape, limit, **kw):
+    return ("container", limit, [dict(shape=shape, limit=limit, cache=fresh_cache(f"{shape}{limit}"), **kw)])
+
+
+def main():
+    shapes = ["short", "long"] if QUICK else ["short", "long", "mixed"]
+    limits = [25, 75] if QUICK else [10, 25, 50, 75, 90]
+    for shape in shapes:
+        run(f"baseline-{shape}", [("nopreload", None, [dict(shape=shape, limit=None, cache=None, preload=False)])])
+        if not QUICK:
+            run(f"baseline-{shape}", [("preload-nolimit", None, [dict(shape=shape, limit=None, cache=fresh_cache(f"b{shape}"))])])
+    for shape in shapes:
+        for limit in limits:
+            run(f"single-{shape}", [single(shape, limit)])
+    if not QUICK:
+        run("single-short-ptsz", [single("short", 50, ptds=True)])
+    c = fresh_cache("multi2")
+    run("container-2proc-short", [("2 procs", 50, [dict(shape="short", limit=50, cache=c)] * 2)])
+    if not QUICK:
+        c = fresh_cache("multi4")
+        run("container-4proc-mixed", [("4 procs", 30, [dict(shape="mixed", limit=30, cache=c)] * 4)])
+    two_shapes = ["short"] if QUICK else ["short", "long"]
+    for shape in two_shapes:
+        ca, cb = fresh_cache(f"two{shape}a"), fresh_cache(f"two{shape}b")
+        run(f"two-containers-{shape}-pidns", [
+            ("container A", 30, [dict(shape=shape, limit=30, cache=ca, pidns=True)]),
+            ("container B", 60, [dict(shape=shape, limit=60, cache=cb, pidns=True)])])
+    run("pidns-short", [("container", 40, [dict(shape="short", limit=40, cache=fresh_cache("pidns"), pidns=True)])])
+    # Dynamic change: start at 75, set 25 at t0+3 s; the window opens 2 s later.
+    global SETTLE
+    saved = SETTLE
+    SETTLE = 5.0
+    run("dynamic-75to25-mixed" if not QUICK else "dynamic-75to25-short",
+        [("after change", 25, [dict(shape="short" if QUICK else "mixed", limit=75, cache=fresh_cache("dyn"))])],
+        change=(3.0, 0, 25))
+    SETTLE = saved
+
+    print()
+    print(f"SM limiter benchmark on {GPU_NAME}; window {SETTLE:g} s settle + {MEASURE:g} s; "
+          f"NVML = per-process SM util of the host pids; thr = throughput / unlimited baseline")
+    hdr = f"{'case':30} {'group':16} {'limit':>5} {'NVML %':>7} {'thr %':>7} {'err NVML':>9} {'err thr':>8} {'dev %':>6}"
+    print(hdr)
+    print("-" * len(hdr))
+    worst = 0.0
+    for name, label, limit, nv, thr, dev, _pids in ROWS:
+        en = (nv - limit) if (limit and nv is not None) else None
+        et = (thr - limit) if (limit and thr is not None) else None
+        for e in (en, et):
+            if e is not None:
+                worst = max(worst, abs(e))
+        print(f"{name:30} {label:16} {limit if limit else '-':>5} {fmt(nv):>7} {fmt(thr):>7} "
+              f"{'' if en is None else f'{en:+.1f}':>9} {'' if et is None else f'{et:+.1f}':>8} {fmt(dev):>6}")
+    print(f"worst |error|: {worst:.1f} pp (goal: 5)")
+
+
+def fake_bench(shape, limit, settle, measure, total, cache):
+    """Stands in for limiter_bench when BENCH_FAKE=1: throughput proportional to the limit,
+    following a run-time change of sm_limit in the cache file."""
+    limit = int(limit) or 100
+    settle, measure, total = float(settle), float(measure), float(total)
+    total = max(total, settle + measure)
+    t0 = int(time.time() * 1e6)
+    print(f"READY {t0}", flush=True)
+    if cache:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        if not os.path.exists(cache):
+            with open(cache, "wb") as f:
+                f.write(b"\0" * 4096)
+                f.seek(SM_LIMIT_OFFSET)
+                f.write(struct.pack("<Q", limit))
+    work, t = 0.0, 0.0
+    while t < total:
+        time.sleep(0.05)
+        t = (time.time() * 1e6 - t0) / 1e6
+        cur = limit
+        if cache:
+            with open(cache, "rb") as f:
+                f.seek(SM_LIMIT_OFFSET)
+                cur = struct.unpack("<Q", f.read(8))[0] or 100
+        if settle <= t < settle + measure:
+            work += 0.05 * min(cur, 100)
+    print("RESULT " + json.dumps({"pid": os.getpid(), "shape": shape, "batches": int(work),
+                                  "window_s": measure, "per_s": work / measure, "t0_us": t0}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--fake-bench":
+        fake_bench(*sys.argv[2:])
+        sys.exit(0)
+    WORKDIR = tempfile.mkdtemp(prefix="limiter-bench-")
+    if FAKE:
+        IPUS, GPU_NAME = 1.0, "fake GPU"
+    else:
+        out = subprocess.run([BENCH, "--calibrate"], capture_output=True, text=True, check=True).stdout
+        m = re.search(r"ipus=([0-9.]+) gpu=\"([^\"]*)\"", out)
+        IPUS, GPU_NAME = float(m.group(1)), m.group(2)
+        log(out.strip())
+    main()
