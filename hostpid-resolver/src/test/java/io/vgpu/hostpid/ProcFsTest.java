@@ -29,7 +29,8 @@ class ProcFsTest {
   @Test
   void path_buildsRootPidFile() {
     assertThat(new ProcFs(dir).path(42, "status")).isEqualTo(dir.resolve("42").resolve("status"));
-    assertThat(ProcFs.host().path(1, "cgroup")).isEqualTo(Path.of("/proc/1/cgroup"));
+    assertThat(ProcFs.host().path(1, "cgroup"))
+        .isEqualTo(ProcFs.DEFAULT_ROOT.resolve("1").resolve("cgroup"));
   }
 
   @Test
@@ -145,7 +146,7 @@ class ProcFsTest {
   @Test
   void read_kernelThreadThroughRealProcfs_isHostWithOneLevel() {
     ProcFs procFs = ProcFs.host();
-    assumeTrue(Files.exists(Path.of("/proc/2/status")), "no kthreadd visible as pid 2 here");
+    assumeTrue(Files.exists(procFs.path(2, "status")), "no kthreadd visible as pid 2 here");
     ProcessRead read = procFs.read(2);
     assumeTrue(read instanceof ProcessRead.Found, "pid 2 is not readable here: " + read);
 
