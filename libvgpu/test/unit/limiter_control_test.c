@@ -163,7 +163,7 @@ static void test_bounded_state(void) {
     vgpu_limiter_stats(lim, 0, &st);
     if (st.in_flight > max_inflight) max_inflight = st.in_flight;
     if (SIM.events_live > max_events) max_events = SIM.events_live;
-    int64_t lead = SIM.gpu_free - SIM.now;
+    int64_t lead = sim_queued(1);
     if (lead > max_lead) max_lead = lead;
     CHECK(st.trim >= -VGPU_LIMITER_TRIM_MAX && st.trim <= VGPU_LIMITER_TRIM_MAX, "trim %f",
           st.trim);

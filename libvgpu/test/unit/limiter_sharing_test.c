@@ -50,14 +50,28 @@ static void proc_launch(proc_t *p) {
   vgpu_limiter_before(p->lim, 0, p->st[k]);
   sim_launch(p->st[k], p->dur[k]);
   vgpu_limiter_after(p->lim, 0, p->st[k]);
-  SIM.now += 4 * US;
+  des_wait(4 * US); /* CPU side of a launch */
   p->launches++;
 }
 
-/* Round-robin "processes" until `until` (each launch may block inside the limiter). */
+static int64_t g_until;
+static void proc_body(void *arg) {
+  proc_t *p = arg;
+  while (SIM.now < g_until) proc_launch(p);
+}
+
+/* Runs the "processes" concurrently on the virtual clock until `until`. */
 static void run_procs(proc_t *ps, int n, int64_t until) {
-  while (SIM.now < until)
-    for (int i = 0; i < n; i++) proc_launch(&ps[i]);
+  void (*bodies[DES_MAX])(void *);
+  void *args[DES_MAX];
+  int ctxs[DES_MAX];
+  for (int i = 0; i < n; i++) {
+    bodies[i] = proc_body;
+    args[i] = &ps[i];
+    ctxs[i] = ps[i].ctx;
+  }
+  g_until = until;
+  des_run(n, bodies, args, ctxs);
 }
 
 static void set_window(int64_t settle, int64_t len) {
@@ -219,6 +233,7 @@ static void test_fast_path_and_counters(void) {
   CHECK(r.ext->devices[0].throttled_ns == 0, "throttled while unlimited");
 
   /* now limited: counters move and busy_ns matches the simulator's truth */
+  SIM.now += 100 * MS; /* the unlimited phase's queue drains first */
   r.region->sm_limit[0] = 40;
   set_window(0, 5000 * MS);
   uint64_t busy0 = r.ext->devices[0].busy_ns;
