@@ -83,9 +83,9 @@ class LayoutAbiTest {
     assertThat(run.exitValue()).isZero();
     Map<String, Long> values = new LinkedHashMap<>();
     for (String line : output.strip().split("\n")) {
-      String[] parts = line.split(" ");
-      assertThat(parts).as(line).hasSize(2);
-      values.put(parts[0], Long.parseLong(parts[1]));
+      int space = line.indexOf(' ');
+      assertThat(space).as(line).isPositive();
+      values.put(line.substring(0, space), Long.parseLong(line.substring(space + 1)));
     }
     assertThat(Files.size(binary)).isPositive();
     return values;

@@ -24,7 +24,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Opens a region file without ever blocking and without following links.
@@ -133,12 +132,12 @@ public final class Opener {
   }
 
   private static FileIdentity identity(Map<String, Object> a) {
-    FileTime mtime = (FileTime) a.get("lastModifiedTime");
+    java.time.Instant mtime = ((FileTime) a.get("lastModifiedTime")).toInstant();
     long nanos;
     try {
       nanos =
-          Math.multiplyExact(mtime.to(TimeUnit.SECONDS), 1_000_000_000L)
-              + mtime.toInstant().getNano();
+          Math.addExact(
+              Math.multiplyExact(mtime.getEpochSecond(), 1_000_000_000L), mtime.getNano());
     } catch (ArithmeticException e) {
       nanos = Long.MAX_VALUE;
     }
@@ -188,6 +187,7 @@ public final class Opener {
       this.errno = callState.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     }
 
+    @SuppressWarnings("restricted") // libc open/close only; see the class comment
     static Native load() {
       if (!"Linux".equals(System.getProperty("os.name"))
           || !"amd64".equals(System.getProperty("os.arch"))
@@ -253,7 +253,7 @@ public final class Opener {
         return new Opened(channel, identity(attributes));
       } finally {
         try {
-          int unused = (int) close.invokeExact(fd);
+          int _ = (int) close.invokeExact(fd);
         } catch (Throwable t) {
           // the descriptor leaks only if close itself fails, which it cannot for a valid fd
         }

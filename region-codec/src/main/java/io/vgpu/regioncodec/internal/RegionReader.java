@@ -26,14 +26,21 @@ import java.util.concurrent.locks.LockSupport;
 public final class RegionReader {
   private RegionReader() {}
 
-  /** Attempts per slot before a torn read is accepted as best effort. */
+  /** Attempts per slot before a torn read is accepted as best effort (the facts' ~100). */
   public static final int MAX_TRIES_PER_SLOT = 100;
 
-  /**
-   * Retries per snapshot across all slots; once spent, torn slots are accepted after one read so a
-   * file full of stuck (odd) seqlocks costs milliseconds, not seconds.
-   */
+  /** Retries per snapshot across all slots; once spent, torn slots are read once. */
   public static final int MAX_RETRIES_PER_SNAPSHOT = 300;
+
+  /** Retries that only spin; a writer's critical section is two atomic adds long. */
+  public static final int SPIN_TRIES = 32;
+
+  /**
+   * Total time one snapshot may spend parked waiting for writers. A seqlock that stays odd this
+   * long belongs to a writer that died mid-update or to a hostile tenant; either way the scrape
+   * must not stall, so the slot is reported as best effort.
+   */
+  public static final long PARK_BUDGET_NANOS = 1_000_000L;
 
   private static final int USAGE_FIELDS = 7;
 
@@ -151,7 +158,7 @@ public final class RegionReader {
         devices);
   }
 
-  /** One pass over the slot table; reusable for the redo. */
+  /** One pass over the slot table; reusable for the redo (which shares the budgets). */
   private static final class Pass {
     private final MemorySegment s;
     private final Geometry g;
@@ -161,6 +168,7 @@ public final class RegionReader {
     private List<ProcessSlot> processes = List.of();
     private boolean bestEffort;
     private int tornRetries;
+    private long parkBudgetNanos = PARK_BUDGET_NANOS;
 
     Pass(MemorySegment s, Geometry g, int deviceCount, boolean hasExtension) {
       this.s = s;
@@ -185,7 +193,10 @@ public final class RegionReader {
         while (true) {
           tries++;
           boolean canRetry =
-              seqlocked && tries < MAX_TRIES_PER_SLOT && tornRetries < MAX_RETRIES_PER_SNAPSHOT;
+              seqlocked
+                  && tries < MAX_TRIES_PER_SLOT
+                  && tornRetries < MAX_RETRIES_PER_SNAPSHOT
+                  && (tries <= SPIN_TRIES || parkBudgetNanos > 0);
           long before = seqlocked ? Access.longAcquire(s, seqOffset) : 0;
           if ((before & 1) != 0 && canRetry) {
             if (Access.intAcquire(s, base + Geometry.SLOT_PID) == 0
@@ -267,16 +278,16 @@ public final class RegionReader {
       return new ProcessSlot(index, pid, hostPid, status, List.of(devices), extension);
     }
 
-    /** Spin, then yield, then park with growing pauses (1 µs doubling to 100 µs). */
-    private static void backOff(int tries) {
-      if (tries < 8) {
+    /** Spin first, then park with growing pauses (1 µs doubling to 100 µs) within the budget. */
+    private void backOff(int tries) {
+      if (tries <= SPIN_TRIES) {
         Thread.onSpinWait();
-      } else if (tries < 24) {
-        Thread.yield();
-      } else {
-        long nanos = Math.min(1_000L << Math.min(tries - 24, 7), 100_000L);
-        LockSupport.parkNanos(nanos);
+        return;
       }
+      long pause = Math.min(1_000L << Math.min(tries - SPIN_TRIES - 1, 7), 100_000L);
+      long start = System.nanoTime();
+      LockSupport.parkNanos(Math.min(pause, parkBudgetNanos));
+      parkBudgetNanos -= Math.max(System.nanoTime() - start, 1);
     }
   }
 

@@ -17,7 +17,6 @@ public final class Text {
    * so the result is always safe to log or use as a label value.
    */
   public static String cString(MemorySegment segment, long offset, int capacity) {
-    byte[] bytes = null;
     int length = 0;
     boolean ascii = true;
     for (; length < capacity; length++) {
@@ -32,7 +31,7 @@ public final class Text {
     if (length == 0) {
       return "";
     }
-    bytes = new byte[length];
+    byte[] bytes = new byte[length];
     MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
     if (ascii) {
       return new String(bytes, StandardCharsets.ISO_8859_1);
