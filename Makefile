@@ -34,6 +34,7 @@ test: deps ## everything: C suite, Java suite (with format and static checks), s
 	$(MAKE) -C libvgpu all test
 	$(MVN) install
 	@scripts/test-scripts.sh
+	@scripts/test-deploy.sh
 
 test-java: ## the Java suite only
 	$(need_jdk)
@@ -62,6 +63,10 @@ lint: ## format checks and static analysis without the tests
 	$(need_jdk)
 	$(MVN) -q spotless:check
 	$(MAKE) -C libvgpu lint
+
+image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (slow; not in test)
+	$(need_jdk)
+	@deploy/image/image-test.sh
 
 clean:
 	$(MVN) -q clean

@@ -1,0 +1,345 @@
+package io.vgpu.exporter.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.marcnuri.helm.LintResult;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceAccount;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.vgpu.exporter.deploy.HelmChart.Combination;
+import io.vgpu.exporter.deploy.HelmChart.Mode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** helm lint + helm template of every documented values combination, checked object by object. */
+class ChartRenderTest {
+  private static final Set<String> CRD_KINDS = Set.of("ServiceMonitor", "PrometheusRule");
+
+  static List<Combination> combinations() {
+    return HelmChart.combinations();
+  }
+
+  /** Whether a combination turns on any write-back switch (the chart must then mount rw). */
+  private static boolean writes(Combination c) {
+    return c.mode() == Mode.HAMI_REPLACEMENT
+        || c.sets().entrySet().stream()
+            .anyMatch(
+                e ->
+                    e.getKey().startsWith("exporter.writeBack.")
+                        && Boolean.TRUE.equals(e.getValue()));
+  }
+
+  private static boolean exporterEnabled(Combination c) {
+    return !Boolean.FALSE.equals(c.sets().get("exporter.enabled"));
+  }
+
+  @Test
+  void lint_strictWithDefaultValues_reportsNoProblem() {
+    LintResult result = HelmChart.helm().lint().strict().call();
+
+    assertThat(result.isFailed()).as(String.join("\n", result.getMessages())).isFalse();
+    assertThat(result.getMessages())
+        .noneMatch(m -> m.contains("[ERROR]") || m.contains("[WARNING]"));
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_combination_everyObjectParsesIntoTypedModelWithNoUnknownField(Combination c) {
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
+
+    assertThat(objects).isNotEmpty();
+    for (HasMetadata o : objects) {
+      String id = o.getKind() + "/" + o.getMetadata().getName();
+      if (o instanceof GenericKubernetesResource g) {
+        assertThat(CRD_KINDS).as("only CRD kinds stay untyped: %s", id).contains(g.getKind());
+        assertThat(g.getApiVersion()).as(id).isEqualTo("monitoring.coreos.com/v1");
+      }
+      assertThat(UnknownFields.in(o))
+          .as("fields the Kubernetes model does not know in %s", id)
+          .isEmpty();
+      assertThat(o.getMetadata().getName())
+          .as(id)
+          .matches("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+          .hasSizeLessThan(64);
+      if (!(o instanceof ClusterRole) && !(o instanceof ClusterRoleBinding)) {
+        assertThat(o.getMetadata().getNamespace()).as(id).isEqualTo(HelmChart.NAMESPACE);
+      }
+      assertThat(o.getMetadata().getLabels())
+          .as(id)
+          .containsEntry("app.kubernetes.io/instance", HelmChart.RELEASE);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_combination_everyContainerIsHardenedAndBounded(Combination c) {
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
+
+    List<DaemonSet> daemonSets = HelmChart.ofType(objects, DaemonSet.class);
+    assertThat(daemonSets).isNotEmpty();
+    for (DaemonSet ds : daemonSets) {
+      PodSpec pod = ds.getSpec().getTemplate().getSpec();
+      assertThat(pod.getSecurityContext().getSeccompProfile().getType())
+          .isEqualTo("RuntimeDefault");
+      assertThat(pod.getTolerations()).anyMatch(t -> "nvidia.com/gpu".equals(t.getKey()));
+      assertThat(pod.getNodeSelector()).isNotEmpty();
+      for (Container ctr : pod.getContainers()) {
+        String id = ds.getMetadata().getName() + "/" + ctr.getName();
+        var sc = ctr.getSecurityContext();
+        assertThat(sc.getAllowPrivilegeEscalation()).as(id).isFalse();
+        assertThat(sc.getPrivileged()).as(id).isFalse();
+        assertThat(sc.getReadOnlyRootFilesystem()).as(id).isTrue();
+        assertThat(sc.getCapabilities().getDrop()).as(id).containsExactly("ALL");
+        assertThat(ctr.getResources().getLimits()).as(id).containsKey("memory");
+        assertThat(ctr.getResources().getRequests()).as(id).containsKeys("cpu", "memory");
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_exporter_privilegesFollowWriteMode(Combination c) {
+    if (!exporterEnabled(c)) {
+      return;
+    }
+    DaemonSet ds = HelmChart.exporterDaemonSet(HelmChart.parse(HelmChart.render(c)));
+    PodSpec pod = ds.getSpec().getTemplate().getSpec();
+    Container ctr = pod.getContainers().getFirst();
+    VolumeMount cache = mountOf(ctr, "cache-root");
+
+    assertThat(pod.getHostPID()).isTrue();
+    if (writes(c)) {
+      assertThat(pod.getSecurityContext().getRunAsUser()).isZero();
+      assertThat(pod.getSecurityContext().getRunAsNonRoot()).isFalse();
+      assertThat(cache.getReadOnly()).as("write-back needs the cache root read-write").isFalse();
+      assertThat(ctr.getSecurityContext().getCapabilities().getAdd())
+          .containsExactly("DAC_OVERRIDE");
+    } else {
+      assertThat(pod.getSecurityContext().getRunAsNonRoot()).isTrue();
+      assertThat(pod.getSecurityContext().getRunAsUser()).isPositive();
+      assertThat(cache.getReadOnly()).as("read-only mode mounts the cache root read-only").isTrue();
+      assertThat(ctr.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
+    }
+    // Every hostPath the exporter sees is the cache root; /proc comes from hostPID, not a mount.
+    assertThat(pod.getVolumes().stream().filter(v -> v.getHostPath() != null).map(Volume::getName))
+        .containsExactly("cache-root");
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_rbac_grantsOnlyReadsOfPodsAndNodes(Combination c) {
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
+    List<ClusterRole> roles = HelmChart.ofType(objects, ClusterRole.class);
+
+    assertThat(objects)
+        .noneMatch(o -> o.getKind().equals("Role") || o.getKind().equals("RoleBinding"));
+    if (!exporterEnabled(c)) {
+      assertThat(roles).isEmpty();
+      return;
+    }
+    assertThat(roles).hasSize(1);
+    for (PolicyRule rule : roles.getFirst().getRules()) {
+      assertThat(rule.getApiGroups()).containsExactly("");
+      assertThat(rule.getResources()).isSubsetOf("pods", "nodes");
+      assertThat(rule.getVerbs()).isSubsetOf("get", "list", "watch");
+      assertThat(rule.getResourceNames()).isNullOrEmpty();
+    }
+    ClusterRoleBinding binding = HelmChart.ofType(objects, ClusterRoleBinding.class).getFirst();
+    String sa =
+        HelmChart.exporterDaemonSet(objects)
+            .getSpec()
+            .getTemplate()
+            .getSpec()
+            .getServiceAccountName();
+    assertThat(binding.getRoleRef().getName()).isEqualTo(roles.getFirst().getMetadata().getName());
+    assertThat(binding.getSubjects())
+        .singleElement()
+        .satisfies(
+            s -> {
+              assertThat(s.getName()).isEqualTo(sa);
+              assertThat(s.getNamespace()).isEqualTo(HelmChart.NAMESPACE);
+            });
+    boolean created = !Boolean.FALSE.equals(c.sets().get("serviceAccount.create"));
+    assertThat(
+            HelmChart.ofType(objects, ServiceAccount.class).stream()
+                .map(s -> s.getMetadata().getName())
+                .toList())
+        .isEqualTo(created ? List.of(sa) : List.of());
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_serviceAndServiceMonitor_reachTheExporterPort(Combination c) {
+    if (!exporterEnabled(c)) {
+      return;
+    }
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
+    DaemonSet ds = HelmChart.exporterDaemonSet(objects);
+    Map<String, String> podLabels = ds.getSpec().getTemplate().getMetadata().getLabels();
+    ContainerPort port =
+        ds.getSpec().getTemplate().getSpec().getContainers().getFirst().getPorts().getFirst();
+    Service svc = HelmChart.ofType(objects, Service.class).getFirst();
+
+    assertThat(svc.getSpec().getClusterIP()).as("headless").isEqualTo("None");
+    assertThat(podLabels).containsAllEntriesOf(svc.getSpec().getSelector());
+    assertThat(ds.getSpec().getSelector().getMatchLabels()).isEqualTo(svc.getSpec().getSelector());
+    assertThat(svc.getSpec().getPorts())
+        .singleElement()
+        .satisfies(
+            p -> {
+              assertThat(p.getPort()).isEqualTo(port.getContainerPort());
+              assertThat(p.getTargetPort().getStrVal()).isEqualTo(port.getName());
+            });
+
+    List<GenericKubernetesResource> monitors = HelmChart.ofKind(objects, "ServiceMonitor");
+    boolean wanted =
+        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("serviceMonitor.enabled"));
+    assertThat(monitors).hasSize(wanted ? 1 : 0);
+    for (GenericKubernetesResource sm : monitors) {
+      Map<String, String> matchLabels = sm.get("spec", "selector", "matchLabels");
+      List<Map<String, Object>> endpoints = sm.get("spec", "endpoints");
+      assertThat(svc.getMetadata().getLabels()).containsAllEntriesOf(matchLabels);
+      assertThat(endpoints)
+          .singleElement()
+          .satisfies(
+              e -> {
+                assertThat(e).containsEntry("port", svc.getSpec().getPorts().getFirst().getName());
+                assertThat(e).containsEntry("path", "/metrics");
+                assertThat(e).containsEntry("honorLabels", true);
+              });
+      assertThat((List<String>) sm.get("spec", "namespaceSelector", "matchNames"))
+          .containsExactly(HelmChart.NAMESPACE);
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_prometheusRule_isTheRulesFileAndPassesPromtool(Combination c, @TempDir Path tmp)
+      throws IOException, InterruptedException {
+    List<GenericKubernetesResource> rules =
+        HelmChart.ofKind(HelmChart.parse(HelmChart.render(c)), "PrometheusRule");
+    boolean wanted =
+        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("prometheusRule.enabled"));
+    assertThat(rules).hasSize(wanted ? 1 : 0);
+    if (!wanted) {
+      return;
+    }
+    var serialization = new KubernetesSerialization();
+    Path rulesFile = HelmChart.repoRoot().resolve("deploy/rules/vgpu-exporter.rules.yaml");
+    Map<String, Object> source = serialization.unmarshal(Files.readString(rulesFile), Map.class);
+    Object renderedGroups = rules.getFirst().get("spec", "groups");
+
+    assertThat(renderedGroups).isEqualTo(source.get("groups"));
+    Path extracted = tmp.resolve("from-chart.rules.yaml");
+    Files.writeString(extracted, serialization.asYaml(Map.of("groups", renderedGroups)));
+    Process promtool =
+        new ProcessBuilder("promtool", "check", "rules", extracted.toString())
+            .redirectErrorStream(true)
+            .start();
+    String out = new String(promtool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(promtool.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(promtool.exitValue()).as(out).isZero();
+    assertThat(out).contains("SUCCESS");
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_dashboardConfigMap_isTheDashboardFileWithSidecarLabel(Combination c)
+      throws IOException {
+    List<ConfigMap> maps = HelmChart.ofType(HelmChart.parse(HelmChart.render(c)), ConfigMap.class);
+    boolean wanted =
+        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("dashboard.enabled"));
+    assertThat(maps).hasSize(wanted ? 1 : 0);
+    if (!wanted) {
+      return;
+    }
+    ConfigMap cm = maps.getFirst();
+    String json = Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter.json"));
+
+    assertThat(cm.getMetadata().getLabels()).containsEntry("grafana_dashboard", "1");
+    assertThat(cm.getData()).containsOnlyKeys("vgpu-exporter.json");
+    assertThat(cm.getData().get("vgpu-exporter.json").strip()).isEqualTo(json.strip());
+    if (c.sets().containsKey("dashboard.folder")) {
+      assertThat(cm.getMetadata().getAnnotations())
+          .containsEntry("grafana_folder", String.valueOf(c.sets().get("dashboard.folder")));
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("combinations")
+  void template_installer_placesLibraryWhereHamiMountsIt(Combination c) {
+    List<DaemonSet> installers =
+        HelmChart.ofType(HelmChart.parse(HelmChart.render(c)), DaemonSet.class).stream()
+            .filter(
+                d ->
+                    "installer"
+                        .equals(d.getMetadata().getLabels().get("app.kubernetes.io/component")))
+            .toList();
+    assertThat(installers).hasSize(c.mode() == Mode.INSTALLER ? 1 : 0);
+    if (installers.isEmpty()) {
+      return;
+    }
+    PodSpec pod = installers.getFirst().getSpec().getTemplate().getSpec();
+    Container ctr = pod.getContainers().getFirst();
+    List<String> command = ctr.getCommand();
+
+    assertThat(pod.getAutomountServiceAccountToken())
+        .as("the installer needs no API access")
+        .isFalse();
+    assertThat(pod.getHostPID()).isNull();
+    assertThat(pod.getSecurityContext().getRunAsUser()).isZero();
+    assertThat(ctr.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
+    assertThat(command)
+        .contains("--to=/usr/local/vgpu", "/opt/vgpu/lib/libvgpu.so", "/opt/vgpu/bin/shrreg-tool");
+    assertThat(command.contains("--preload"))
+        .isEqualTo(Boolean.TRUE.equals(c.sets().get("installer.writePreload")));
+    VolumeMount m = mountOf(ctr, "host-dir");
+    assertThat(m.getMountPath()).isEqualTo("/usr/local/vgpu");
+    assertThat(m.getReadOnly()).isNotEqualTo(Boolean.TRUE);
+    assertThat(pod.getVolumes())
+        .singleElement()
+        .satisfies(v -> assertThat(v.getHostPath().getPath()).isEqualTo("/usr/local/vgpu"));
+  }
+
+  @Test
+  void template_defaultValues_createNoOperatorObjectsAndNoInstaller() {
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(Mode.PLAIN, Map.of()));
+    List<String> kinds =
+        new ArrayList<>(objects.stream().map(HasMetadata::getKind).sorted().toList());
+
+    assertThat(kinds)
+        .containsExactly(
+            "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount");
+  }
+
+  private static VolumeMount mountOf(Container ctr, String volume) {
+    return ctr.getVolumeMounts().stream()
+        .filter(m -> m.getName().equals(volume))
+        .findFirst()
+        .orElseThrow(
+            () -> new AssertionError("no mount of volume " + volume + " in " + ctr.getName()));
+  }
+}
