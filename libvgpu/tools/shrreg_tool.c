@@ -68,6 +68,9 @@ typedef struct {
   int device; /* -1: all */
   int json;
   int host_pids;
+  int npids;            /* --pids: slots the caller judged dead (node-side use) */
+  int pids[VGPU_MAX_PROCS];
+  int holder;           /* --holder: the dead holder the caller judged, 0 when not given */
   int observe_ms;
   int lock_timeout_ms;
   int set_dev;
@@ -97,6 +100,10 @@ static void usage(FILE *out) {
           "  --file PATH        region file (default: $CUDA_DEVICE_MEMORY_SHARED_CACHE, else %s)\n"
           "  --json             machine-readable output\n"
           "  --host             judge liveness by recorded host pids (when run on the node)\n"
+          "  --pids P1,P2       --cleanup: drop exactly these container pids' slots; the caller (the\n"
+          "                     node-side `vgpu-exporter cleanup`) has judged them dead\n"
+          "  --holder PID       --force-unlock: release only if PID holds the lock; the caller has\n"
+          "                     judged PID dead in the container's pid namespace\n"
           "  --proc-root DIR    procfs to judge liveness from (default /proc)\n"
           "  --observe-ms MS    how long --force-unlock watches a lock with no recorded holder (default %d)\n"
           "  --lock-timeout-ms MS  how long --cleanup waits for the slot-table lock (default %d)\n"
@@ -228,6 +235,28 @@ static int parse_args(int argc, char **argv, options_t *o) {
     } else if (strcmp(a, "--json") == 0) {
       o->json = 1;
       continue;
+    } else if (strcmp(a, "--pids") == 0) {
+      char *list;
+      char *tok;
+      char *save = NULL;
+      if (i + 1 >= argc) return fail(EXIT_USAGE, "--pids needs a comma-separated list of container pids");
+      list = strdup(argv[++i]);
+      if (list == NULL) return fail(EXIT_IO, "out of memory");
+      for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (o->npids >= VGPU_MAX_PROCS || parse_int_range(tok, 1, INT32_MAX, &o->pids[o->npids]) != 0) {
+          free(list);
+          return fail(EXIT_USAGE, "--pids: '%s' is not a pid", tok);
+        }
+        o->npids++;
+      }
+      free(list);
+      if (o->npids == 0) return fail(EXIT_USAGE, "--pids needs at least one pid");
+      continue;
+    } else if (strcmp(a, "--holder") == 0) {
+      if (i + 1 >= argc || parse_int_range(argv[i + 1], 1, INT32_MAX, &o->holder) != 0)
+        return fail(EXIT_USAGE, "--holder needs a pid");
+      i++;
+      continue;
     } else if (strcmp(a, "--host") == 0) {
       o->host_pids = 1;
       continue;
@@ -237,6 +266,8 @@ static int parse_args(int argc, char **argv, options_t *o) {
     if (set_command(o, c) != 0) return fail(EXIT_USAGE, "one command at a time ('%s' conflicts)", a);
   }
   if (o->cmd == CMD_NONE) o->cmd = CMD_INSPECT;
+  if (o->npids > 0 && o->cmd != CMD_CLEANUP) return fail(EXIT_USAGE, "--pids applies to --cleanup only");
+  if (o->holder != 0 && o->cmd != CMD_UNLOCK) return fail(EXIT_USAGE, "--holder applies to --force-unlock only");
   if (o->device >= 0 && o->cmd != CMD_INSPECT && o->cmd != CMD_CLEANUP && o->cmd != CMD_UNLOCK)
     return fail(EXIT_USAGE, "--device applies to --inspect, --cleanup and --force-unlock only");
   if (o->file == NULL) {
@@ -1243,7 +1274,15 @@ static int cmd_cleanup(const options_t *o) {
     } else {
       if (o->device >= 0 && !device_in_use(&s, o->device)) continue;
       pid = live_pid_of(o, &s);
-      s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      if (o->npids > 0) {
+        int k;
+        int listed = 0;
+        for (k = 0; k < o->npids; k++) listed |= o->pids[k] == s.pid;
+        if (!listed) continue;
+        s.live = LIVE_GONE;
+      } else {
+        s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      }
       if (!liveness_dead(s.live)) {
         if (s.live == LIVE_UNKNOWN || s.live == LIVE_NO_PID) kept_unknown++;
         continue;
@@ -1304,6 +1343,16 @@ static int cmd_force_unlock(const options_t *o) {
     return rc;
   }
   read_lock(&r, o, &lk);
+  if (o->holder != 0) {
+    if (lk.holder_pid != o->holder) {
+      region_close(&r);
+      if (lk.holder_pid == 0) return fail(EXIT_FAILED, "--holder %d: no holder is recorded now; nothing released", o->holder);
+      return fail(EXIT_HOLDER_ALIVE, "--holder %d: the lock is now recorded as held by pid %d; nothing released", o->holder, lk.holder_pid);
+    }
+    /* The caller saw this holder's namespace; our own /proc cannot, so trust it. */
+    lk.state = LOCK_STALE_RECORD;
+    lk.holder_live = LIVE_GONE;
+  }
   switch (lk.state) {
     case LOCK_FREE:
       action = "nothing to unlock: the slot-table lock is free";

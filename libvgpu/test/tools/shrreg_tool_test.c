@@ -550,6 +550,25 @@ static void test_cleanup(void) {
     CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[8]") == 0, "host mode: %s", r.out);
     reap(live);
   }
+  {
+    /* --pids: the node-side caller judged liveness; exactly those slots go, nothing else. */
+    run_t r;
+    const char *p = fx_path("cleanup-pids.cache");
+    fx_spec_t s = base_spec(FX_V1_2);
+    s.nslots = 3;
+    s.slots[0] = (fx_slot_t){11, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[1] = (fx_slot_t){12, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[2] = (fx_slot_t){13, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
+    CHECK(fx_write(p, &s) == 0, "fixture");
+    RUN(&r, "--cleanup", "--pids", "11,13,99", "--json", "--file", p);
+    CHECK(r.rc == 0 && strcmp(jq(r.out, "sorted(x['pid'] for x in d['dropped'])"), "[11, 13]") == 0, "--pids: %s %s", r.out, r.err);
+    RUN(&r, "--json", "--file", p);
+    CHECK(strcmp(jq(r.out, "[x['pid'] for x in d['processes']]"), "[12]") == 0, "--pids survivors: %s", jq(r.out, "d['processes']"));
+    RUN(&r, "--cleanup", "--pids", "1,x", "--file", p);
+    CHECK(r.rc == 2, "--pids garbage: rc=%d", r.rc);
+    RUN(&r, "--inspect", "--pids", "1", "--file", p);
+    CHECK(r.rc == 2, "--pids with inspect: rc=%d", r.rc);
+  }
 }
 
 /* A child that takes the region semaphore the HAMi way (sem_wait, owner_pid = self) and then
@@ -622,6 +641,19 @@ static void test_force_unlock(void) {
   RUN(&r, "--force-unlock", "--json", "--file", p);
   snprintf(want, sizeof want, "holder_gone %d", holder);
   CHECK(r.rc == 0 && strcmp(jq(r.out, "'%s %s' % (d['previous_state'], d['previous_holder_pid'])"), want) == 0, "json unlock: %s", r.out);
+
+  /* --holder: release only the holder the caller judged dead; a different recorded holder is refused. */
+  holder = hold_lock(p, sem_off, owner_off, 0);
+  snprintf(want, sizeof want, "%d", holder + 1);
+  RUN(&r, "--force-unlock", "--holder", want, "--file", p);
+  CHECK(r.rc == 7 && contains(r.err, "recorded as held by pid"), "--holder mismatch refused: rc=%d err=%s", r.rc, r.err);
+  CHECK(sem_value_of(p, sem_off) == 0, "still held after mismatch");
+  snprintf(want, sizeof want, "%d", holder);
+  RUN(&r, "--force-unlock", "--holder", want, "--file", p);
+  CHECK(r.rc == 0 && sem_value_of(p, sem_off) == 1, "--holder match released: rc=%d err=%s", r.rc, r.err);
+  reap(holder);
+  RUN(&r, "--force-unlock", "--holder", want, "--file", p);
+  CHECK(r.rc == 1 && contains(r.err, "no holder is recorded"), "--holder when free: rc=%d", r.rc);
 
   /* Lost post (HAMi #2500): down, nobody recorded. Watched, then released. */
   s.sem_value = 0;
