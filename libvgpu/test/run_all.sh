@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole CPU suite of libvgpu: unit tests (test/unit/*_test.c, linked statically), the preload
+# cases (test/run_preload.sh) and shrreg-tool's suite (test/tools/run.sh) when present.
+# Last line: "libvgpu: N passed, M failed"; exit status non-zero on any failure.
+# A binary or script that prints "<name>: N passed, M failed" contributes N and M; otherwise it
+# counts as one test decided by its exit status.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export BUILD=${BUILD:-build}
+pass=0
+fail=0
+LOGDIR=$(mktemp -d /tmp/libvgpu-suite.XXXXXX)
+trap 'rm -rf "$LOGDIR"' EXIT
+
+account() { # name rc logfile
+  local name=$1 rc=$2 log=$3 line p f
+  line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<< "$line")
+    f=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<< "$line")
+    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+  elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
+  pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" = 0 ]; then echo "ok   $name ($p)"; else echo "FAIL $name ($f failed)"; tail -25 "$log" | sed 's/^/  | /'; fi
+}
+
+for t in "$BUILD"/unit/*_test; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  timeout 300 "$t" > "$LOGDIR/$name.log" 2>&1
+  account "unit/$name" $? "$LOGDIR/$name.log"
+done
+
+test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
+rc=$?
+grep -E '^(FAIL|  )' "$LOGDIR/preload.log" || true
+account preload $rc "$LOGDIR/preload.log"
+
+if [ -x test/tools/run.sh ] && [ -f tools/shrreg_tool.c ]; then
+  test/tools/run.sh > "$LOGDIR/tools.log" 2>&1
+  account shrreg-tool $? "$LOGDIR/tools.log"
+fi
+
+echo "libvgpu: $pass passed, $fail failed"
+[ "$fail" = 0 ]

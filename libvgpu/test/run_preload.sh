@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Runs test/preload/cases.c under LD_PRELOAD=libvgpu.so against the fake libcuda/libnvidia-ml,
+# one fresh cache file per case. Prints one line per case and "preload: N passed, M failed".
+# Usage: BUILD=build test/run_preload.sh [case-name-filter]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+LIB=$PWD/$BUILD/libvgpu.so
+CASES=$PWD/$BUILD/preload/cases
+FILTER=${1:-}
+TMP=$(mktemp -d /tmp/libvgpu-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+PRELOAD=$LIB
+if [ -n "${SANITIZE:-}" ]; then PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$LIB"; fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+pass=0
+fail=0
+
+nvml_config() { # two 80 GiB GPUs whose uuids match the fake libcuda's defaults
+  cat > "$TMP/nvml.conf" <<CONF
+device 0 uuid=GPU-00000000-0000-0000-0000-000000000000 name=Fake_H100 total=85899345920 used=0
+device 1 uuid=GPU-00000000-0000-0000-0000-000000000001 name=Fake_H100 total=85899345920 used=0
+CONF
+  echo "$TMP/nvml.conf"
+}
+
+# run NAME [VAR=VALUE...] [--stderr REGEX] [--no-stderr REGEX]
+run() {
+  local name=$1
+  shift
+  local envs=() want=() unwanted=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --stderr) want+=("$2"); shift 2 ;;
+      --no-stderr) unwanted+=("$2"); shift 2 ;;
+      *) envs+=("$1"); shift ;;
+    esac
+  done
+  local label=${name}${envs[*]:+ (${envs[*]})}
+  if [ -n "$FILTER" ] && [[ $name != *$FILTER* ]]; then return; fi
+  local dir=$TMP/$name.$RANDOM
+  mkdir -p "$dir"
+  local ok=1
+  env -i PATH="$PATH" HOME="$dir" ASAN_OPTIONS="$ASAN_OPTIONS" \
+    LD_LIBRARY_PATH="$PWD/$BUILD/fake" LD_PRELOAD="$PRELOAD" \
+    CUDA_DEVICE_MEMORY_SHARED_CACHE="$dir/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=64m \
+    FAKE_NVML_CONFIG=/nonexistent "${envs[@]}" \
+    timeout 150 "$CASES" "$name" > "$dir/out" 2> "$dir/err" || ok=0
+  for re in "${want[@]}"; do grep -Eq "$re" "$dir/err" || { ok=0; echo "  missing on stderr: $re"; }; done
+  for re in "${unwanted[@]}"; do grep -Eq "$re" "$dir/err" && { ok=0; echo "  unexpected on stderr: $re"; }; done
+  if [ $ok = 1 ]; then
+    pass=$((pass + 1)); echo "ok   $label"
+  else
+    fail=$((fail + 1)); echo "FAIL $label"; sed 's/^/  | /' "$dir/err" | tail -15
+  fi
+}
+
+NV=$(nvml_config)
+run limit --stderr 'HAMI-core Error\(.*\)\]: libvgpu: Device 0 OOM: requested 40MB but only 32MB available'
+run double_free
+run pitch_managed
+run vmm
+run arrays
+run pools
+run contexts LIBVGPU_CONTEXT_SIZE=8m
+run dlsym
+run getproc
+run getproc_fallback FAKE_CUDA_TRAMPOLINES=1
+run threads LIBCUDA_LOG_LEVEL=0
+run processes LIBCUDA_LOG_LEVEL=0
+run fork
+run sigkill LIBCUDA_LOG_LEVEL=0 SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-300}
+run dead_memory
+run launch
+run launch CUDA_DEVICE_SM_LIMIT=50
+run no_gpu_use
+run cvd_reorder FAKE_CUDA_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_MEMORY_LIMIT_0=100m CUDA_DEVICE_MEMORY_LIMIT_1=50m
+run cvd_uuid FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001 CUDA_DEVICE_MEMORY_LIMIT_0=10m CUDA_DEVICE_MEMORY_LIMIT_1=50m
+run nvml FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_DEVICE_MEMORY_LIMIT_0=64m CUDA_DEVICE_MEMORY_LIMIT=
+run nvml_only FAKE_NVML_CONFIG="$NV"
+run unlimited CUDA_DEVICE_MEMORY_LIMIT=0100m --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT="0100m": leading zero'
+run unlimited CUDA_DEVICE_MEMORY_LIMIT=1mb --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT="1mb": unknown suffix'
+run unlimited CUDA_DEVICE_MEMORY_LIMIT=99999999999999999999 --stderr 'too large'
+run unlimited CUDA_DEVICE_MEMORY_LIMIT=0x100000 --stderr 'not a decimal'
+run oom_log LIBCUDA_LOG_LEVEL=0 --stderr 'Device 0 OOM: requested 32MB but only 16MB available \(requested 33554432 bytes, available 16777216 bytes'
+run oom_log LIBCUDA_LOG_LEVEL=4 --stderr 'HAMI-core Info.*Initialized' --stderr 'HAMI-core Debug'
+run oom_log --no-stderr 'HAMI-core (Info|Debug)'
+run disabled CUDA_DISABLE_CONTROL=true
+run runtime_limit
+
+# A pre-existing file of another layout (HAMi-core's 2026-03 "v1.1-broken") is left untouched.
+if [ -z "$FILTER" ] || [[ version_mismatch == *$FILTER* ]]; then
+  d=$TMP/vm; mkdir -p "$d"
+  python3 - "$d/vgpu.cache" <<'PY'
+import struct, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<iII", 19920718, 1, 1)); f.truncate(2008985)
+PY
+  before=$(sha256sum < "$d/vgpu.cache")
+  if env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" LD_PRELOAD="$PRELOAD" \
+      CUDA_DEVICE_MEMORY_SHARED_CACHE="$d/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=64m \
+      "$CASES" oom_log 2> "$d/err" && [ "$before" = "$(sha256sum < "$d/vgpu.cache")" ] \
+      && grep -q 'region version mismatch: .*v1.1-broken' "$d/err" && [ -s "$d/vgpu-libvgpu-v1.2.cache" ]; then
+    pass=$((pass + 1)); echo "ok   version_mismatch"
+  else
+    fail=$((fail + 1)); echo "FAIL version_mismatch"; sed 's/^/  | /' "$d/err" | tail -5
+  fi
+fi
+
+# Processes that never touch the GPU: no file, no thread, same output.
+if [ -z "$FILTER" ]; then
+  d=$TMP/plain; mkdir -p "$d"
+  out=$(env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_PRELOAD="$PRELOAD" \
+    CUDA_DEVICE_MEMORY_SHARED_CACHE="$d/vgpu.cache" sh -c 'echo hello' 2>&1)
+  if [ "$out" = hello ] && [ ! -e "$d/vgpu.cache" ]; then
+    pass=$((pass + 1)); echo "ok   non_gpu_process"
+  else
+    fail=$((fail + 1)); echo "FAIL non_gpu_process: $out"
+  fi
+fi
+
+echo "preload: $pass passed, $fail failed"
+[ $fail = 0 ]
