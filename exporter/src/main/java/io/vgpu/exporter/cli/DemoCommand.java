@@ -1,0 +1,136 @@
+package io.vgpu.exporter.cli;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.demo.DemoNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code demo}: the exporter on a simulated node (no GPU, no cluster). */
+@Command(
+    name = "demo",
+    description =
+        "Run the exporter on a simulated node: generated cache files written for real child processes, fake pods.",
+    mixinStandardHelpOptions = true)
+final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--port",
+      description = "Port to serve on (default ${DEFAULT-VALUE}).",
+      defaultValue = "9394")
+  int port;
+
+  @Option(
+      names = "--bind",
+      description = "Address to bind (default ${DEFAULT-VALUE}).",
+      defaultValue = "127.0.0.1")
+  String bind;
+
+  @Option(
+      names = "--containers",
+      description = "Running containers to simulate, 1-50 (default ${DEFAULT-VALUE}).",
+      defaultValue = "6")
+  int containers;
+
+  @Option(
+      names = "--duration",
+      description = "Stop after this long (e.g. 30s; default: until Ctrl-C).",
+      defaultValue = "0")
+  String duration;
+
+  @Override
+  public boolean includeListenFlags() {
+    return false;
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Map<String, String> values =
+        new HashMap<>(FlagOptions.values(spec.commandLine().getParseResult()));
+    Path tmp = Files.createTempDirectory("vgpu-demo-");
+    Path root = tmp.resolve("containers");
+    values.putIfAbsent(Flags.CACHE_ROOT.name(), root.toString());
+    values.put(Flags.WEB_LISTEN_PORT.name(), Integer.toString(port));
+    values.put(Flags.WEB_LISTEN_ADDRESS.name(), bind);
+    values.putIfAbsent(Flags.KUBERNETES.name(), "false");
+    values.putIfAbsent(Flags.NODE_NAME.name(), "demo-node");
+    values.putIfAbsent(Flags.RESCAN_INTERVAL.name(), "2s");
+    values.putIfAbsent(Flags.STALE_GRACE_PERIOD.name(), "0s");
+    values.putIfAbsent(Flags.NVML.name(), "false");
+    ExporterConfig config = ExporterConfig.resolve(values, Map.of());
+    Duration stopAfter = io.vgpu.exporter.config.Parsers.duration(duration);
+    LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
+    DemoNode node = DemoNode.create(config.cacheRoot(), containers);
+    ExporterApp app = ExporterApp.builder(config).metadata(node.metadata()).build();
+    ScheduledExecutorService ticker =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("vgpu-demo").unstarted(r));
+    Runnable shutdown =
+        () -> {
+          ticker.shutdownNow();
+          app.close();
+          node.close();
+          try {
+            Files.deleteIfExists(tmp);
+          } catch (java.io.IOException e) {
+            // a leftover empty temp directory is harmless
+          }
+        };
+    Thread hook = new Thread(shutdown, "vgpu-demo-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    try {
+      app.start();
+    } catch (RuntimeException e) {
+      Runtime.getRuntime().removeShutdownHook(hook);
+      shutdown.run();
+      throw new io.vgpu.exporter.config.ConfigException(
+          "cannot serve on " + bind + ":" + port + ": " + rootMessage(e));
+    }
+    ticker.scheduleAtFixedRate(
+        () -> {
+          try {
+            node.tick();
+          } catch (java.io.IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
+                .warn("msg=\"demo tick failed\" error=\"{}\"", e.toString());
+          }
+        },
+        1,
+        1,
+        TimeUnit.SECONDS);
+    spec.commandLine()
+        .getOut()
+        .printf(
+            "vgpu-exporter demo: http://%s:%d/  (metrics: /metrics, JSON: /api/v1/containers); cache root %s%n",
+            bind, app.port(), config.cacheRoot());
+    spec.commandLine().getOut().flush();
+    if (stopAfter.isZero()) {
+      new java.util.concurrent.CountDownLatch(1).await();
+    } else {
+      Thread.sleep(stopAfter.toMillis());
+      Runtime.getRuntime().removeShutdownHook(hook);
+      shutdown.run();
+    }
+    return 0;
+  }
+
+  static String rootMessage(Throwable t) {
+    Throwable r = t;
+    while (r.getCause() != null) {
+      r = r.getCause();
+    }
+    return r.getMessage() == null ? r.toString() : r.getMessage();
+  }
+}

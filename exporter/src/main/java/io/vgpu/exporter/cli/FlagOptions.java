@@ -1,0 +1,62 @@
+package io.vgpu.exporter.cli;
+
+import io.vgpu.exporter.config.Flag;
+import io.vgpu.exporter.config.Flags;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.ParseResult;
+
+/** Turns {@link Flags#ALL} into picocli options, and a parse result back into raw values. */
+final class FlagOptions {
+  /** A command that takes the exporter flags. */
+  interface Host {
+    /** False when the command has its own way to pick the port (demo's --port). */
+    default boolean includeListenFlags() {
+      return true;
+    }
+  }
+
+  private static final Set<String> BOOLEAN_DEFAULTS = Set.of("true", "false");
+
+  private FlagOptions() {}
+
+  static void addTo(CommandSpec spec, boolean includeListen) {
+    for (Flag<?> f : Flags.ALL) {
+      if (!includeListen && (f == Flags.WEB_LISTEN_PORT || f == Flags.WEB_LISTEN_ADDRESS)) {
+        continue;
+      }
+      OptionSpec.Builder b =
+          OptionSpec.builder(f.option())
+              .paramLabel("<" + f.valueLabel() + ">")
+              .type(String.class)
+              .description(
+                  f.description()
+                      + " Env: "
+                      + String.join(", ", f.envVars())
+                      + ". Default: "
+                      + (f.defaultValue().isEmpty() ? "(empty)" : f.defaultValue())
+                      + ".");
+      if (BOOLEAN_DEFAULTS.contains(f.defaultValue())) {
+        b.arity("0..1").fallbackValue("true");
+      } else {
+        b.arity("1");
+      }
+      spec.addOption(b.build());
+    }
+  }
+
+  /** Raw values of the flags given on the command line, by flag name. */
+  static Map<String, String> values(ParseResult pr) {
+    Map<String, String> out = new HashMap<>();
+    for (Flag<?> f : Flags.ALL) {
+      if (pr.hasMatchedOption(f.option())) {
+        String v = pr.matchedOptionValue(f.option(), "");
+        out.put(f.name(), v);
+      }
+    }
+    return out;
+  }
+}

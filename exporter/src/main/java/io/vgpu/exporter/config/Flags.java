@@ -1,0 +1,248 @@
+package io.vgpu.exporter.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Every flag the exporter reads, in one place. Each flag also reads {@code VGPU_EXPORTER_<NAME>}
+ * (see {@link Flag#envVar()}) when it is not on the command line. To add a flag: add a constant
+ * here and list it in {@link #ALL}; {@link ExporterConfig#get(Flag)} returns its typed value.
+ */
+public final class Flags {
+  public static final Flag<String> WEB_LISTEN_ADDRESS =
+      new Flag<>(
+          "web.listen-address",
+          "Address to bind the HTTP server to (0.0.0.0 for all IPv4, :: for all).",
+          "0.0.0.0",
+          List.of(),
+          Parsers::host,
+          "ADDR");
+
+  public static final Flag<Integer> WEB_LISTEN_PORT =
+      new Flag<>(
+          "web.listen-port",
+          "TCP port of /metrics, /healthz, /readyz and /api/v1/containers (HAMi's monitor port).",
+          Integer.toString(Endpoints.DEFAULT_PORT),
+          List.of(),
+          Parsers::port,
+          "PORT");
+
+  public static final Flag<Path> CACHE_ROOT =
+      new Flag<>(
+          "path.cache-root",
+          "Directory holding <podUID>_<container>/ directories with HAMi-core *.cache files.",
+          "/usr/local/vgpu/containers",
+          List.of(),
+          Parsers::path,
+          "DIR");
+
+  public static final Flag<Path> PROCFS =
+      new Flag<>(
+          "path.procfs",
+          "The host's /proc (needs hostPID: true in a pod).",
+          "/proc",
+          List.of(),
+          Parsers::path,
+          "DIR");
+
+  public static final Flag<String> NODE_NAME =
+      new Flag<>(
+          "node-name",
+          "This node's name (downward API spec.nodeName); empty means the host name.",
+          "",
+          List.of("NODE_NAME"),
+          Parsers::string,
+          "NAME");
+
+  public static final Flag<Boolean> KUBERNETES =
+      new Flag<>(
+          "kubernetes",
+          "Join pod metadata from the API server (node-scoped informer); false uses directory names only.",
+          "true",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<String> KUBECONFIG =
+      new Flag<>(
+          "kubeconfig",
+          "Kubeconfig file; empty means in-cluster service account, then ~/.kube/config.",
+          "",
+          List.of("KUBECONFIG"),
+          Parsers::string,
+          "FILE");
+
+  public static final Flag<List<String>> POD_LABELS =
+      new Flag<>(
+          "kubernetes.pod-labels",
+          "Comma-separated pod label keys exported as label_<key> on vgpu_container_info.",
+          "",
+          List.of(),
+          Parsers::labelKeys,
+          "KEYS");
+
+  public static final Flag<Duration> KUBERNETES_RESYNC =
+      new Flag<>(
+          "kubernetes.resync",
+          "Informer resync period.",
+          "5m",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofSeconds(1)),
+          "DURATION");
+
+  public static final Flag<Duration> RESCAN_INTERVAL =
+      new Flag<>(
+          "discovery.rescan-interval",
+          "Full rescan of the cache root besides inotify events; a missed event heals within this.",
+          "10s",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofMillis(100)),
+          "DURATION");
+
+  public static final Flag<Duration> STALE_GRACE_PERIOD =
+      new Flag<>(
+          "stale.grace-period",
+          "How long a directory whose pod is unknown waits before it counts as stale.",
+          "5m",
+          List.of(),
+          Parsers::duration,
+          "DURATION");
+
+  public static final Flag<Boolean> STALE_REMOVE =
+      new Flag<>(
+          "stale.remove",
+          "Delete stale directories (pod gone for longer than the grace period). Needs a writable mount.",
+          "false",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<Boolean> HAMI_COMPAT =
+      new Flag<>(
+          "hami-compat",
+          "Also export HAMi vGPU monitor metric families (hami_*, zone=\"vGPU\") for existing dashboards.",
+          "true",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<List<String>> COLLECTORS_DISABLED =
+      new Flag<>(
+          "collectors.disabled",
+          "Comma-separated collector names to turn off (see README: Metrics).",
+          "",
+          List.of(),
+          Parsers::list,
+          "NAMES");
+
+  public static final Flag<Boolean> NVML =
+      new Flag<>(
+          "nvml",
+          "Sample GPUs through NVML (libnvidia-ml); false exports region data only.",
+          "true",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<String> NVML_LIBRARY =
+      new Flag<>(
+          "nvml.library",
+          "NVML library name or path loaded through JNA.",
+          "nvidia-ml",
+          List.of(),
+          Parsers::string,
+          "LIB");
+
+  public static final Flag<Duration> NVML_SAMPLE_INTERVAL =
+      new Flag<>(
+          "nvml.sample-interval",
+          "How often the background NVML sampler polls the GPUs.",
+          "1s",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofMillis(100)),
+          "DURATION");
+
+  public static final Flag<Duration> NVML_WINDOW =
+      new Flag<>(
+          "nvml.window",
+          "Averaging window for per-process and GPU utilization (NVML samples are time-weighted over it).",
+          "5s",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofMillis(500)),
+          "DURATION");
+
+  public static final Flag<Boolean> ATTRIBUTION_FEEDBACK =
+      new Flag<>(
+          "attribution.feedback",
+          "HAMi parity: run HAMi's monitor feedback loop (priority blocking via recent_kernel, utilization_switch under contention); maps regions read-write.",
+          "true",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<Boolean> ATTRIBUTION_REPAIR_HOSTPID =
+      new Flag<>(
+          "attribution.repair-hostpid",
+          "Write the host pid resolved through /proc into slots whose recorded hostpid is wrong (maps regions read-write).",
+          "false",
+          List.of(),
+          Parsers::bool,
+          "BOOL");
+
+  public static final Flag<Duration> ATTRIBUTION_LEAK_AFTER =
+      new Flag<>(
+          "attribution.leak-after",
+          "Device memory held this long without a kernel sets vgpu_container_memory_leak_suspected.",
+          "1h",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofSeconds(1)),
+          "DURATION");
+
+  public static final Flag<String> LOG_LEVEL =
+      new Flag<>(
+          "log.level",
+          "Log level: trace, debug, info, warn or error.",
+          "info",
+          List.of(),
+          Parsers.oneOf("trace", "debug", "info", "warn", "error"),
+          "LEVEL");
+
+  public static final Flag<String> LOG_FORMAT =
+      new Flag<>(
+          "log.format",
+          "Log format: logfmt (key=value lines) or json (one object per line).",
+          "logfmt",
+          List.of(),
+          Parsers.oneOf("logfmt", "json"),
+          "FORMAT");
+
+  /** Every flag, in help order. */
+  public static final List<Flag<?>> ALL =
+      List.of(
+          WEB_LISTEN_ADDRESS,
+          WEB_LISTEN_PORT,
+          CACHE_ROOT,
+          PROCFS,
+          NODE_NAME,
+          KUBERNETES,
+          KUBECONFIG,
+          POD_LABELS,
+          KUBERNETES_RESYNC,
+          RESCAN_INTERVAL,
+          STALE_GRACE_PERIOD,
+          STALE_REMOVE,
+          HAMI_COMPAT,
+          COLLECTORS_DISABLED,
+          NVML,
+          NVML_LIBRARY,
+          NVML_SAMPLE_INTERVAL,
+          NVML_WINDOW,
+          ATTRIBUTION_FEEDBACK,
+          ATTRIBUTION_REPAIR_HOSTPID,
+          ATTRIBUTION_LEAK_AFTER,
+          LOG_LEVEL,
+          LOG_FORMAT);
+
+  private Flags() {}
+}

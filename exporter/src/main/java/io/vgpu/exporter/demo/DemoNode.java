@@ -1,0 +1,400 @@
+package io.vgpu.exporter.demo;
+
+import io.vgpu.exporter.k8s.ContainerMeta;
+import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.k8s.PodMeta;
+import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.regioncodec.DeviceUsage;
+import io.vgpu.regioncodec.ExtensionDevice;
+import io.vgpu.regioncodec.Layout;
+import io.vgpu.regioncodec.RegionExtension;
+import io.vgpu.regioncodec.RegionFile;
+import io.vgpu.regioncodec.RegionSpec;
+import io.vgpu.regioncodec.RegionWriter;
+import io.vgpu.regioncodec.SlotExtension;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Random;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A simulated GPU node: container directories with v1.2 + extension cache files whose slots belong
+ * to real child processes ({@code sleep}, each in its own PID namespace via {@code unshare --pid
+ * --fork --mount-proc} when running as root, so slot pids are namespace pids as in a real pod),
+ * usage that changes every {@link #tick()}, and fake pod metadata. Also one pod that finished and
+ * one directory whose pod is gone (stale), so every lifecycle state shows.
+ */
+public final class DemoNode implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DemoNode.class);
+  private static final long MIB = 1L << 20;
+  private static final long LAST_KERNEL_OFFSET = 2_008_912L;
+  private static final long EXT_DEVICES_OFFSET = 2_008_960L + 448L;
+  static final List<String> GPUS =
+      List.of(
+          "GPU-5d0d3c6a-0000-4d3e-9a43-000000000000", "GPU-5d0d3c6a-0001-4d3e-9a43-000000000001");
+
+  /** One simulated container. */
+  private record Sim(
+      String podUid,
+      String namespace,
+      String pod,
+      String container,
+      Path file,
+      List<Integer> devices,
+      long limitBytes,
+      int smLimit,
+      List<Child> children,
+      double phase) {}
+
+  /** A real child process and its pid as its namespace sees it. */
+  private record Child(Process process, int hostPid, int nsPid) {}
+
+  private final Path root;
+  private final boolean namespaces;
+  private final List<Sim> sims = new ArrayList<>();
+  private final StaticMetadataSource metadata;
+  private final Random random = new Random(42);
+  private long ticks;
+
+  private DemoNode(Path root, boolean namespaces) {
+    this.root = root;
+    this.namespaces = namespaces;
+    this.metadata = StaticMetadataSource.of(List.of(), demoNodeMeta());
+  }
+
+  /**
+   * Creates the node under {@code root} (created if missing).
+   *
+   * @param containers how many running containers to simulate (1-50)
+   */
+  public static DemoNode create(Path root, int containers) throws IOException {
+    if (containers < 1 || containers > 50) {
+      throw new IllegalArgumentException("containers must be 1-50, was " + containers);
+    }
+    Files.createDirectories(root);
+    boolean ns = canUseNamespaces();
+    DemoNode node = new DemoNode(root, ns);
+    LOG.info("msg=\"demo node\" root=\"{}\" containers={} pid_namespaces={}", root, containers, ns);
+    String[][] names = {
+      {"ml", "train-resnet-0", "trainer"},
+      {"ml", "train-resnet-0", "sidecar-logger"},
+      {"inference", "llm-serve-7f9c", "server"},
+      {"inference", "embed-serve-5b2d", "server"},
+      {"research", "notebook-alice", "jupyter"},
+      {"research", "batch-sweep-3", "worker"},
+    };
+    for (int i = 0; i < containers; i++) {
+      String[] n = names[i % names.length];
+      String pod = i < names.length ? n[1] : n[1] + "-" + i;
+      String uid =
+          UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+              .toString();
+      List<Integer> devs = i % 3 == 0 ? List.of(0, 1) : List.of(i % 2);
+      node.addContainer(
+          uid,
+          n[0],
+          pod,
+          n[2],
+          devs,
+          (2L + i % 4) * 1024 * MIB,
+          20 + 10 * (i % 5),
+          1 + i % 3,
+          "Running");
+    }
+    // A finished pod (Succeeded) whose directory is still there: exported as finished, no usage.
+    node.addContainer(
+        UUID.nameUUIDFromBytes("demo-finished".getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .toString(),
+        "ml",
+        "preprocess-done",
+        "job",
+        List.of(0),
+        1024 * MIB,
+        50,
+        0,
+        "Succeeded");
+    // A directory whose pod no longer exists: exported as stale after the grace period.
+    node.addContainer(
+        UUID.nameUUIDFromBytes("demo-gone".getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .toString(),
+        null,
+        "deleted-pod",
+        "main",
+        List.of(1),
+        1024 * MIB,
+        100,
+        0,
+        null);
+    node.tick();
+    return node;
+  }
+
+  private static boolean canUseNamespaces() {
+    try {
+      Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+      return uid instanceof Integer u
+          && u == 0
+          && Stream.of("/usr/bin/unshare", "/bin/unshare")
+              .anyMatch(p -> Files.isExecutable(Path.of(p)));
+    } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  private static NodeMeta demoNodeMeta() {
+    return new NodeMeta(
+        true,
+        Optional.of(Instant.now()),
+        Optional.of("Reported_demo"),
+        OptionalInt.of(GPUS.size()),
+        false);
+  }
+
+  private void addContainer(
+      String uid,
+      String namespace,
+      String pod,
+      String container,
+      List<Integer> devices,
+      long limit,
+      int smLimit,
+      int processes,
+      String phase)
+      throws IOException {
+    Path dir = root.resolve(uid + "_" + container);
+    Files.createDirectories(dir);
+    Path file = dir.resolve(UUID.randomUUID() + ".cache");
+    List<Child> children = new ArrayList<>();
+    for (int p = 0; p < processes; p++) {
+      children.add(spawn());
+    }
+    RegionSpec.Builder spec = RegionSpec.builder(Layout.V1_2);
+    List<ExtensionDevice> ext = new ArrayList<>();
+    for (int d = 0; d < devices.size(); d++) {
+      spec.device(GPUS.get(devices.get(d)), limit, smLimit);
+      ext.add(ExtensionDevice.zero(d));
+    }
+    spec.extension(
+        new RegionExtension(
+            1, 0, 0, System.currentTimeMillis() * 1_000_000L, "demo", uid, container, 0, 0, ext));
+    spec.priority(1).utilizationSwitch(1).recentKernel(0);
+    RegionWriter.create(file, spec.build());
+    Sim sim =
+        new Sim(
+            uid,
+            namespace,
+            pod,
+            container,
+            file,
+            devices,
+            limit,
+            smLimit,
+            children,
+            random.nextDouble() * 6.28);
+    sims.add(sim);
+    if (namespace != null) {
+      ContainerMeta cm =
+          new ContainerMeta(
+              container,
+              container.startsWith("sidecar")
+                  ? ContainerMeta.Kind.SIDECAR
+                  : ContainerMeta.Kind.REGULAR,
+              Optional.of(Long.toHexString(uid.hashCode() & 0xffffffffL) + "demo"),
+              phase.equals("Running")
+                  ? ContainerMeta.State.RUNNING
+                  : ContainerMeta.State.TERMINATED);
+      PodMeta existing = metadata.pod(uid).orElse(null);
+      Map<String, ContainerMeta> cs =
+          new java.util.HashMap<>(existing == null ? Map.of() : existing.containers());
+      cs.put(container, cm);
+      metadata.put(
+          new PodMeta(
+              uid,
+              namespace,
+              pod,
+              phase,
+              Optional.of("burstable"),
+              Map.of("app", pod.replaceAll("-[0-9a-f]+$", "")),
+              cs));
+    }
+  }
+
+  private Child spawn() throws IOException {
+    List<String> cmd =
+        namespaces
+            ? List.of("unshare", "--pid", "--fork", "--mount-proc", "sleep", "infinity")
+            : List.of("sleep", "infinity");
+    Process p =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
+    int hostPid = (int) p.pid();
+    int nsPid = hostPid;
+    if (namespaces) {
+      // unshare forks: the sleeper is its child, pid 1 of the new namespace.
+      for (int i = 0; i < 100; i++) {
+        Optional<ProcessHandle> child = p.children().findFirst();
+        if (child.isPresent()) {
+          hostPid = (int) child.get().pid();
+          nsPid = innermostPid(hostPid).orElse(hostPid);
+          break;
+        }
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+    }
+    return new Child(p, hostPid, nsPid);
+  }
+
+  private static OptionalInt innermostPid(int hostPid) {
+    try {
+      for (String line :
+          Files.readAllLines(Path.of("/proc", Integer.toString(hostPid), "status"))) {
+        if (line.startsWith("NSpid:")) {
+          String[] f = line.substring(6).trim().split("\\s+");
+          return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
+        }
+      }
+    } catch (IOException | NumberFormatException e) {
+      return OptionalInt.empty();
+    }
+    return OptionalInt.empty();
+  }
+
+  public Path root() {
+    return root;
+  }
+
+  public StaticMetadataSource metadata() {
+    return metadata;
+  }
+
+  /** Whether children run in their own PID namespaces. */
+  public boolean namespaces() {
+    return namespaces;
+  }
+
+  /** Host pids of every child process (for tests and the resolver). */
+  public List<Integer> childHostPids() {
+    return sims.stream().flatMap(s -> s.children().stream()).map(Child::hostPid).toList();
+  }
+
+  /**
+   * Advances the simulation one step: memory and utilization move, kernels launch, counters grow.
+   */
+  public synchronized void tick() throws IOException {
+    ticks++;
+    long now = Instant.now().getEpochSecond();
+    for (Sim s : sims) {
+      try (RegionFile rf = RegionFile.openReadWrite(s.file())) {
+        RegionWriter w = rf.writer();
+        int slot = 0;
+        for (Child c : s.children()) {
+          List<DeviceUsage> usage = new ArrayList<>();
+          for (int d = 0; d < s.devices().size(); d++) {
+            double wave = 0.5 + 0.4 * Math.sin(s.phase() + ticks / 10.0 + slot + d);
+            long total =
+                (long) (s.limitBytes() / Math.max(1, s.children().size()) * wave) / MIB * MIB;
+            long context = 300 * MIB;
+            long module = 20 * MIB;
+            long data = Math.max(0, total - context - module);
+            long util =
+                Math.max(
+                    0,
+                    Math.min(
+                        100, Math.round(s.smLimit() * (0.6 + 0.4 * Math.sin(ticks / 5.0 + slot)))));
+            usage.add(
+                new DeviceUsage(
+                    d,
+                    context,
+                    module,
+                    data,
+                    context + module + data,
+                    context + module + data,
+                    util));
+          }
+          // HAMi-core records the namespace pid as hostpid when it cannot see the host (the
+          // zero-utilization bug); half of the demo containers reproduce that.
+          int recordedHostPid = s.podUid().charAt(0) < '8' ? c.nsPid() : c.hostPid();
+          w.putSlot(
+              slot,
+              RegionSpec.SlotSpec.of(c.nsPid(), recordedHostPid, 1, usage)
+                  .withExtension(
+                      new SlotExtension(
+                          0,
+                          System.currentTimeMillis() * 1_000_000L,
+                          SlotExtension.HOSTPID_UNKNOWN)));
+          slot++;
+        }
+        w.setProcNum(s.children().size());
+      }
+      try (FileChannel ch = FileChannel.open(s.file(), StandardOpenOption.WRITE)) {
+        ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+        if (!s.children().isEmpty()) {
+          ch.write(b.putLong(0, now).rewind(), LAST_KERNEL_OFFSET);
+        }
+        for (int d = 0; d < s.devices().size(); d++) {
+          long base = EXT_DEVICES_OFFSET + d * 64L;
+          ch.write(b.putLong(0, ticks / 7).rewind(), base); // oom_rejections
+          ch.write(
+              b.putLong(0, ticks * 150_000_000L * s.children().size()).rewind(),
+              base + 16); // throttled ns
+          ch.write(
+              b.putLong(0, ticks * 3L * s.children().size()).rewind(),
+              base + 24); // launches delayed
+          ch.write(
+              b.putLong(0, ticks * 40L * s.children().size()).rewind(),
+              base + 32); // launches total
+        }
+      }
+    }
+  }
+
+  /** Stops every child and deletes the node's files. */
+  @Override
+  public synchronized void close() {
+    for (Sim s : sims) {
+      for (Child c : s.children()) {
+        // Kill the namespace's init first and let unshare reap it, so nothing is left defunct.
+        c.process().descendants().forEach(ProcessHandle::destroyForcibly);
+      }
+    }
+    for (Sim s : sims) {
+      for (Child c : s.children()) {
+        try {
+          if (!c.process().waitFor(1, java.util.concurrent.TimeUnit.SECONDS)) {
+            c.process().destroyForcibly();
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          c.process().destroyForcibly();
+        }
+      }
+    }
+    try (Stream<Path> walk = Files.walk(root)) {
+      walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      LOG.warn("msg=\"demo cleanup incomplete\" root=\"{}\" error=\"{}\"", root, e.toString());
+    }
+  }
+}

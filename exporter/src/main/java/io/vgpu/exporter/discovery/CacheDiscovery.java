@@ -1,0 +1,450 @@
+package io.vgpu.exporter.discovery;
+
+import static java.nio.file.StandardWatchEventKinds.ENTRY_CREATE;
+import static java.nio.file.StandardWatchEventKinds.ENTRY_DELETE;
+import static java.nio.file.StandardWatchEventKinds.ENTRY_MODIFY;
+import static java.nio.file.StandardWatchEventKinds.OVERFLOW;
+
+import io.vgpu.regioncodec.RegionException;
+import io.vgpu.regioncodec.RegionFile;
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.ClosedWatchServiceException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keeps one mapping per {@code <root>/<podUID>_<ctr>/*.cache} file: maps new files once, remaps a
+ * file that was replaced (inode or size changed), unmaps files that disappeared. An inotify watch
+ * (WatchService) triggers a pass within ~50 ms; a periodic full rescan heals missed events.
+ *
+ * <p>Never follows symbolic links: a symlinked container directory is skipped and a symlinked cache
+ * file is reported as {@code symlink}. A bad file never fails its directory.
+ *
+ * <p>Thread-safety: passes are serialized (one discovery thread, {@link #rescan()} is
+ * synchronized); {@link #current()} is a lock-free read of the latest immutable snapshot.
+ */
+public final class CacheDiscovery implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(CacheDiscovery.class);
+  private static final String SUFFIX = ".cache";
+  private static final long DEBOUNCE_MILLIS = 50;
+
+  private final Path root;
+  private final Duration rescanInterval;
+  private final InstantSource clock;
+  private final boolean writable;
+  private final ParseErrors errors;
+  private final AtomicInteger openMappings = new AtomicInteger();
+  private final Map<Path, FileState> files = new HashMap<>();
+  private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
+  private final Set<String> reportedBadDirs = new HashSet<>();
+  private final List<Consumer<DiscoverySnapshot>> listeners = new CopyOnWriteArrayList<>();
+  private final AtomicBoolean rescanPending = new AtomicBoolean();
+  private volatile DiscoverySnapshot current = DiscoverySnapshot.initial();
+  private long generation;
+  private boolean closed;
+  private ScheduledExecutorService executor;
+  private WatchService watcher;
+  private Thread watchThread;
+
+  /**
+   * @param root the cache root ({@code /usr/local/vgpu/containers})
+   * @param rescanInterval period of the full rescan
+   * @param clock time source for snapshot timestamps
+   * @param writable map read-write (only the write-back modes need it)
+   * @param errors where open/read failures are counted
+   */
+  public CacheDiscovery(
+      Path root,
+      Duration rescanInterval,
+      InstantSource clock,
+      boolean writable,
+      ParseErrors errors) {
+    this.root = Objects.requireNonNull(root, "root");
+    this.rescanInterval = Objects.requireNonNull(rescanInterval, "rescanInterval");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.writable = writable;
+    this.errors = Objects.requireNonNull(errors, "errors");
+  }
+
+  public Path root() {
+    return root;
+  }
+
+  /** The latest pass; generation 0 until the first pass finished. */
+  public DiscoverySnapshot current() {
+    return current;
+  }
+
+  /** Mappings not yet unmapped, including retired ones a scrape still reads. */
+  public int openMappings() {
+    return openMappings.get();
+  }
+
+  /** Called after every pass, on the discovery thread. */
+  public void addListener(Consumer<DiscoverySnapshot> listener) {
+    listeners.add(listener);
+  }
+
+  /** Starts the watcher and the periodic rescan; the first pass runs immediately. */
+  public synchronized void start() {
+    if (executor != null) {
+      return;
+    }
+    executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("vgpu-discovery").unstarted(r));
+    try {
+      watcher = root.getFileSystem().newWatchService();
+      watchThread =
+          Thread.ofPlatform().daemon().name("vgpu-discovery-watch").start(this::watchLoop);
+    } catch (IOException e) {
+      LOG.warn(
+          "msg=\"inotify unavailable, relying on periodic rescan\" error=\"{}\"", e.toString());
+    }
+    executor.scheduleWithFixedDelay(
+        this::safeRescan, 0, rescanInterval.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Asks for a pass soon (coalesces bursts of events into one pass). */
+  public void requestRescan() {
+    ScheduledExecutorService ex = executor;
+    if (ex != null && rescanPending.compareAndSet(false, true)) {
+      try {
+        ex.schedule(
+            () -> {
+              rescanPending.set(false);
+              safeRescan();
+            },
+            DEBOUNCE_MILLIS,
+            TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        rescanPending.set(false);
+      }
+    }
+  }
+
+  private void safeRescan() {
+    try {
+      rescan();
+    } catch (RuntimeException e) {
+      LOG.error("msg=\"discovery pass failed\" error=\"{}\"", e.toString(), e);
+    }
+  }
+
+  private void watchLoop() {
+    WatchService ws = watcher;
+    while (true) {
+      WatchKey key;
+      try {
+        key = ws.take();
+      } catch (InterruptedException | ClosedWatchServiceException e) {
+        return;
+      }
+      boolean relevant = false;
+      for (var ev : key.pollEvents()) {
+        relevant |= ev.kind() == OVERFLOW || ev.context() != null;
+      }
+      key.reset();
+      if (relevant) {
+        requestRescan();
+      }
+    }
+  }
+
+  /** One full pass. Synchronous; safe to call from tests without {@link #start()}. */
+  public synchronized DiscoverySnapshot rescan() {
+    if (closed) {
+      return current;
+    }
+    Optional<String> rootProblem = Optional.empty();
+    List<DiscoveredContainer> containers = new ArrayList<>();
+    Set<Path> seenFiles = new HashSet<>();
+    Set<Path> seenDirs = new HashSet<>();
+    BasicFileAttributes rootAttrs = stat(root);
+    if (rootAttrs == null || !rootAttrs.isDirectory()) {
+      rootProblem = Optional.of("cache root " + root + " does not exist or is not a directory");
+    } else {
+      try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
+        watch(root);
+        for (Path dir : dirs) {
+          scanContainerDir(dir, seenFiles).ifPresent(containers::add);
+          seenDirs.add(dir);
+        }
+      } catch (AccessDeniedException e) {
+        rootProblem = Optional.of("cache root " + root + " is not readable (permission denied)");
+      } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+        rootProblem = Optional.of("cache root " + root + " could not be listed: " + e);
+      }
+    }
+    if (rootProblem.isPresent() && rootAttrs != null && rootAttrs.isDirectory()) {
+      // Unreadable for now: keep what is mapped rather than flapping every series.
+      return publish(rootProblem, current.containers());
+    }
+    for (var it = files.entrySet().iterator(); it.hasNext(); ) {
+      var e = it.next();
+      if (!seenFiles.contains(e.getKey())) {
+        e.getValue().retire();
+        it.remove();
+      }
+    }
+    for (var it = watchedDirs.entrySet().iterator(); it.hasNext(); ) {
+      var e = it.next();
+      if (!e.getKey().equals(root) && !seenDirs.contains(e.getKey())) {
+        e.getValue().cancel();
+        it.remove();
+      }
+    }
+    containers.sort((a, b) -> a.key().compareTo(b.key()));
+    return publish(rootProblem, containers);
+  }
+
+  private DiscoverySnapshot publish(
+      Optional<String> rootProblem, List<DiscoveredContainer> containers) {
+    DiscoverySnapshot snap =
+        new DiscoverySnapshot(++generation, clock.instant(), rootProblem, containers);
+    current = snap;
+    for (Consumer<DiscoverySnapshot> l : listeners) {
+      try {
+        l.accept(snap);
+      } catch (RuntimeException e) {
+        LOG.warn("msg=\"discovery listener failed\" error=\"{}\"", e.toString());
+      }
+    }
+    return snap;
+  }
+
+  private Optional<DiscoveredContainer> scanContainerDir(Path dir, Set<Path> seenFiles) {
+    String name = dir.getFileName().toString();
+    BasicFileAttributes attrs = stat(dir);
+    if (attrs == null || !attrs.isDirectory()) {
+      // Symlinks (even to directories) and plain files are not container directories.
+      reportOnce(
+          name,
+          attrs != null && attrs.isSymbolicLink() ? "symlink, not followed" : "not a directory");
+      return Optional.empty();
+    }
+    Optional<ContainerKey> key = ContainerKey.parse(name);
+    if (key.isEmpty()) {
+      reportOnce(name, "name is not <podUID>_<container>");
+      return Optional.empty();
+    }
+    watch(dir);
+    List<DiscoveredFile> found = new ArrayList<>();
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
+      for (Path file : entries) {
+        seenFiles.add(file);
+        found.add(scanFile(file));
+      }
+    } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+      // Vanished or unreadable mid-pass: report what we have, the next pass settles it.
+      LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+    }
+    found.sort((a, b) -> a.path().compareTo(b.path()));
+    return Optional.of(
+        new DiscoveredContainer(key.get(), dir, attrs.lastModifiedTime().toInstant(), found));
+  }
+
+  private DiscoveredFile scanFile(Path file) {
+    BasicFileAttributes attrs = stat(file);
+    StatKey now = attrs == null ? null : new StatKey(attrs.fileKey(), attrs.size());
+    FileState prev = files.get(file);
+    boolean sameFile = prev != null && now != null && now.equals(prev.key());
+    if (sameFile && (prev.region != null || !retryable(prev.error))) {
+      return prev.asDiscovered(file);
+    }
+    if (prev != null) {
+      prev.retire();
+      files.remove(file);
+    }
+    FileState next;
+    if (attrs == null) {
+      next = new FileState(null, null, RegionException.Reason.IO_ERROR);
+    } else if (attrs.isSymbolicLink()) {
+      next = new FileState(now, null, RegionException.Reason.SYMLINK);
+    } else if (!attrs.isRegularFile()) {
+      next = new FileState(now, null, RegionException.Reason.NOT_REGULAR_FILE);
+    } else {
+      next = open(file, now);
+    }
+    boolean repeated = sameFile && next.error == prev.error;
+    if (next.region == null && !repeated) {
+      errors.increment(next.error);
+      LOG.warn("msg=\"cache file not mapped\" file=\"{}\" reason={}", file, next.error.label());
+    } else {
+      LOG.debug("msg=\"mapped\" file=\"{}\" layout={}", file, next.region.identity());
+    }
+    files.put(file, next);
+    return next.asDiscovered(file);
+  }
+
+  /**
+   * Content problems can heal in place: libvgpu sizes the file first and writes the magic last, so
+   * a pass may see a half-initialized file. Type problems (symlink, FIFO, huge) cannot.
+   */
+  private static boolean retryable(RegionException.Reason reason) {
+    return switch (reason) {
+      case SYMLINK, NOT_REGULAR_FILE, TOO_LARGE -> false;
+      default -> true;
+    };
+  }
+
+  private FileState open(Path file, StatKey key) {
+    try {
+      RegionFile rf = writable ? RegionFile.openReadWrite(file) : RegionFile.openReadOnly(file);
+      openMappings.incrementAndGet();
+      return new FileState(
+          key, new MappedRegion(file, rf, errors, openMappings::decrementAndGet), null);
+    } catch (RegionException e) {
+      return new FileState(key, null, e.reason());
+    } catch (RuntimeException e) {
+      LOG.debug("msg=\"open failed\" file=\"{}\" error=\"{}\"", file, e.toString());
+      return new FileState(key, null, RegionException.Reason.IO_ERROR);
+    }
+  }
+
+  private void watch(Path dir) {
+    WatchService ws = watcher;
+    if (ws == null || watchedDirs.containsKey(dir)) {
+      return;
+    }
+    try {
+      watchedDirs.put(dir, dir.register(ws, ENTRY_CREATE, ENTRY_DELETE, ENTRY_MODIFY));
+    } catch (IOException | ClosedWatchServiceException e) {
+      LOG.debug("msg=\"cannot watch\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+    }
+  }
+
+  private void reportOnce(String name, String why) {
+    if (reportedBadDirs.add(name)) {
+      LOG.warn("msg=\"skipping entry in cache root\" entry=\"{}\" reason=\"{}\"", name, why);
+    }
+  }
+
+  /**
+   * Deletes a container directory (stale-directory cleanup): its regular files and symlinks (links
+   * themselves, never their targets), then the directory; then runs a pass.
+   *
+   * @return true when the directory is gone
+   */
+  public boolean removeDirectory(ContainerKey key) {
+    Path dir = root.resolve(key.dirName());
+    BasicFileAttributes attrs = stat(dir);
+    if (attrs == null || !attrs.isDirectory()) {
+      return attrs == null;
+    }
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+      for (Path p : entries) {
+        BasicFileAttributes a = stat(p);
+        if (a != null && !a.isDirectory()) {
+          Files.deleteIfExists(p);
+        }
+      }
+      Files.deleteIfExists(dir);
+    } catch (IOException e) {
+      LOG.warn("msg=\"stale directory not removed\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+      return false;
+    }
+    LOG.info("msg=\"removed stale directory\" dir=\"{}\"", dir);
+    requestRescan();
+    return true;
+  }
+
+  private static BasicFileAttributes stat(Path p) {
+    try {
+      return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    } catch (NoSuchFileException e) {
+      return null;
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  /** Stops the threads and unmaps everything (readers still holding a mapping finish first). */
+  @Override
+  public void close() {
+    ScheduledExecutorService ex;
+    synchronized (this) {
+      closed = true;
+      ex = executor;
+      for (FileState s : files.values()) {
+        s.retire();
+      }
+      files.clear();
+      current =
+          new DiscoverySnapshot(++generation, clock.instant(), Optional.of("closed"), List.of());
+    }
+    if (ex != null) {
+      ex.shutdownNow();
+      try {
+        ex.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (watcher != null) {
+      try {
+        watcher.close();
+      } catch (IOException e) {
+        LOG.debug("msg=\"watch service close failed\" error=\"{}\"", e.toString());
+      }
+    }
+    if (watchThread != null) {
+      watchThread.interrupt();
+    }
+  }
+
+  /** (dev, inode) plus size: a change means the file was replaced or resized. */
+  private record StatKey(Object fileKey, long size) {}
+
+  private static final class FileState {
+    private final StatKey key;
+    private final MappedRegion region;
+    private final RegionException.Reason error;
+
+    FileState(StatKey key, MappedRegion region, RegionException.Reason error) {
+      this.key = key;
+      this.region = region;
+      this.error = error;
+    }
+
+    StatKey key() {
+      return key;
+    }
+
+    DiscoveredFile asDiscovered(Path path) {
+      return region != null ? DiscoveredFile.mapped(region) : DiscoveredFile.failed(path, error);
+    }
+
+    void retire() {
+      if (region != null) {
+        region.retire();
+      }
+    }
+  }
+}

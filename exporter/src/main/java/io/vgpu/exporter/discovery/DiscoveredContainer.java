@@ -1,0 +1,20 @@
+package io.vgpu.exporter.discovery;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A {@code <podUID>_<container>} directory and its cache files (possibly none yet: libvgpu creates
+ * the file at the first CUDA call).
+ */
+public record DiscoveredContainer(
+    ContainerKey key, Path dir, Instant modified, List<DiscoveredFile> files) {
+  public DiscoveredContainer {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(dir, "dir");
+    Objects.requireNonNull(modified, "modified");
+    files = List.copyOf(files);
+  }
+}

@@ -1,0 +1,100 @@
+package io.vgpu.exporter.http;
+
+import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.exporter.metrics.ContainerState;
+import io.vgpu.exporter.metrics.DeviceUsageSummary;
+import io.vgpu.exporter.metrics.NodeState;
+import io.vgpu.regioncodec.ProcessSlot;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The node as JSON for tools ({@code GET /api/v1/containers}): every container with its pod
+ * identity, files, per-device usage and processes. Field names are stable (snake_case).
+ */
+public final class ContainersView {
+  private static final JsonMapper JSON = JsonMapper.builder().build();
+
+  private ContainersView() {}
+
+  public static String json(NodeState state) {
+    return JSON.writeValueAsString(model(state));
+  }
+
+  public static Map<String, Object> model(NodeState state) {
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("node", state.node());
+    root.put("generated_at", state.at().toString());
+    root.put("cache_root_readable", state.discovery().rootReadable());
+    root.put("apiserver_up", state.api().up());
+    state.api().problem().ifPresent(p -> root.put("apiserver_problem", p));
+    List<Object> containers = new ArrayList<>();
+    for (ContainerState c : state.containers()) {
+      containers.add(container(c));
+    }
+    root.put("containers", containers);
+    return root;
+  }
+
+  private static Map<String, Object> container(ContainerState c) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("pod_uid", c.key().podUid());
+    m.put("container", c.key().containerName());
+    m.put("namespace", c.namespace());
+    m.put("pod", c.podName());
+    m.put("pod_known", c.pod().isPresent());
+    c.pod().ifPresent(p -> m.put("phase", p.phase()));
+    m.put("stale", c.stale());
+    m.put("finished", c.finished());
+    m.put("processes_running", c.running());
+    m.put("processes_suspended", c.suspended());
+    m.put("last_kernel_epoch_seconds", c.lastKernelEpochSeconds());
+    List<Object> devices = new ArrayList<>();
+    for (DeviceUsageSummary d : c.devices()) {
+      Map<String, Object> dm = new LinkedHashMap<>();
+      dm.put("index", d.index());
+      dm.put("uuid", d.uuid());
+      dm.put("used_bytes", d.usedBytes());
+      dm.put("limit_bytes", d.limitBytes());
+      dm.put("sm_limit_ratio", d.smLimitRatio());
+      dm.put("region_sm_utilization_ratio", d.regionSmUtilPercent() / 100.0);
+      devices.add(dm);
+    }
+    m.put("devices", devices);
+    List<Object> files = new ArrayList<>();
+    for (ContainerState.RegionState r : c.regions()) {
+      Map<String, Object> fm = new LinkedHashMap<>();
+      fm.put("path", r.path().toString());
+      switch (r.read()) {
+        case MappedRegion.Read.Ok(RegionSnapshot s) -> {
+          fm.put("status", "ok");
+          fm.put("layout", s.layout().label());
+          fm.put("version", s.majorVersion() + "." + s.minorVersion());
+          fm.put("best_effort", s.bestEffort());
+          List<Object> procs = new ArrayList<>();
+          for (ProcessSlot p : s.processes()) {
+            Map<String, Object> pm = new LinkedHashMap<>();
+            pm.put("slot", p.slotIndex());
+            pm.put("pid", p.pid());
+            pm.put("hostpid", p.hostPid());
+            pm.put("status", p.status());
+            pm.put("used_bytes", p.totalBytes());
+            procs.add(pm);
+          }
+          fm.put("processes", procs);
+        }
+        case MappedRegion.Read.Failed(var reason) -> {
+          fm.put("status", "error");
+          fm.put("error", reason.label());
+        }
+      }
+      files.add(fm);
+    }
+    m.put("files", files);
+    return m;
+  }
+}

@@ -1,0 +1,136 @@
+package io.vgpu.exporter.metrics;
+
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.exporter.config.ConfigException;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.function.Predicate;
+
+/**
+ * The explicit list of collectors: no classpath scanning, no static registration. To add one, add
+ * an {@link Entry} to {@link #ALL}. {@code --collectors.disabled=a,b} turns entries off; the {@code
+ * hami} entry also follows {@code --hami-compat}.
+ */
+public final class Collectors {
+  /**
+   * One collector.
+   *
+   * @param name short name for flags and {@code vgpu_exporter_collector_success{collector}}
+   * @param description what it exports (README)
+   * @param enabled whether it runs under a given configuration (before --collectors.disabled)
+   * @param factory builds it; may return empty when its service is absent (e.g. no NVML)
+   */
+  public record Entry(
+      String name,
+      String description,
+      Predicate<ExporterConfig> enabled,
+      Function<CollectorContext, Optional<MultiCollector>> factory) {
+    public Entry {
+      Objects.requireNonNull(name, "name");
+      Objects.requireNonNull(description, "description");
+      Objects.requireNonNull(enabled, "enabled");
+      Objects.requireNonNull(factory, "factory");
+    }
+  }
+
+  public static final List<Entry> ALL =
+      List.of(
+          new Entry(
+              "region",
+              "per container x device memory, limits and region-claimed utilization",
+              c -> true,
+              ctx -> Optional.of(new RegionUsageCollector(ctx.states()))),
+          new Entry(
+              "container",
+              "per container processes, last kernel, layout, stale/finished state",
+              c -> true,
+              ctx ->
+                  Optional.of(
+                      new ContainerCollector(ctx.states(), ctx.config().get(Flags.POD_LABELS)))),
+          new Entry(
+              "node",
+              "HAMi node annotations (handshake age, registered devices, mutex)",
+              c -> true,
+              ctx -> Optional.of(new NodeCollector(ctx.states()))),
+          new Entry(
+              "hami",
+              "HAMi vGPU monitor drop-in families (zone=\"vGPU\")",
+              ExporterConfig::hamiCompat,
+              ctx -> Optional.of(new HamiCompatCollector(ctx.states()))),
+          new Entry(
+              "nvml",
+              "per GPU memory and utilization, NVML health and errors (hami_host_gpu_* too)",
+              c -> c.get(Flags.NVML),
+              ctx ->
+                  ctx.service(io.vgpu.exporter.nvml.NvmlSampler.class)
+                      .map(
+                          s ->
+                              new io.vgpu.exporter.attribution.NvmlCollector(
+                                  ctx.states(), s, ctx.config().hamiCompat()))),
+          new Entry(
+              "attribution",
+              "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
+              c -> true,
+              ctx ->
+                  ctx.service(io.vgpu.exporter.attribution.AttributionService.class)
+                      .map(
+                          s -> io.vgpu.exporter.attribution.AttributionModule.collector(
+                              ctx.states(), s))),
+          new Entry(
+              "exporter",
+              "the exporter's own health (must stay last: reports this scrape's collectors)",
+              c -> true,
+              ctx ->
+                  Optional.of(
+                      new ExporterCollector(
+                          ctx.states(), ctx.build(), ctx.parseErrors(), ctx.stats()))));
+
+  private Collectors() {}
+
+  public static Set<String> names() {
+    return ALL.stream().map(Entry::name).collect(java.util.stream.Collectors.toUnmodifiableSet());
+  }
+
+  /**
+   * Builds and registers every enabled collector, wrapped with success/duration accounting.
+   *
+   * @return the registered collectors by name (unwrapped), for wiring (e.g. the HAMi utilization
+   *     source)
+   * @throws ConfigException when --collectors.disabled names an unknown collector
+   */
+  public static Map<String, MultiCollector> register(
+      CollectorContext ctx, PrometheusRegistry registry) {
+    List<String> disabled = ctx.config().get(Flags.COLLECTORS_DISABLED);
+    List<String> problems = new ArrayList<>();
+    for (String d : disabled) {
+      if (!names().contains(d)) {
+        problems.add(
+            "invalid value '%s' for --collectors.disabled: unknown collector (known: %s)"
+                .formatted(d, String.join(", ", ALL.stream().map(Entry::name).toList())));
+      }
+    }
+    if (!problems.isEmpty()) {
+      throw new ConfigException(problems);
+    }
+    Map<String, MultiCollector> out = new java.util.LinkedHashMap<>();
+    for (Entry e : ALL) {
+      if (!e.enabled().test(ctx.config()) || disabled.contains(e.name())) {
+        continue;
+      }
+      Optional<MultiCollector> c = e.factory().apply(ctx);
+      if (c.isPresent()) {
+        registry.register(new InstrumentedCollector(e.name(), c.get(), ctx.stats()));
+        out.put(e.name(), c.get());
+      }
+    }
+    return out;
+  }
+}

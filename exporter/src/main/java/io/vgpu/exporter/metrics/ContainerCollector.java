@@ -1,0 +1,160 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Per container: process counts, last kernel time, region layout, lifecycle. Example:
+ *
+ * <pre>
+ * vgpu_container_processes{container="train",namespace="ml",node="gpu-1",pod="train-0",pod_uid="7c9e...",state="running"} 4.0
+ * vgpu_container_last_kernel_timestamp_seconds{...} 1.79e9
+ * vgpu_container_region_info{...,layout="v1.2",version="1.2"} 1
+ * vgpu_container_info{...,container_kind="regular",qos_class="burstable",label_app="trainer"} 1
+ * vgpu_container_stale{...} 0.0
+ * vgpu_container_finished{...} 0.0
+ * vgpu_container_cache_files{...} 1.0
+ * </pre>
+ */
+public final class ContainerCollector extends VgpuCollector {
+  private static final String[] C = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID};
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_PROCESSES,
+              "Processes registered in the container's regions by slot state (running, suspended); 0 once the pod finished.",
+              RegionUsageCollector.with(C, "state")),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_LAST_KERNEL_TIMESTAMP,
+              "Unix time of the container's last kernel launch as the library recorded it (absent when never).",
+              C),
+          Families.describe(
+              MetricType.INFO,
+              CONTAINER_REGION_INFO,
+              "Layout and version of each readable region in the container (value 1).",
+              with(C, "layout", "version")),
+          Families.describe(
+              MetricType.INFO,
+              CONTAINER_INFO,
+              "Pod facts for the container: kind, QoS class, allow-listed pod labels (value 1).",
+              with(C, "container_kind", "qos_class")),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_STALE,
+              "1 when the container's pod no longer exists (past the grace period); the directory is left behind.",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_FINISHED,
+              "1 when the pod Succeeded/Failed or the init container completed: usage is no longer exported.",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_CACHE_FILES,
+              "Cache files in the container directory, by whether they could be mapped and read.",
+              with(C, "result")));
+
+  private final Map<String, String> podLabelNames;
+
+  /**
+   * @param states the scrape state
+   * @param podLabelKeys allow-listed pod label keys (exported as {@code label_<sanitized key>})
+   */
+  public ContainerCollector(NodeStateProvider states, List<String> podLabelKeys) {
+    super(states);
+    Map<String, String> names = new java.util.LinkedHashMap<>();
+    for (String k : podLabelKeys) {
+      names.put(k, "label_" + k.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_"));
+    }
+    this.podLabelNames = Map.copyOf(names);
+  }
+
+  private static String[] with(String[] base, String... extra) {
+    String[] out = java.util.Arrays.copyOf(base, base.length + extra.length);
+    System.arraycopy(extra, 0, out, base.length, extra.length);
+    return out;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  private static String help(int i) {
+    return DESCRIPTORS.get(i).getMetadata().getHelp();
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    var processes = new Families.Gauge(CONTAINER_PROCESSES, help(0));
+    var lastKernel = new Families.Gauge(CONTAINER_LAST_KERNEL_TIMESTAMP, help(1));
+    var regionInfo = new Families.Info(CONTAINER_REGION_INFO, help(2));
+    var info = new Families.Info(CONTAINER_INFO, help(3));
+    var stale = new Families.Gauge(CONTAINER_STALE, help(4));
+    var finished = new Families.Gauge(CONTAINER_FINISHED, help(5));
+    var files = new Families.Gauge(CONTAINER_CACHE_FILES, help(6));
+    for (ContainerState c : state.containers()) {
+      Labels l = LabelSets.container(state.node(), c);
+      processes.add(c.running(), l.add("state", "running"));
+      processes.add(c.suspended(), l.add("state", "suspended"));
+      if (c.lastKernelEpochSeconds() > 0) {
+        lastKernel.add(c.lastKernelEpochSeconds(), l);
+      }
+      Set<String> seen = new HashSet<>();
+      int ok = 0;
+      for (ContainerState.RegionState r : c.regions()) {
+        if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
+          ok++;
+          String version =
+              s.layout().hasVersionFields() ? s.majorVersion() + "." + s.minorVersion() : "0";
+          if (seen.add(s.layout().label() + "/" + version)) {
+            regionInfo.add(
+                l.merge(
+                    new String[] {"layout", "version"},
+                    new String[] {s.layout().label(), version}));
+          }
+        }
+      }
+      files.add(ok, l.add("result", "ok"));
+      files.add(c.regions().size() - ok, l.add("result", "error"));
+      if (c.pod().isPresent()) {
+        var pod = c.pod().get();
+        List<String> names = new ArrayList<>(List.of("container_kind", "qos_class"));
+        List<String> values =
+            new ArrayList<>(
+                List.of(
+                    pod.container(c.key().containerName())
+                        .map(m -> m.kind().label())
+                        .orElse("unknown"),
+                    pod.qosClass().orElse("")));
+        for (var e : podLabelNames.entrySet()) {
+          names.add(e.getValue());
+          values.add(pod.labels().getOrDefault(e.getKey(), ""));
+        }
+        info.add(l.merge(Labels.of(names, values)));
+      }
+      stale.add(c.stale() ? 1 : 0, l);
+      finished.add(c.finished() ? 1 : 0, l);
+    }
+    RegionUsageCollector.addIf(out, CONTAINER_PROCESSES, processes.build());
+    RegionUsageCollector.addIf(out, CONTAINER_LAST_KERNEL_TIMESTAMP, lastKernel.build());
+    RegionUsageCollector.addIf(out, CONTAINER_REGION_INFO, regionInfo.build());
+    RegionUsageCollector.addIf(out, CONTAINER_INFO, info.build());
+    RegionUsageCollector.addIf(out, CONTAINER_STALE, stale.build());
+    RegionUsageCollector.addIf(out, CONTAINER_FINISHED, finished.build());
+    RegionUsageCollector.addIf(out, CONTAINER_CACHE_FILES, files.build());
+  }
+}

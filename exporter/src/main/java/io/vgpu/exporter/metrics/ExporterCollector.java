@@ -1,0 +1,147 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.regioncodec.RegionException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The exporter's own health. Example:
+ *
+ * <pre>
+ * vgpu_exporter_build_info{revision="unknown",version="0.1.0-SNAPSHOT"} 1
+ * vgpu_exporter_files_mapped{node="gpu-1"} 12.0
+ * vgpu_exporter_parse_errors_total{node="gpu-1",reason="bad_magic"} 1.0
+ * vgpu_exporter_apiserver_up{node="gpu-1"} 1.0
+ * vgpu_exporter_collector_success{collector="region",node="gpu-1"} 1.0
+ * </pre>
+ *
+ * Registered last, so collector outcomes are those of the current scrape.
+ */
+public final class ExporterCollector extends VgpuCollector {
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.INFO,
+              EXPORTER_BUILD_INFO,
+              "Version and revision of the running exporter (value 1).",
+              "version",
+              "revision"),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_SCRAPE_DURATION,
+              "Duration of the previous complete scrape (collect, encode, write).",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_FILES_MAPPED,
+              "Cache files currently memory-mapped.",
+              L_NODE),
+          Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_PARSE_ERRORS,
+              "Cache files that could not be mapped or read, by reason (counted once per file and reason).",
+              L_NODE,
+              "reason"),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_APISERVER_UP,
+              "1 when the pod informer's watch is established; 0 when the API server is unreachable or RBAC forbids (labels then come from directory names).",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_CACHE_ROOT_READABLE,
+              "1 when the cache root could be listed in the last discovery pass.",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_DISCOVERY_AGE,
+              "Seconds since the last discovery pass finished.",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_COLLECTOR_SUCCESS,
+              "1 when the collector succeeded in this scrape.",
+              L_NODE,
+              "collector"),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_COLLECTOR_DURATION,
+              "Time the collector took in this scrape.",
+              L_NODE,
+              "collector"));
+
+  private final BuildInfo build;
+  private final ParseErrors errors;
+  private final CollectorStats stats;
+
+  public ExporterCollector(
+      NodeStateProvider states, BuildInfo build, ParseErrors errors, CollectorStats stats) {
+    super(states);
+    this.build = build;
+    this.errors = errors;
+    this.stats = stats;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  private static String help(int i) {
+    return DESCRIPTORS.get(i).getMetadata().getHelp();
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    Labels node = LabelSets.node(state.node());
+    out.add(
+        new Families.Info(EXPORTER_BUILD_INFO, help(0))
+            .add(Labels.of("version", build.version(), "revision", build.revision()))
+            .build());
+    double last = stats.lastScrapeSeconds();
+    if (!Double.isNaN(last)) {
+      out.add(new Families.Gauge(EXPORTER_SCRAPE_DURATION, help(1)).add(last, node).build());
+    }
+    out.add(
+        new Families.Gauge(EXPORTER_FILES_MAPPED, help(2))
+            .add(state.discovery().filesMapped(), node)
+            .build());
+    var parse = new Families.Counter(EXPORTER_PARSE_ERRORS, help(3));
+    for (RegionException.Reason r : RegionException.Reason.values()) {
+      parse.add(errors.count(r), node.add("reason", r.label()));
+    }
+    out.add(parse.build());
+    out.add(
+        new Families.Gauge(EXPORTER_APISERVER_UP, help(4))
+            .add(state.api().up() ? 1 : 0, node)
+            .build());
+    out.add(
+        new Families.Gauge(EXPORTER_CACHE_ROOT_READABLE, help(5))
+            .add(state.discovery().rootReadable() ? 1 : 0, node)
+            .build());
+    if (state.discovery().generation() > 0) {
+      double age = Duration.between(state.discovery().scannedAt(), state.at()).toMillis() / 1000.0;
+      out.add(
+          new Families.Gauge(EXPORTER_DISCOVERY_AGE, help(6)).add(Math.max(0, age), node).build());
+    }
+    var success = new Families.Gauge(EXPORTER_COLLECTOR_SUCCESS, help(7));
+    var duration = new Families.Gauge(EXPORTER_COLLECTOR_DURATION, help(8));
+    Map<String, CollectorStats.Outcome> outcomes = new TreeMap<>(stats.outcomes());
+    outcomes.forEach(
+        (name, o) -> {
+          Labels l = node.add("collector", name);
+          success.add(o.success() ? 1 : 0, l);
+          duration.add(o.seconds(), l);
+        });
+    out.add(success.build());
+    out.add(duration.build());
+  }
+}

@@ -1,0 +1,135 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import java.util.List;
+
+/**
+ * HAMi vGPU monitor drop-in families with HAMi's exact names, labels, units and values, each with
+ * {@code zone="vGPU"}, so HAMi's Grafana dashboard and users' alerts keep working. Never the legacy
+ * families (values in labels). Per-GPU {@code hami_host_gpu_*} come from the NVML collector.
+ * Example:
+ *
+ * <pre>
+ * hami_vgpu_memory_used_bytes{container="train",device_uuid="GPU-0a1b",namespace="ml",pod="train-0",vdevice_index="0",zone="vGPU"} 2.147483648E9
+ * hami_container_device_utilization_ratio{...} 27.0
+ * </pre>
+ *
+ * <p>As in HAMi, {@code hami_container_device_utilization_ratio} is a sum of per-process percents
+ * (0-100 per process) and {@code hami_container_device_memory_bytes} repeats the used bytes.
+ */
+public final class HamiCompatCollector extends VgpuCollector {
+  private static final String[] H = {
+    L_NAMESPACE, L_POD, L_CONTAINER, L_HAMI_VDEVICE_INDEX, L_DEVICE_UUID, HAMI_ZONE_LABEL
+  };
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE, HAMI_VGPU_MEMORY_USED, "vGPU device memory usage in bytes", H),
+          Families.describe(
+              MetricType.GAUGE, HAMI_VGPU_MEMORY_LIMIT, "vGPU device memory limit in bytes", H),
+          Families.describe(
+              MetricType.GAUGE,
+              HAMI_CONTAINER_DEVICE_UTILIZATION,
+              "Container device SM utilization ratio",
+              H),
+          Families.describe(
+              MetricType.GAUGE,
+              HAMI_CONTAINER_DEVICE_MEMORY,
+              "Container device memory usage in bytes",
+              H),
+          Families.describe(
+              MetricType.GAUGE,
+              HAMI_CONTAINER_LAST_KERNEL_ELAPSED,
+              "Seconds since last kernel execution in container",
+              H),
+          Families.describe(
+              MetricType.GAUGE, HAMI_VGPU_MEMORY_CONTEXT, "vGPU device context memory in bytes", H),
+          Families.describe(
+              MetricType.GAUGE, HAMI_VGPU_MEMORY_MODULE, "vGPU device module memory in bytes", H),
+          Families.describe(
+              MetricType.GAUGE, HAMI_VGPU_MEMORY_BUFFER, "vGPU device buffer memory in bytes", H));
+
+  /** Replaces the region's claimed SM utilization with the reconciled one (attribution layer). */
+  @FunctionalInterface
+  public interface UtilizationSource {
+    UtilizationSource REGION = (c, d) -> d.regionSmUtilPercent();
+
+    /** Percent (HAMi's 0-100-per-process scale) for this container and device. */
+    double percent(ContainerState c, DeviceUsageSummary d);
+  }
+
+  private volatile UtilizationSource utilization = UtilizationSource.REGION;
+
+  public HamiCompatCollector(NodeStateProvider states) {
+    super(states);
+  }
+
+  /**
+   * The attribution layer installs NVML-reconciled utilization here, so HAMi dashboards stop
+   * reading 0.
+   */
+  public void setUtilizationSource(UtilizationSource source) {
+    this.utilization = source;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  private static String help(int i) {
+    return DESCRIPTORS.get(i).getMetadata().getHelp();
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    var used = new Families.Gauge(HAMI_VGPU_MEMORY_USED, help(0));
+    var limit = new Families.Gauge(HAMI_VGPU_MEMORY_LIMIT, help(1));
+    var util = new Families.Gauge(HAMI_CONTAINER_DEVICE_UTILIZATION, help(2));
+    var mem = new Families.Gauge(HAMI_CONTAINER_DEVICE_MEMORY, help(3));
+    var elapsed = new Families.Gauge(HAMI_CONTAINER_LAST_KERNEL_ELAPSED, help(4));
+    var ctx = new Families.Gauge(HAMI_VGPU_MEMORY_CONTEXT, help(5));
+    var module = new Families.Gauge(HAMI_VGPU_MEMORY_MODULE, help(6));
+    var buffer = new Families.Gauge(HAMI_VGPU_MEMORY_BUFFER, help(7));
+    UtilizationSource u = utilization;
+    long now = state.at().getEpochSecond();
+    // Without pod_uid two unknown pods (API server down) can share a label set: keep the first.
+    java.util.Set<Labels> seen = new java.util.HashSet<>();
+    for (ContainerState c : state.containers()) {
+      if (c.stale()) {
+        continue; // HAMi's monitor drops directories of deleted pods
+      }
+      for (DeviceUsageSummary d : c.devices()) {
+        if (d.uuid().isEmpty()) {
+          continue; // HAMi skips devices whose uuid is empty
+        }
+        Labels l = LabelSets.hami(c, d);
+        if (!seen.add(l)) {
+          continue;
+        }
+        used.add(d.usedBytes(), l);
+        limit.add(d.limitBytes(), l);
+        util.add(u.percent(c, d), l);
+        mem.add(d.usedBytes(), l);
+        if (c.lastKernelEpochSeconds() > 0) {
+          elapsed.add(Math.max(0, now - c.lastKernelEpochSeconds()), l);
+        }
+        ctx.add(d.contextBytes(), l);
+        module.add(d.moduleBytes(), l);
+        buffer.add(d.dataBytes(), l);
+      }
+    }
+    RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_USED, used.build());
+    RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_LIMIT, limit.build());
+    RegionUsageCollector.addIf(out, HAMI_CONTAINER_DEVICE_UTILIZATION, util.build());
+    RegionUsageCollector.addIf(out, HAMI_CONTAINER_DEVICE_MEMORY, mem.build());
+    RegionUsageCollector.addIf(out, HAMI_CONTAINER_LAST_KERNEL_ELAPSED, elapsed.build());
+    RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_CONTEXT, ctx.build());
+    RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_MODULE, module.build());
+    RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_BUFFER, buffer.build());
+  }
+}

@@ -1,0 +1,93 @@
+package io.vgpu.exporter.metrics;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.prometheus.metrics.model.snapshots.MetricMetadata;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Wraps a collector: times it, turns a failure into an empty result plus {@code
+ * vgpu_exporter_collector_success{collector} 0} (one broken collector never fails the scrape).
+ */
+final class InstrumentedCollector implements MultiCollector {
+  private static final Logger LOG = LoggerFactory.getLogger(InstrumentedCollector.class);
+
+  private final String name;
+  private final MultiCollector delegate;
+  private final CollectorStats stats;
+
+  InstrumentedCollector(String name, MultiCollector delegate, CollectorStats stats) {
+    this.name = name;
+    this.delegate = delegate;
+    this.stats = stats;
+  }
+
+  MultiCollector delegate() {
+    return delegate;
+  }
+
+  @Override
+  public MetricSnapshots collect() {
+    return collect(n -> true, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(PrometheusScrapeRequest request) {
+    return collect(n -> true, request);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames) {
+    return collect(includedNames, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
+    long start = System.nanoTime();
+    try {
+      MetricSnapshots s = delegate.collect(includedNames, request);
+      stats.record(name, true, System.nanoTime() - start);
+      return s;
+    } catch (CollectorUnavailableException e) {
+      LOG.debug("msg=\"collector unavailable\" collector={} reason=\"{}\"", name, e.getMessage());
+      stats.record(name, false, System.nanoTime() - start);
+      return new MetricSnapshots();
+    } catch (RuntimeException e) {
+      LOG.error("msg=\"collector failed\" collector={} error=\"{}\"", name, e.toString(), e);
+      stats.record(name, false, System.nanoTime() - start);
+      return new MetricSnapshots();
+    }
+  }
+
+  @Override
+  public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
+    return delegate.getMetricFamilyDescriptors();
+  }
+
+  @Override
+  public List<String> getPrometheusNames() {
+    return delegate.getPrometheusNames();
+  }
+
+  @Override
+  public MetricType getMetricType(String prometheusName) {
+    return delegate.getMetricType(prometheusName);
+  }
+
+  @Override
+  public Set<String> getLabelNames(String prometheusName) {
+    return delegate.getLabelNames(prometheusName);
+  }
+
+  @Override
+  public MetricMetadata getMetadata(String prometheusName) {
+    return delegate.getMetadata(prometheusName);
+  }
+}

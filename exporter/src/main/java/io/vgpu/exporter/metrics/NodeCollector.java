@@ -1,0 +1,70 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.k8s.NodeMeta;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * HAMi's node annotations as metrics, so scheduler/device-plugin failures show on a dashboard.
+ * Emitted only once the Node object has been seen. Example:
+ *
+ * <pre>
+ * vgpu_node_handshake_age_seconds{node="gpu-1"} 12.0
+ * vgpu_node_registered_devices{node="gpu-1"} 8.0
+ * vgpu_node_mutex_locked{node="gpu-1"} 0.0
+ * </pre>
+ */
+public final class NodeCollector extends VgpuCollector {
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE,
+              NODE_HANDSHAKE_AGE,
+              "Seconds since the device plugin last wrote hami.io/node-handshake (the scheduler distrusts the node past ~300 s).",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              NODE_REGISTERED_DEVICES,
+              "GPUs registered in hami.io/node-nvidia-register (0 when absent: the device plugin did not register).",
+              L_NODE),
+          Families.describe(
+              MetricType.GAUGE,
+              NODE_MUTEX_LOCKED,
+              "1 while hami.io/mutex.lock is present (the scheduler is allocating on this node, or a stuck lock).",
+              L_NODE));
+
+  public NodeCollector(NodeStateProvider states) {
+    super(states);
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    NodeMeta m = state.nodeMeta();
+    if (!m.known()) {
+      return;
+    }
+    Labels l = LabelSets.node(state.node());
+    var age = new Families.Gauge(NODE_HANDSHAKE_AGE, DESCRIPTORS.get(0).getMetadata().getHelp());
+    m.handshake()
+        .ifPresent(
+            t -> age.add(Math.max(0, Duration.between(t, state.at()).toMillis() / 1000.0), l));
+    var reg =
+        new Families.Gauge(NODE_REGISTERED_DEVICES, DESCRIPTORS.get(1).getMetadata().getHelp());
+    m.registeredDevices().ifPresent(n -> reg.add(n, l));
+    var mutex = new Families.Gauge(NODE_MUTEX_LOCKED, DESCRIPTORS.get(2).getMetadata().getHelp());
+    mutex.add(m.mutexLocked() ? 1 : 0, l);
+    RegionUsageCollector.addIf(out, NODE_HANDSHAKE_AGE, age.build());
+    RegionUsageCollector.addIf(out, NODE_REGISTERED_DEVICES, reg.build());
+    RegionUsageCollector.addIf(out, NODE_MUTEX_LOCKED, mutex.build());
+  }
+}

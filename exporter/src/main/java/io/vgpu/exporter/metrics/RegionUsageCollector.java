@@ -1,0 +1,150 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import java.util.List;
+
+/**
+ * Per container x device, from the shared regions. Example:
+ *
+ * <pre>
+ * vgpu_container_memory_used_bytes{container="train",device_index="0",device_uuid="GPU-0a1b",namespace="ml",node="gpu-1",pod="train-0",pod_uid="7c9e..."} 2.147483648E9
+ * vgpu_container_memory_limit_bytes{...} 4.294967296E9
+ * vgpu_container_memory_breakdown_bytes{...,kind="context"} 3.145728E8
+ * vgpu_container_sm_limit_ratio{...} 0.3
+ * vgpu_container_region_sm_utilization_ratio{...} 0.27
+ * vgpu_container_oom_rejections_total{...} 2.0
+ * </pre>
+ *
+ * Extension counters (OOM rejections, throttling) appear only for regions written by libvgpu.
+ */
+public final class RegionUsageCollector extends VgpuCollector {
+  private static final String[] DEVICE = {
+    L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID
+  };
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_MEMORY_USED,
+              "Device memory the container's live processes hold, summed from the shared region (used[].total).",
+              DEVICE),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_MEMORY_LIMIT,
+              "Device memory limit of the container (CUDA_DEVICE_MEMORY_LIMIT).",
+              DEVICE),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_MEMORY_BREAKDOWN,
+              "Device memory by allocation kind: context, module, data.",
+              with(DEVICE, "kind")),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_SM_LIMIT,
+              "SM (core) limit of the container as a 0-1 ratio; 1 when unlimited.",
+              DEVICE),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_REGION_SM_UTILIZATION,
+              "SM utilization the region's slots claim (sum of sm_util / 100); may read 0 when the library missed its host pid.",
+              DEVICE),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_REGION_NVML_MEMORY_USED,
+              "Device memory NVML reported to the in-container library (monitorused), summed over slots.",
+              DEVICE),
+          Families.describe(
+              MetricType.COUNTER,
+              CONTAINER_OOM_REJECTIONS,
+              "Allocations libvgpu refused because they would exceed the memory limit.",
+              DEVICE),
+          Families.describe(
+              MetricType.COUNTER,
+              LIMITER_THROTTLED_SECONDS,
+              "Time libvgpu's SM limiter delayed kernel launches.",
+              DEVICE),
+          Families.describe(
+              MetricType.COUNTER,
+              LIMITER_LAUNCHES_DELAYED,
+              "Kernel launches libvgpu's SM limiter delayed.",
+              DEVICE));
+
+  public RegionUsageCollector(NodeStateProvider states) {
+    super(states);
+  }
+
+  static String[] with(String[] base, String extra) {
+    String[] out = java.util.Arrays.copyOf(base, base.length + 1);
+    out[base.length] = extra;
+    return out;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    var used =
+        new Families.Gauge(CONTAINER_MEMORY_USED, DESCRIPTORS.get(0).getMetadata().getHelp());
+    var limit =
+        new Families.Gauge(CONTAINER_MEMORY_LIMIT, DESCRIPTORS.get(1).getMetadata().getHelp());
+    var breakdown =
+        new Families.Gauge(CONTAINER_MEMORY_BREAKDOWN, DESCRIPTORS.get(2).getMetadata().getHelp());
+    var smLimit =
+        new Families.Gauge(CONTAINER_SM_LIMIT, DESCRIPTORS.get(3).getMetadata().getHelp());
+    var smUtil =
+        new Families.Gauge(
+            CONTAINER_REGION_SM_UTILIZATION, DESCRIPTORS.get(4).getMetadata().getHelp());
+    var monitor =
+        new Families.Gauge(
+            CONTAINER_REGION_NVML_MEMORY_USED, DESCRIPTORS.get(5).getMetadata().getHelp());
+    var oom =
+        new Families.Counter(CONTAINER_OOM_REJECTIONS, DESCRIPTORS.get(6).getMetadata().getHelp());
+    var throttled =
+        new Families.Counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
+    var delayed =
+        new Families.Counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
+    boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
+    for (ContainerState c : state.containers()) {
+      for (DeviceUsageSummary d : c.devices()) {
+        Labels l = LabelSets.device(state.node(), c, d);
+        used.add(d.usedBytes(), l);
+        limit.add(d.limitBytes(), l);
+        if (wantBreakdown) {
+          breakdown.add(d.contextBytes(), l.add("kind", "context"));
+          breakdown.add(d.moduleBytes(), l.add("kind", "module"));
+          breakdown.add(d.dataBytes(), l.add("kind", "data"));
+        }
+        smLimit.add(d.smLimitRatio(), l);
+        smUtil.add(d.regionSmUtilPercent() / 100.0, l);
+        monitor.add(d.monitorUsedBytes(), l);
+        if (d.hasExtension()) {
+          oom.add(d.oomRejections(), l);
+          throttled.add(d.throttledNanos() / 1e9, l);
+          delayed.add(d.launchesDelayed(), l);
+        }
+      }
+    }
+    addIf(out, CONTAINER_MEMORY_USED, used.build());
+    addIf(out, CONTAINER_MEMORY_LIMIT, limit.build());
+    addIf(out, CONTAINER_MEMORY_BREAKDOWN, breakdown.build());
+    addIf(out, CONTAINER_SM_LIMIT, smLimit.build());
+    addIf(out, CONTAINER_REGION_SM_UTILIZATION, smUtil.build());
+    addIf(out, CONTAINER_REGION_NVML_MEMORY_USED, monitor.build());
+    addIf(out, CONTAINER_OOM_REJECTIONS, oom.build());
+    addIf(out, LIMITER_THROTTLED_SECONDS, throttled.build());
+    addIf(out, LIMITER_LAUNCHES_DELAYED, delayed.build());
+  }
+
+  static void addIf(Sink out, String name, io.prometheus.metrics.model.snapshots.MetricSnapshot s) {
+    if (out.wants(name)) {
+      out.add(s);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+package io.vgpu.exporter.metrics;
+
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Predicate;
+
+/**
+ * Base of every exporter collector: a client_java {@link MultiCollector} that declares its families
+ * up front (so duplicate names fail at registration and {@code name[]} filters skip work) and turns
+ * the scrape's shared {@link NodeState} into snapshots. Subclasses do no I/O.
+ */
+public abstract class VgpuCollector implements MultiCollector {
+  private final NodeStateProvider states;
+
+  protected VgpuCollector(NodeStateProvider states) {
+    this.states = states;
+  }
+
+  /** The families this collector can emit (names, types, label names). */
+  protected abstract List<MetricFamilyDescriptor> descriptors();
+
+  /** Adds snapshots for the families {@code out} wants. */
+  protected abstract void collect(NodeState state, Sink out);
+
+  /** Where a collector puts its families; skips families the scrape filtered out. */
+  public static final class Sink {
+    private final Predicate<String> included;
+    private final List<MetricSnapshot> snapshots = new ArrayList<>();
+
+    Sink(Predicate<String> included) {
+      this.included = included;
+    }
+
+    /** Whether the scrape wants family {@code name} (base name, without _total/_info). */
+    public boolean wants(String name) {
+      return included.test(name) || included.test(name + "_total") || included.test(name + "_info");
+    }
+
+    public void add(MetricSnapshot snapshot) {
+      if (!snapshot.getDataPoints().isEmpty()
+          && wants(snapshot.getMetadata().getPrometheusName())) {
+        snapshots.add(snapshot);
+      }
+    }
+  }
+
+  @Override
+  public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
+    return descriptors();
+  }
+
+  @Override
+  public List<String> getPrometheusNames() {
+    return descriptors().stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
+  }
+
+  @Override
+  public MetricSnapshots collect() {
+    return collect(n -> true, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(PrometheusScrapeRequest request) {
+    return collect(n -> true, request);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames) {
+    return collect(includedNames, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
+    Sink sink = new Sink(includedNames);
+    boolean any = false;
+    for (MetricFamilyDescriptor d : descriptors()) {
+      any |= sink.wants(d.getPrometheusName());
+    }
+    if (!any) {
+      return new MetricSnapshots();
+    }
+    collect(states.forScrape(request), sink);
+    return new MetricSnapshots(sink.snapshots);
+  }
+}
