@@ -82,7 +82,7 @@ class LayoutAbiTest {
     assertThat(run.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(run.exitValue()).isZero();
     Map<String, Long> values = new LinkedHashMap<>();
-    for (String line : output.strip().split("\n")) {
+    for (String line : output.strip().lines().toList()) {
       int space = line.indexOf(' ');
       assertThat(space).as(line).isPositive();
       values.put(line.substring(0, space), Long.parseLong(line.substring(space + 1)));

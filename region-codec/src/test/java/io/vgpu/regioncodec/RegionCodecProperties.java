@@ -333,7 +333,7 @@ class RegionCodecProperties {
           random.nextInt(4) == 0
               ? 0
               : random.nextLong()
-                  >>> (canonical ? 1 : 0) + random.nextInt(64 - (canonical ? 1 : 0)),
+                  >>> ((canonical ? 1 : 0) + random.nextInt(64 - (canonical ? 1 : 0))),
           random.nextInt(4) == 0 ? 0 : random.nextInt(150));
     }
     if (!canonical && random.nextInt(6) == 0) {
