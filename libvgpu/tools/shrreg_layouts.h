@@ -83,6 +83,22 @@ static const shrreg_layout_t SHRREG_LAYOUTS[SHRREG_LAYOUT_COUNT] = {
                      sizeof(vgpu_device_util_t), offsetof(vgpu_proc_slot_t, status), 1, 1},
 };
 
+/*
+ * libvgpu's slot-table lock: an fcntl write lock on this one byte of the cache file (released by
+ * the kernel when the holder dies), plus the extension's lock_holder_pid/since record. Must equal
+ * VGPU_SLOT_LOCK_OFFSET in libvgpu/src/region.h (checked when that header is on the include path).
+ */
+#define SHRREG_SLOT_LOCK_OFFSET 0x40000100LL
+/* libvgpu keeps a slot whose pid looks dead while its heartbeat is fresher than this. */
+#define SHRREG_HEARTBEAT_STALE_NS 1000000000ull
+#if defined(__has_include)
+#if __has_include("region.h")
+#include "region.h"
+_Static_assert(SHRREG_SLOT_LOCK_OFFSET == VGPU_SLOT_LOCK_OFFSET, "slot lock offset matches libvgpu");
+_Static_assert(SHRREG_HEARTBEAT_STALE_NS == VGPU_HEARTBEAT_STALE_NS, "heartbeat staleness matches libvgpu");
+#endif
+#endif
+
 /* Region files larger than this are not regions (the largest real one, v1.2 + extension, is ~2 MB). */
 #define SHRREG_MAX_FILE_SIZE ((size_t)64 << 20)
 

@@ -583,15 +583,16 @@ static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap
   snap->slots = calloc(VGPU_MAX_PROCS, sizeof *snap->slots);
   if (snap->slots == NULL) return fail(EXIT_IO, "out of memory");
 
-  /* Devices: device_num when NVML has run; otherwise those with a limit set (limits come first). */
+  /* Devices: device_num once NVML has run; extra devices only where slots record usage (limits
+   * are no evidence: CUDA_DEVICE_MEMORY_LIMIT fills all 16 entries). Before NVML ran, device 0
+   * stands in when it has a limit. */
   snap->device_count = raw_device_num(r);
-  for (d = VGPU_MAX_DEVICES - 1; d >= snap->device_count; d--) {
-    if (rd64(r, L->off_limit + 8 * (size_t)d) != 0 || rd64(r, L->off_sm_limit + 8 * (size_t)d) != 0) {
-      snap->inferred_devices = 1;
-      snap->device_count = d + 1;
-      break;
-    }
+  if (snap->device_count == 0 &&
+      (rd64(r, L->off_limit) != 0 || rd64(r, L->off_sm_limit) != 0)) {
+    snap->inferred_devices = 1;
+    snap->device_count = 1;
   }
+  (void)d;
 
   /* Slot pass, redone once when proc_num moved (a compaction raced us). */
   for (attempt = 0; attempt < 2; attempt++) {
@@ -652,36 +653,50 @@ static int sem_value_at(const region_t *r, int *out) {
   return 0;
 }
 
-/* Any POSIX record lock on the file (HAMi's init lockf, libvgpu's slot-table lock). */
-static int record_lock_holder(const region_t *r) {
+/* Pid holding libvgpu's slot-table record lock (0: free, -1: an OFD lock without a pid). */
+static int slot_lock_holder(const region_t *r) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
-  fl.l_start = 0;
-  fl.l_len = 0;
+  fl.l_start = SHRREG_SLOT_LOCK_OFFSET;
+  fl.l_len = 1;
   if (fcntl(r->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
-  return fl.l_pid > 0 ? fl.l_pid : -1; /* -1: an open-file-description lock (no pid) */
+  return fl.l_pid > 0 ? fl.l_pid : -1;
 }
 
+/*
+ * Lock state. libvgpu regions (extension present): the kernel's record lock is the truth, the
+ * extension's holder record only says who and since when; a record without the lock is stale
+ * (the holder died and the kernel released it). HAMi-core regions: the semaphore plus owner_pid,
+ * whose holder liveness has to be judged from /proc.
+ */
 static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk) {
   int owner = (int)rd64(r, r->lay->off_owner_pid);
+  int ext_holder = r->ext != NULL ? __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_ACQUIRE) : 0;
   memset(lk, 0, sizeof *lk);
   lk->has_sem = sem_value_at(r, &lk->sem_value) == 0;
-  lk->record_lock_pid = record_lock_holder(r);
-  if (r->ext != NULL && __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_ACQUIRE) != 0) {
-    uint64_t since = __atomic_load_n(&r->ext->lock_holder_since_ns, __ATOMIC_RELAXED);
+  lk->record_lock_pid = slot_lock_holder(r);
+  if (ext_holder != 0 || lk->record_lock_pid != 0) {
+    uint64_t since = r->ext != NULL ? __atomic_load_n(&r->ext->lock_holder_since_ns, __ATOMIC_RELAXED) : 0;
     uint64_t now = now_realtime_ns();
-    lk->holder_pid = __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_RELAXED);
-    lk->holder_source = "extension";
+    lk->holder_pid = ext_holder != 0 ? ext_holder : lk->record_lock_pid;
+    lk->holder_source = ext_holder != 0 ? "extension" : "record-lock";
     lk->held_ns = (since != 0 && now > since) ? now - since : 0;
-  } else if (owner != 0) {
+    if (lk->record_lock_pid != 0) {
+      lk->state = LOCK_HELD;
+      lk->holder_live = LIVE_ALIVE; /* the kernel holds the lock for a living process only */
+    } else {
+      lk->state = LOCK_STALE_RECORD;
+      lk->holder_live = check_pid(o->proc_root, lk->holder_pid, 0, NULL);
+      if (!liveness_dead(lk->holder_live)) lk->holder_live = LIVE_GONE; /* released by the kernel: gone or reused */
+    }
+    return;
+  }
+  if (owner != 0) {
     lk->holder_pid = owner;
     lk->holder_source = "owner_pid";
-  }
-  if (lk->holder_pid != 0) {
-    (void)o;
-    lk->holder_live = check_pid(o->proc_root, lk->holder_pid, 0, NULL);
+    lk->holder_live = check_pid(o->proc_root, owner, 0, NULL);
     lk->state = liveness_dead(lk->holder_live) ? LOCK_STALE_RECORD : LOCK_HELD;
   } else if (lk->has_sem && lk->sem_value == 0) {
     /* Semaphore taken with nobody recorded: a holder between wait and store, or the HAMi #2500
@@ -948,7 +963,7 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
   } else {
     printf("Lock Holder:     none\n");
   }
-  if (lk->record_lock_pid != 0) printf("Record Lock:     held by %d\n", lk->record_lock_pid);
+  if (lk->record_lock_pid != 0) printf("Record Lock:     held by %d (kernel-managed, released if it dies)\n", lk->record_lock_pid);
   printf("Util Switch:     %d   Recent Kernel: %d   Priority: %d\n", s->util_switch, s->recent_kernel, s->priority);
   if (s->has_last_kernel && s->last_kernel != 0) {
     time_t t = (time_t)s->last_kernel;
@@ -958,7 +973,7 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
     printf("Last Kernel:     %s\n", when);
   }
-  if (s->inferred_devices) printf("Devices:         %d (device_num is %d; extra devices inferred from limits/usage)\n", s->device_count, s->raw_device_num);
+  if (s->inferred_devices) printf("Devices:         %d (device_num is %d; the others inferred from limits/usage)\n", s->device_count, s->raw_device_num);
   for (d = 0; d < s->device_count; d++) {
     const dev_view_t *dv = &s->dev[d];
     if (o->device >= 0 && o->device != d) continue;
@@ -1152,8 +1167,21 @@ static int cmd_set_limit(const options_t *o) {
   return EXIT_OK;
 }
 
-/* Slot-table lock: the region semaphore with owner_pid (HAMi protocol) plus our extension's
- * holder record, so inspect from anywhere shows who holds it and since when. */
+static int set_slot_lock(region_t *r, short type) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = SHRREG_SLOT_LOCK_OFFSET;
+  fl.l_len = 1;
+  return fcntl(r->fd, F_SETLK, &fl);
+}
+
+/*
+ * Takes the slot-table lock the way the region's writers do: libvgpu's record lock (when the
+ * region has the extension) and then HAMi-core's semaphore with owner_pid, so neither library
+ * edits the table meanwhile. Gives up after timeout_ms.
+ */
 static int lock_acquire(region_t *r, int timeout_ms) {
   sem_t *sem = (sem_t *)(r->base + r->lay->off_sem);
   struct timespec deadline;
@@ -1164,8 +1192,20 @@ static int lock_acquire(region_t *r, int timeout_ms) {
     deadline.tv_sec++;
     deadline.tv_nsec -= 1000000000L;
   }
+  if (r->ext != NULL) {
+    for (;;) {
+      struct timespec now;
+      struct timespec pause_ts = {0, 5 * 1000000L};
+      if (set_slot_lock(r, F_WRLCK) == 0) break;
+      if (errno != EACCES && errno != EAGAIN && errno != EINTR) break; /* no record locks here: semaphore only */
+      clock_gettime(CLOCK_REALTIME, &now);
+      if (now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) return -1;
+      nanosleep(&pause_ts, NULL);
+    }
+  }
   while (sem_timedwait(sem, &deadline) != 0) {
     if (errno == EINTR) continue;
+    if (r->ext != NULL) set_slot_lock(r, F_UNLCK);
     return -1;
   }
   wr64(r, r->lay->off_owner_pid, (uint64_t)getpid());
@@ -1183,44 +1223,31 @@ static void lock_release(region_t *r) {
   }
   wr64(r, r->lay->off_owner_pid, 0);
   sem_post((sem_t *)(r->base + r->lay->off_sem));
+  if (r->ext != NULL) set_slot_lock(r, F_UNLCK);
 }
 
-/* Moves slot `from` over slot `to` so readers never see a half-copied slot as consistent. */
-static void move_slot(region_t *r, int from, int to) {
-  const shrreg_layout_t *L = r->lay;
-  uint8_t *dst = r->base + slot_base(r, to);
-  const uint8_t *src = r->base + slot_base(r, from);
-  if (L->seqlock_valid) {
-    uint64_t *seq = (uint64_t *)(dst + L->slot_seqlock);
-    uint64_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
-    if (s & 1) s++;
-    __atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    memcpy(dst, src, L->slot_seqlock);
-    memcpy(dst + L->slot_seqlock + 8, src + L->slot_seqlock + 8, L->slot_size - L->slot_seqlock - 8);
-    __atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
-  } else {
-    memcpy(dst, src, L->slot_size);
-  }
-  if (r->ext_has_slots) r->ext->slots[to] = r->ext->slots[from];
-}
-
+/*
+ * Frees a slot in place, as a clean exit does (status 0, pid 0, counters zeroed under the
+ * seqlock). Slots never move: both libraries keep the index of their own slot, and lock-free
+ * readers never see a half-copied slot. HAMi-core compacts freed slots itself later.
+ */
 static void clear_slot(region_t *r, int i) {
   const shrreg_layout_t *L = r->lay;
   uint8_t *p = r->base + slot_base(r, i);
   wr32(r, slot_base(r, i) + L->slot_status, 0);
-  wr32(r, slot_base(r, i), 0);
   if (L->seqlock_valid) {
     uint64_t *seq = (uint64_t *)(p + L->slot_seqlock);
     uint64_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
     if (s & 1) s++;
     __atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);
-    memset(p, 0, L->slot_seqlock);
+    memset(p + 8, 0, L->slot_seqlock - 8);
     memset(p + L->slot_seqlock + 8, 0, L->slot_size - L->slot_seqlock - 8);
     __atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
   } else {
-    memset(p, 0, L->slot_size);
+    memset(p + 8, 0, L->slot_size - 8);
   }
+  wr32(r, slot_base(r, i) + 4, 0);
+  wr32(r, slot_base(r, i), 0);
   if (r->ext_has_slots) memset(&r->ext->slots[i], 0, sizeof r->ext->slots[i]);
 }
 
@@ -1263,42 +1290,46 @@ static int cmd_cleanup(const options_t *o) {
   }
   if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL); /* odd: compaction running */
   n = proc_num(&r);
-  /* Walk down so that the slot swapped in from the end has already been judged. */
-  for (i = n - 1; i >= 0; i--) {
+  for (i = 0; i < n; i++) {
     slot_view_t s;
     int pid;
     int d;
     read_slot(&r, i, VGPU_MAX_DEVICES, &s);
-    if (s.pid == 0) {
-      freed_empty++;
+    if (s.pid == 0) continue;
+    if (o->device >= 0 && !device_in_use(&s, o->device)) continue;
+    pid = live_pid_of(o, &s);
+    if (o->npids > 0) {
+      int k;
+      int listed = 0;
+      for (k = 0; k < o->npids; k++) listed |= o->pids[k] == s.pid;
+      if (!listed) continue;
+      s.live = LIVE_GONE;
     } else {
-      if (o->device >= 0 && !device_in_use(&s, o->device)) continue;
-      pid = live_pid_of(o, &s);
-      if (o->npids > 0) {
-        int k;
-        int listed = 0;
-        for (k = 0; k < o->npids; k++) listed |= o->pids[k] == s.pid;
-        if (!listed) continue;
-        s.live = LIVE_GONE;
-      } else {
-        s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      /* A fresh heartbeat means the owner lives in another pid namespace sharing the file. */
+      if (liveness_dead(s.live) && s.heartbeat_ns != 0) {
+        uint64_t now = now_realtime_ns();
+        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < SHRREG_HEARTBEAT_STALE_NS) s.live = LIVE_UNKNOWN;
       }
-      if (!liveness_dead(s.live)) {
-        if (s.live == LIVE_UNKNOWN || s.live == LIVE_NO_PID) kept_unknown++;
-        continue;
-      }
-      dropped[ndropped].slot = i;
-      dropped[ndropped].pid = s.pid;
-      dropped[ndropped].hostpid = s.hostpid;
-      dropped[ndropped].why = s.live;
-      for (d = 0; d < VGPU_MAX_DEVICES; d++) dropped[ndropped].bytes += s.dev[d].total;
-      ndropped++;
     }
-    if (i != n - 1) move_slot(&r, n - 1, i);
-    clear_slot(&r, n - 1);
-    n--;
-    wr32(&r, r.lay->off_proc_num, n);
+    if (!liveness_dead(s.live)) {
+      if (s.live == LIVE_UNKNOWN || s.live == LIVE_NO_PID) kept_unknown++;
+      continue;
+    }
+    dropped[ndropped].slot = i;
+    dropped[ndropped].pid = s.pid;
+    dropped[ndropped].hostpid = s.hostpid;
+    dropped[ndropped].why = s.live;
+    for (d = 0; d < VGPU_MAX_DEVICES; d++) dropped[ndropped].bytes += s.dev[d].total;
+    ndropped++;
+    clear_slot(&r, i);
   }
+  /* Trailing free slots shrink the table so readers scan less. */
+  while (n > 0 && rd32(&r, slot_base(&r, n - 1)) == 0 && rd32(&r, slot_base(&r, n - 1) + r.lay->slot_status) == 0) {
+    n--;
+    freed_empty++;
+  }
+  wr32(&r, r.lay->off_proc_num, n);
   if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL);
   lock_release(&r);
   if (o->json) {
@@ -1315,7 +1346,7 @@ static int cmd_cleanup(const options_t *o) {
       jw_close(&w, '}');
     }
     jw_close(&w, ']');
-    jw_i64(&w, "empty_slots_freed", freed_empty);
+    jw_i64(&w, "trailing_slots_trimmed", freed_empty);
     jw_i64(&w, "kept_unjudgeable", kept_unknown);
     jw_i64(&w, "proc_num", n);
     jw_close(&w, '}');
@@ -1323,9 +1354,9 @@ static int cmd_cleanup(const options_t *o) {
     for (i = 0; i < ndropped; i++)
       printf("dropped slot %d: pid %d (host pid %d) %s, held %" PRIu64 " MB\n", dropped[i].slot, dropped[i].pid,
              dropped[i].hostpid, liveness_name(dropped[i].why), dropped[i].bytes >> 20);
-    if (freed_empty) printf("freed %d empty slot(s)\n", freed_empty);
+    if (freed_empty) printf("trimmed %d free slot(s) from the end of the table\n", freed_empty);
     if (kept_unknown) printf("kept %d slot(s) whose process could not be judged (pid not visible or unreadable)\n", kept_unknown);
-    printf("cleanup: %d dead process slot(s) dropped, %d slot(s) in use\n", ndropped, n);
+    printf("cleanup: %d dead process slot(s) freed, slot table now %d entries\n", ndropped, n);
   }
   free(dropped);
   region_close(&r);

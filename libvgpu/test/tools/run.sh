@@ -12,6 +12,11 @@ mkdir -p "$out"
 "$CC" "${FLAGS[@]}" -o "$out/shrreg-tool" tools/shrreg_tool.c -lpthread
 "$CC" "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c -lpthread
 "$CC" "${FLAGS[@]}" -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c -lpthread
+# A real application for libvgpu-written regions, when the library and the fake driver are built.
+if [ -f "$BUILD/fake/libcuda.so.1" ]; then
+  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr/local/cuda/include}" -o "$out/region_app" \
+    test/tools/region_app.c -L"$BUILD/fake" -l:libcuda.so.1 -Wl,-rpath-link,"$BUILD/fake" || rm -f "$out/region_app"
+fi
 "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}" > "$out/fuzz.txt" || true
 "$out/shrreg_tool_test" "$out/shrreg-tool" "$BUILD" > "$out/cli.txt" || true
 cat "$out/fuzz.txt" "$out/cli.txt"

@@ -497,13 +497,15 @@ static void test_cleanup(void) {
         snprintf(expr, sizeof expr, "sorted(p['pid'] for p in d['processes']) == sorted([%d, %d, %d])", live, live2, reused);
       CHECK(strcmp(jq(r.out, expr), "True") == 0, "survivors: %s", jq(r.out, "[p['pid'] for p in d['processes']]"));
     }
-    CHECK(strcmp(jq(r.out, "d['proc_num']"), layouts[li] == FX_V1_2_EXT ? "2" : "3") == 0, "proc_num %s", jq(r.out, "d['proc_num']"));
+    /* Slots are freed in place (never moved); the live slot 4 keeps the table at 5 entries. */
+    CHECK(strcmp(jq(r.out, "d['proc_num']"), "5") == 0, "proc_num %s", jq(r.out, "d['proc_num']"));
+    CHECK(strcmp(jq(r.out, "[p['slot'] for p in d['processes']]"), layouts[li] == FX_V1_2_EXT ? "[1, 4]" : "[1, 3, 4]") == 0,
+          "survivors stay in their slots: %s", jq(r.out, "[p['slot'] for p in d['processes']]"));
     CHECK(strcmp(jq(r.out, "d['lock']['state'] + str(d['lock']['semaphore_value'])"), "unlocked1") == 0, "lock released");
     if (layouts[li] == FX_V1_2_EXT) {
       CHECK(strcmp(jq(r.out, "d['extension']['generation']"), "2") == 0, "generation bumped twice");
-      CHECK(strcmp(jq(r.out, "[p['start_time_ticks'] > 0 for p in d['processes']]"), "[True, False]") == 0 ||
-                strcmp(jq(r.out, "[p['start_time_ticks'] > 0 for p in d['processes']]"), "[False, True]") == 0,
-            "ext slots moved with their slots: %s", jq(r.out, "d['processes']"));
+      CHECK(strcmp(jq(r.out, "[p['start_time_ticks'] > 0 for p in d['processes']]"), "[True, False]") == 0,
+            "extension slots stay with their slots: %s", jq(r.out, "d['processes']"));
     }
     /* Survivors keep their own usage after being moved. */
     {
@@ -664,26 +666,63 @@ static void test_force_unlock(void) {
   CHECK(r.rc == 0 && contains(r.out, "lost post"), "lost post released: rc=%d out=%s", r.rc, r.out);
   CHECK(sem_value_of(p, sem_off) == 1, "semaphore 1 after lost post");
 
-  /* Extension holder record: alive refuses, gone clears the record. */
+  /* libvgpu regions: the kernel record lock is the truth, the extension record says who. */
   {
-    pid_t live = spawn_sleeper();
     fx_spec_t e = base_spec(FX_V1_2_EXT);
-    e.ext_lock_holder = live;
-    e.ext_lock_since_ns = (uint64_t)time(NULL) * 1000000000ull - 90ull * 1000000000ull;
-    e.sem_value = 0;
+    int ready[2];
+    char c;
+    pid_t reused = spawn_sleeper();
     CHECK(fx_write(p, &e) == 0, "fixture");
+    CHECK(pipe(ready) == 0, "pipe");
+    holder = fork();
+    if (holder == 0) {
+      uint8_t *b;
+      size_t sz;
+      int fd;
+      struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000100LL, .l_len = 1};
+      vgpu_region_ext_t *x;
+      /* Map first: closing any fd of the file drops this process's record locks. */
+      map_region(p, &b, &sz);
+      fd = open(p, O_RDWR);
+      if (fcntl(fd, F_SETLK, &fl) != 0) _exit(3);
+      x = (vgpu_region_ext_t *)(b + VGPU_EXT_OFFSET);
+      x->lock_holder_since_ns = (uint64_t)time(NULL) * 1000000000ull - 90ull * 1000000000ull;
+      __atomic_store_n(&x->lock_holder_pid, getpid(), __ATOMIC_RELEASE);
+      if (write(ready[1], "x", 1) != 1) _exit(2);
+      for (;;) pause();
+    }
+    close(ready[1]);
+    CHECK(read(ready[0], &c, 1) == 1, "record-lock holder started");
+    close(ready[0]);
     RUN(&r, "--inspect", "--json", "--file", p);
-    snprintf(want, sizeof want, "locked %d extension alive True", live);
-    CHECK(strcmp(jq(r.out, "'%s %s %s %s %s' % (d['lock']['state'], d['lock']['holder_pid'], d['lock']['holder_source'], "
-                           "d['lock']['holder_liveness'], d['lock']['held_ms'] >= 89000)"), want) == 0,
-          "ext lock json: %s", r.out);
+    snprintf(want, sizeof want, "locked %d extension alive True %d", holder, holder);
+    CHECK(strcmp(jq(r.out, "'%s %s %s %s %s %s' % (d['lock']['state'], d['lock']['holder_pid'], d['lock']['holder_source'], "
+                           "d['lock']['holder_liveness'], d['lock']['held_ms'] >= 89000, d['lock']['record_lock_pid'])"), want) == 0,
+          "record lock json: %s", r.out);
     RUN(&r, "--force-unlock", "--file", p);
-    CHECK(r.rc == 7 && contains(r.err, "is alive (held 9"), "ext live refused: %s", r.err);
-    reap(live);
+    CHECK(r.rc == 7 && contains(r.err, "is alive (held 9"), "record-lock holder refused: rc=%d %s", r.rc, r.err);
+    RUN(&r, "--cleanup", "--lock-timeout-ms", "200", "--file", p);
+    CHECK(r.rc == 8, "cleanup waits for the record lock: rc=%d %s", r.rc, r.err);
+    reap(holder);
+    /* The kernel released the lock; the record is stale even though its pid now names a live process. */
+    {
+      uint8_t *b;
+      size_t sz;
+      map_region(p, &b, &sz);
+      ((vgpu_region_ext_t *)(b + VGPU_EXT_OFFSET))->lock_holder_pid = reused;
+      munmap(b, sz);
+    }
+    RUN(&r, "--inspect", "--file", p);
+    CHECK(contains(r.out, "LOCKED (holder gone)"), "stale record with a reused pid: %s", r.out);
     RUN(&r, "--force-unlock", "--file", p);
-    CHECK(r.rc == 0, "ext gone released: rc=%d err=%s", r.rc, r.err);
+    CHECK(r.rc == 0 && contains(r.out, "released the lock of a holder that is gone"), "stale record cleared: rc=%d %s", r.rc, r.err);
     RUN(&r, "--inspect", "--json", "--file", p);
-    CHECK(strcmp(jq(r.out, "'%s %s' % (d['lock']['state'], d['lock']['semaphore_value'])"), "unlocked 1") == 0, "ext after: %s", jq(r.out, "d['lock']"));
+    CHECK(strcmp(jq(r.out, "'%s %s' % (d['lock']['state'], d['lock']['holder_pid'])"), "unlocked None") == 0, "after: %s", jq(r.out, "d['lock']"));
+    RUN(&r, "--cleanup", "--file", p);
+    CHECK(r.rc == 0, "cleanup takes and releases the record lock: rc=%d %s", r.rc, r.err);
+    RUN(&r, "--inspect", "--json", "--file", p);
+    CHECK(strcmp(jq(r.out, "'%s %s' % (d['lock']['state'], d['lock']['semaphore_value'])"), "unlocked 1") == 0, "lock free after cleanup: %s", jq(r.out, "d['lock']"));
+    reap(reused);
   }
 }
 
@@ -765,29 +804,83 @@ static void test_hostile_fields(void) {
   }
 }
 
-/* A region written by libvgpu itself, when its build and preload test programs exist. */
+/*
+ * A region written by libvgpu itself (when build/libvgpu.so, the fake libcuda and region_app are
+ * built): a live process is shown with its usage, then SIGKILLed and cleaned up.
+ */
 static void test_libvgpu_written(const char *build) {
-  char lib[512], prog[512], cmd[2048];
+  char lib[512], app[512], fake[512], line[128];
   run_t r;
   const char *p = fx_path("libvgpu-real.cache");
+  int to_child[2], from_child[2];
+  pid_t app_pid;
+  FILE *f;
+  int child_pid = 0;
   snprintf(lib, sizeof lib, "%s/libvgpu.so", build);
-  snprintf(prog, sizeof prog, "%s/preload/alloc_free", build);
-  if (access(lib, R_OK) != 0 || access(prog, X_OK) != 0) {
-    fprintf(stderr, "skip: %s or %s not built; libvgpu-written region not checked\n", lib, prog);
+  snprintf(app, sizeof app, "%s/tools-test/region_app", build);
+  snprintf(fake, sizeof fake, "%s/fake", build);
+  if (access(lib, R_OK) != 0 || access(app, X_OK) != 0) {
+    fprintf(stderr, "skip: %s or %s not built; libvgpu-written region not checked\n", lib, app);
     return;
   }
   unlink(p);
-  snprintf(cmd, sizeof cmd,
-           "cd %s/.. && CUDA_DEVICE_MEMORY_SHARED_CACHE=%s CUDA_DEVICE_MEMORY_LIMIT=1g LD_LIBRARY_PATH=%s/fake "
-           "LD_PRELOAD=%s %s >/dev/null 2>&1",
-           build, p, build, lib, prog);
-  if (system(cmd) != 0 || access(p, R_OK) != 0) {
-    fprintf(stderr, "skip: %s did not produce a region\n", prog);
+  CHECK(pipe(to_child) == 0 && pipe(from_child) == 0, "pipes");
+  app_pid = fork();
+  if (app_pid == 0) {
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    close(to_child[1]);
+    close(from_child[0]);
+    setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", p, 1);
+    setenv("CUDA_DEVICE_MEMORY_LIMIT", "1g", 1);
+    setenv("CUDA_DEVICE_SM_LIMIT", "40", 1);
+    setenv("LD_LIBRARY_PATH", fake, 1);
+    setenv("LD_PRELOAD", lib, 1);
+    execl(app, app, "96", (char *)NULL);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  f = fdopen(from_child[0], "r");
+  if (f == NULL || fgets(line, sizeof line, f) == NULL || sscanf(line, "ready %d", &child_pid) != 1) {
+    CHECK(0, "region_app did not start under libvgpu");
+    kill(app_pid, SIGKILL);
+    waitpid(app_pid, NULL, 0);
     return;
   }
   RUN(&r, "--json", "--file", p);
-  CHECK(r.rc == 0 && strcmp(jq(r.out, "d['layout'] + ' ' + str(d['devices'][0]['memory_limit_bytes'])"), "v1.2 1073741824") == 0,
-        "libvgpu region: rc=%d %s", r.rc, r.out);
+  {
+    char expr[512], want[128];
+    snprintf(expr, sizeof expr,
+             "'%%s %%s %%s %%s %%s' %% (d['layout'], d['devices'][0]['memory_limit_bytes'], d['devices'][0]['sm_limit_percent'], "
+             "[(x['pid'], x['liveness'], x['devices'][0]['used_bytes'] >= 96*2**20) for x in d['processes']], d['extension'] is not None)");
+    snprintf(want, sizeof want, "v1.2 1073741824 40 [(%d, 'alive', True)] True", child_pid);
+    CHECK(r.rc == 0 && strcmp(jq(r.out, expr), want) == 0, "libvgpu region: rc=%d %s / %s", r.rc, jq(r.out, expr), r.err);
+  }
+  RUN(&r, "--version", "--file", p);
+  CHECK(r.rc == 0 && contains(r.out, "layout v1.2, version 1.2") && !contains(r.out, "no extension block"), "libvgpu version: %s", r.out);
+  kill(app_pid, SIGKILL);
+  waitpid(app_pid, NULL, 0);
+  fclose(f);
+  close(to_child[1]);
+  RUN(&r, "--inspect", "--file", p);
+  CHECK(r.rc == 0 && contains(r.out, "Alive: gone") && contains(r.out, "1 gone"), "killed app shows as gone: %s", r.out);
+  /* Within a second of its last heartbeat libvgpu's rule keeps the slot (its owner may live in
+   * another pid namespace); after that it goes. */
+  RUN(&r, "--cleanup", "--json", "--file", p);
+  CHECK(r.rc == 0 && (strcmp(jq(r.out, "'%s %s' % (len(d['dropped']), d['kept_unjudgeable'])"), "0 1") == 0 ||
+                      strcmp(jq(r.out, "len(d['dropped'])"), "1") == 0),
+        "fresh heartbeat kept: %s", r.out);
+  usleep(1200 * 1000);
+  RUN(&r, "--cleanup", "--json", "--file", p);
+  {
+    char want[64];
+    snprintf(want, sizeof want, "[%d]", child_pid);
+    CHECK(r.rc == 0 && (strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), want) == 0 || strcmp(jq(r.out, "d['proc_num']"), "0") == 0),
+          "cleanup of libvgpu slot: %s %s", r.out, r.err);
+  }
+  RUN(&r, "--json", "--file", p);
+  CHECK(strcmp(jq(r.out, "'%s %s' % (len(d['processes']), d['devices'][0]['used_bytes'])"), "0 0") == 0, "after cleanup: %s", jq(r.out, "d['devices']"));
 }
 
 int main(int argc, char **argv) {
