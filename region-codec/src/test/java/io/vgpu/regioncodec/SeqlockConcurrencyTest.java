@@ -38,6 +38,11 @@ class SeqlockConcurrencyTest {
     try (RegionFile rw = RegionFile.openReadWrite(path);
         RegionFile ro = RegionFile.openReadOnly(path)) {
       RegionWriter writer = rw.writer();
+      for (int slot = 0; slot < 8; slot++) {
+        for (int d = 0; d < 4; d++) {
+          writer.updateUsage(slot, DeviceUsage.zero(d)); // k = 0 satisfies the invariant too
+        }
+      }
       Thread writerThread =
           Thread.ofPlatform()
               .start(

@@ -59,6 +59,10 @@ public final class Opener {
 
   private static final Native NATIVE = Native.load();
 
+  /** close(2) failures on descriptors this class opened (diagnostics only; never expected). */
+  static final java.util.concurrent.atomic.AtomicLong CLOSE_FAILURES =
+      new java.util.concurrent.atomic.AtomicLong();
+
   /**
    * Opens {@code path} for reading (and writing when {@code writable}).
    *
@@ -253,7 +257,9 @@ public final class Opener {
         return new Opened(channel, identity(attributes));
       } finally {
         try {
-          int _ = (int) close.invokeExact(fd);
+          if ((int) close.invokeExact(fd) != 0) {
+            CLOSE_FAILURES.incrementAndGet();
+          }
         } catch (Throwable t) {
           // the descriptor leaks only if close itself fails, which it cannot for a valid fd
         }
