@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# run_memory_tests.sh — libvgpu's memory virtualization on a real GPU, plus the overhead benchmark.
+#
+# Usage, on the GPU machine from the repository root (Ubuntu 24.04, CUDA 13, driver 580, PyTorch):
+#   libvgpu/gpu/run_memory_tests.sh [LIMIT_MIB] [ROUNDS]
+# LIMIT_MIB (default 4096) is the container limit under test; ROUNDS (default 7) the paired
+# benchmark rounds. Builds everything it needs (make -C libvgpu, cc, nvcc), then prints one table:
+# check, result (PASS/FAIL/SKIP), detail. Exit status: number of FAILed checks (0 = all passed).
+# Needs root only for the `unshare --pid` row (skipped otherwise).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LIMIT_MIB=${1:-4096}
+ROUNDS=${2:-7}
+LIMIT=$((LIMIT_MIB << 20))
+CHUNK_MIB=64
+CHUNK=$((CHUNK_MIB << 20))
+OUT=$(mktemp -d /tmp/libvgpu-gpu.XXXXXX)
+LIB=$PWD/build/libvgpu.so
+export PATH=/usr/local/cuda/bin:$PATH
+ROWS=()
+FAILS=0
+
+row() { # check result detail
+  ROWS+=("$(printf '%-34s %-5s %s' "$1" "$2" "$3")")
+  [ "$2" = FAIL ] && FAILS=$((FAILS + 1))
+  printf '%-34s %-5s %s\n' "$1" "$2" "$3" >&2
+}
+field() { # key line -> value
+  sed -nE "s/.*(^| )$1=([^ ]*).*/\2/p" <<< "$2" | head -1
+}
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+vg() { # run a command under libvgpu with a fresh cache file named $1
+  local cache=$OUT/$1.cache
+  shift
+  rm -f "$cache"
+  env LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
+    LIBCUDA_LOG_LEVEL="${LIBCUDA_LOG_LEVEL:-0}" "$@"
+}
+
+echo "== building" >&2
+make -s all >&2 || { echo "make -C libvgpu all failed" >&2; exit 100; }
+cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_driver" gpu/mem_driver.c \
+  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
+nvcc -O2 -o "$OUT/mem_runtime" gpu/mem_runtime.cu || exit 102
+nvcc -O2 -o "$OUT/bench" gpu/bench.cu || exit 103
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)
+echo "== GPU: $GPU; limit ${LIMIT_MIB} MiB; chunk ${CHUNK_MIB} MiB" >&2
+
+# 1. Driver API: allocate until OOM. Tracked usage (context included) ends within one chunk
+#    below the limit and never above it; cuMemGetInfo shows the limit.
+check_oom() { # name result-line
+  local l=$2 t tot
+  t=$(field tracked_all "$l")
+  tot=$(field meminfo_total "$l")
+  if [ -z "$t" ]; then row "$1" FAIL "no result: $l"; return; fi
+  if [ "$t" -le "$LIMIT" ] && [ "$t" -gt $((LIMIT - CHUNK)) ] && [ "${tot:-0}" -eq "$LIMIT" ]; then
+    row "$1" PASS "tracked $(mib "$t") of $(mib "$LIMIT"), allocated $(mib "$(field allocated "$l")"), meminfo total $(mib "$tot")"
+  else
+    row "$1" FAIL "tracked $(mib "$t") (want ($(mib $((LIMIT - CHUNK))), $(mib "$LIMIT")]), meminfo total $(mib "${tot:-0}")"
+  fi
+}
+L=$(vg driver_oom "$OUT/mem_driver" oom $CHUNK_MIB | grep RESULT)
+check_oom "driver cuMemAlloc until OOM" "$L"
+CTX_NVML=$(field ctx_nvml "$L")
+
+# 2. Runtime API (cudart -> cuGetProcAddress): cudaMalloc and cudaMallocAsync until OOM.
+L=$(vg runtime_oom "$OUT/mem_runtime" oom $CHUNK_MIB | grep RESULT)
+check_oom "runtime cudaMalloc until OOM" "$L"
+L=$(vg runtime_async "$OUT/mem_runtime" async $CHUNK_MIB | grep RESULT)
+t=$(field tracked_all "$L")
+if [ -n "$t" ] && [ "$t" -le "$LIMIT" ] && [ "$t" -gt $((LIMIT - 2 * CHUNK)) ]; then
+  row "runtime cudaMallocAsync until OOM" PASS "tracked $(mib "$t") (pool reservations), allocated $(mib "$(field allocated "$L")")"
+else
+  row "runtime cudaMallocAsync until OOM" FAIL "tracked $(mib "${t:-0}"), want within 2 chunks below $(mib "$LIMIT"): $L"
+fi
+
+# 3. Every allocation kind: tracked (this process's slot) vs NVML's per-process usage after each
+#    step; the difference may not exceed the context's own size.
+vg kinds "$OUT/mem_driver" kinds > "$OUT/kinds.txt" 2> "$OUT/kinds.err"
+ctx=$(grep 'step=context ' "$OUT/kinds.txt" | sed -nE 's/.*nvml_self=([-0-9]+).*/\1/p')
+worst=0
+worst_step=
+while read -r line; do
+  s=$(field step "$line"); tr=$(field tracked_self "$line"); nv=$(field nvml_self "$line")
+  [ "${nv:--1}" -lt 0 ] && continue
+  d=$((tr > nv ? tr - nv : nv - tr))
+  [ $d -gt $worst ] && { worst=$d; worst_step=$s; }
+done < <(grep RESULT "$OUT/kinds.txt")
+nsteps=$(grep -c RESULT "$OUT/kinds.txt")
+if [ "$nsteps" -lt 12 ] || [ -z "$ctx" ] || [ "$ctx" -lt 0 ]; then
+  row "tracked vs NVML, every kind" FAIL "incomplete ($nsteps steps, ctx ${ctx:-?}): $(tail -2 "$OUT/kinds.err")"
+elif [ $worst -le "$ctx" ]; then
+  row "tracked vs NVML, every kind" PASS "worst |tracked-NVML| $(mib $worst) at $worst_step <= context $(mib "$ctx")"
+else
+  row "tracked vs NVML, every kind" FAIL "worst |tracked-NVML| $(mib $worst) at $worst_step > context $(mib "$ctx")"
+fi
+sed 's/^RESULT mode=kinds /    /' "$OUT/kinds.txt" >&2
+
+# 4. PyTorch: mem_get_info shows the limit; allocating 64 MiB tensors stops at the limit.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  T=$(vg torch python3 gpu/torch_mem.py "$LIMIT" $CHUNK_MIB 2> "$OUT/torch.err")
+  tot=$(field total "$(grep torch_info <<< "$T")")
+  l=$(grep torch_oom <<< "$T")
+  t=$(field tracked_all "$l")
+  if [ "${tot:-0}" -eq "$LIMIT" ] && [ -n "$t" ] && [ "$t" -le "$LIMIT" ] && [ "$t" -gt $((LIMIT - CHUNK)) ]; then
+    row "torch mem_get_info + OOM" PASS "total $(mib "$tot"), tracked at OOM $(mib "$t"), tensors $(mib "$(field allocated "$l")")"
+  else
+    row "torch mem_get_info + OOM" FAIL "total $(mib "${tot:-0}"), tracked $(mib "${t:-0}"): $(tail -2 "$OUT/torch.err")"
+  fi
+else
+  row "torch mem_get_info + OOM" SKIP "no PyTorch with CUDA"
+fi
+
+# 5. nvidia-smi inside the container (same cache file) while a process holds memory.
+cache=$OUT/smi.cache
+rm -f "$cache"
+env LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
+  LIBCUDA_LOG_LEVEL=0 "$OUT/mem_driver" oom 512 6 > "$OUT/smi_holder.txt" &
+holder=$!
+for _ in $(seq 50); do grep -q RESULT "$OUT/smi_holder.txt" 2>/dev/null && break; sleep 0.1; done
+held=$(field tracked_all "$(grep RESULT "$OUT/smi_holder.txt")")
+smi=$(env LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
+  LIBCUDA_LOG_LEVEL=0 nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv,noheader,nounits -i 0)
+wait $holder
+smi_total=$(cut -d, -f1 <<< "$smi" | tr -d ' ')
+smi_used=$(cut -d, -f2 <<< "$smi" | tr -d ' ')
+held_mib=$(( ${held:-0} >> 20 ))
+if [ "${smi_total:-0}" -eq "$LIMIT_MIB" ] && [ $(( ${smi_used:-0} - held_mib )) -le 1 ] && [ $(( held_mib - ${smi_used:-0} )) -le 1 ]; then
+  row "nvidia-smi inside shows the limit" PASS "total ${smi_total} MiB, used ${smi_used} MiB (tracked ${held_mib} MiB)"
+else
+  row "nvidia-smi inside shows the limit" FAIL "nvidia-smi: '$smi', tracked ${held_mib} MiB"
+fi
+
+# 6. Two processes share one limit: both allocate until OOM at the same time and hold.
+cache=$OUT/two.cache
+rm -f "$cache"
+for i in 1 2; do
+  env LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
+    LIBCUDA_LOG_LEVEL=0 "$OUT/mem_driver" oom $CHUNK_MIB 4 > "$OUT/two.$i.txt" &
+done
+wait
+a1=$(field allocated "$(grep RESULT "$OUT/two.1.txt")"); a2=$(field allocated "$(grep RESULT "$OUT/two.2.txt")")
+t1=$(field tracked_all "$(grep RESULT "$OUT/two.1.txt")"); t2=$(field tracked_all "$(grep RESULT "$OUT/two.2.txt")")
+tmax=$(( ${t1:-0} > ${t2:-0} ? ${t1:-0} : ${t2:-0} ))
+if [ -n "$a1" ] && [ -n "$a2" ] && [ $tmax -le "$LIMIT" ] && [ $tmax -gt $((LIMIT - 2 * CHUNK)) ] && [ $((a1 + a2)) -le "$LIMIT" ]; then
+  row "two processes share one limit" PASS "allocated $(mib "$a1") + $(mib "$a2"), container tracked $(mib $tmax)"
+else
+  row "two processes share one limit" FAIL "allocated ${a1:-?} + ${a2:-?}, tracked max $(mib $tmax)"
+fi
+
+# 7. The same driver OOM run inside a fresh pid namespace.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+  L=$(vg unshare unshare --pid --fork --mount-proc "$OUT/mem_driver" oom $CHUNK_MIB | grep RESULT)
+  check_oom "driver OOM in unshare --pid" "$L"
+else
+  row "driver OOM in unshare --pid" SKIP "needs root and unshare"
+fi
+
+# 8. Overhead: paired rounds, baseline (no preload) and libvgpu (limit set), alternating order.
+echo "== benchmark: $ROUNDS paired rounds" >&2
+declare -A R
+bench() { # mode n preload?
+  local env=()
+  [ "$3" = 1 ] && env=(LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m"
+    CUDA_DEVICE_MEMORY_SHARED_CACHE="$OUT/bench.cache" LIBCUDA_LOG_LEVEL=0)
+  env "${env[@]}" "$OUT/bench" "$1" "$2" | sed -nE 's/.*us_per_op=([0-9.]+).*/\1/p'
+}
+for r in $(seq "$ROUNDS"); do
+  for mode in launch alloc; do
+    n=200000; [ $mode = alloc ] && n=20000
+    if [ $((r % 2)) = 1 ]; then order="0 1"; else order="1 0"; fi
+    for p in $order; do R[$mode.$p]+="$(bench $mode $n $p) "; done
+  done
+done
+stats() { # values... -> "median min max"
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'
+}
+for mode in launch alloc; do
+  read -r bm bmin bmax <<< "$(stats ${R[$mode.0]})"
+  read -r pm pmin pmax <<< "$(stats ${R[$mode.1]})"
+  pairs=()
+  b=(${R[$mode.0]}); p=(${R[$mode.1]})
+  for i in "${!b[@]}"; do pairs+=("$(awk -v x="${p[$i]}" -v y="${b[$i]}" 'BEGIN { printf "%.2f", (x / y - 1) * 100 }')"); done
+  read -r om omin omax <<< "$(stats "${pairs[@]}")"
+  goal=2; [ $mode = alloc ] && goal=5
+  verdict=PASS; awk -v o="$om" -v g=$goal 'BEGIN { exit !(o > g) }' && verdict=FAIL
+  label="overhead $mode (goal <= +$goal %)"
+  [ $mode = launch ] && what="empty-kernel launch" || what="1 MiB cudaMalloc+cudaFree"
+  row "$label" "$verdict" "$what: baseline median ${bm} us [${bmin}-${bmax}], libvgpu ${pm} us [${pmin}-${pmax}], paired overhead median ${om} % [${omin}..${omax}]"
+done
+
+echo
+echo "libvgpu GPU memory tests — $GPU — limit ${LIMIT_MIB} MiB, chunk ${CHUNK_MIB} MiB, context (NVML) $(mib "${CTX_NVML:-0}")"
+printf '%-34s %-5s %s\n' CHECK RESULT DETAIL
+printf '%s\n' "${ROWS[@]}"
+echo "gpu-memory: $(printf '%s\n' "${ROWS[@]}" | grep -c ' PASS ') passed, $FAILS failed"
+rm -rf "$OUT"
+exit $FAILS
