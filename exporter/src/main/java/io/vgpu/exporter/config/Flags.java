@@ -166,7 +166,7 @@ public final class Flags {
   public static final Flag<Duration> NVML_WINDOW =
       new Flag<>(
           "nvml.window",
-          "Averaging window for per-process and GPU utilization (NVML samples are time-weighted over it).",
+          "Averaging window of per-process and GPU utilization (time-weighted NVML samples).",
           "5s",
           List.of(),
           Parsers.durationAtLeast(Duration.ofMillis(500)),
@@ -175,7 +175,7 @@ public final class Flags {
   public static final Flag<Boolean> ATTRIBUTION_FEEDBACK =
       new Flag<>(
           "attribution.feedback",
-          "HAMi parity: run HAMi's monitor feedback loop (priority blocking via recent_kernel, utilization_switch under contention); maps regions read-write.",
+          "HAMi parity: priority blocking and utilization_switch writes, as HAMi's monitor does.",
           "true",
           List.of(),
           Parsers::bool,
@@ -184,7 +184,7 @@ public final class Flags {
   public static final Flag<Boolean> ATTRIBUTION_REPAIR_HOSTPID =
       new Flag<>(
           "attribution.repair-hostpid",
-          "Write the host pid resolved through /proc into slots whose recorded hostpid is wrong (maps regions read-write).",
+          "Write the host pid resolved through /proc into slots whose hostpid is wrong.",
           "false",
           List.of(),
           Parsers::bool,
@@ -193,7 +193,7 @@ public final class Flags {
   public static final Flag<Duration> ATTRIBUTION_LEAK_AFTER =
       new Flag<>(
           "attribution.leak-after",
-          "Device memory held this long without a kernel sets vgpu_container_memory_leak_suspected.",
+          "Memory held this long without a kernel sets vgpu_container_memory_leak_suspected.",
           "1h",
           List.of(),
           Parsers.durationAtLeast(Duration.ofSeconds(1)),

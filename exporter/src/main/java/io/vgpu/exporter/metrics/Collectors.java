@@ -82,8 +82,9 @@ public final class Collectors {
               ctx ->
                   ctx.service(io.vgpu.exporter.attribution.AttributionService.class)
                       .map(
-                          s -> io.vgpu.exporter.attribution.AttributionModule.collector(
-                              ctx.states(), s))),
+                          s ->
+                              io.vgpu.exporter.attribution.AttributionModule.collector(
+                                  ctx.states(), s))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",

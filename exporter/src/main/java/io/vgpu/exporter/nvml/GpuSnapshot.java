@@ -15,8 +15,8 @@ import java.util.OptionalDouble;
  * @param utilizationRatio device SM busy ratio (0-1), averaged over the sampler's window
  * @param memoryUtilizationRatio memory controller busy ratio (0-1), latest poll
  * @param processes compute processes with a context on the GPU (pids as NVML reports them)
- * @param smUtilizationByPid mean SM utilization (0-1) over the window per pid NVML sampled; pids
- *     of {@code processes} missing here were idle for the whole window
+ * @param smUtilizationByPid mean SM utilization (0-1) over the window per pid NVML sampled; pids of
+ *     {@code processes} missing here were idle for the whole window
  */
 public record GpuSnapshot(
     GpuIdentity identity,
@@ -39,7 +39,9 @@ public record GpuSnapshot(
     return smUtilizationByPid.isPresent() && processes.isPresent();
   }
 
-  /** SM utilization (0-1) of one pid: 0 when NVML lists it but sampled nothing, empty if unknown. */
+  /**
+   * SM utilization (0-1) of one pid: 0 when NVML lists it but sampled nothing, empty if unknown.
+   */
   public OptionalDouble smUtilizationOf(int pid) {
     if (!processUtilizationAvailable()) {
       return OptionalDouble.empty();

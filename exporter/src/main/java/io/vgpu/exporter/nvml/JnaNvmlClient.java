@@ -27,8 +27,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * plausible, falling back to {@code _v2} when none is.
  *
  * <p>Thread safety: safe to call from several threads (NVML itself is thread safe), though the
- * exporter calls it from the sampler thread only. {@link #close()} does not unload the library:
- * JNA shares one {@link NativeLibrary} per name across the JVM.
+ * exporter calls it from the sampler thread only. {@link #close()} does not unload the library: JNA
+ * shares one {@link NativeLibrary} per name across the JVM.
  */
 public final class JnaNvmlClient implements NvmlClient {
   /** The soname the driver installs; found through the dynamic linker's cache. */
@@ -145,7 +145,8 @@ public final class JnaNvmlClient implements NvmlClient {
   @Override
   public NvmlResult<DeviceHandle> deviceHandle(int index) {
     PointerByReference out = new PointerByReference();
-    Call c = call(List.of("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"), index, out);
+    Call c =
+        call(List.of("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"), index, out);
     if (!c.ok()) {
       return c.err();
     }
@@ -201,8 +202,7 @@ public final class JnaNvmlClient implements NvmlClient {
     for (int size = STRING_BUFFER; ; size *= 4) {
       Memory buffer = new Memory(size);
       buffer.clear();
-      Call c =
-          device == null ? call(names, buffer, size) : call(names, device, buffer, size);
+      Call c = device == null ? call(names, buffer, size) : call(names, device, buffer, size);
       if (c.code().equals(NvmlReturn.INSUFFICIENT_SIZE) && size < 4096) {
         continue;
       }

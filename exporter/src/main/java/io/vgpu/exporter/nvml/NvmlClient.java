@@ -6,8 +6,8 @@ import java.util.List;
  * The NVML queries the exporter needs. Implementations map every {@code nvmlReturn_t} to a {@link
  * NvmlResult}; they throw only for programming errors.
  *
- * <p>Thread safety: implementations must allow calls from one thread at a time; {@link
- * NvmlSampler} is the only caller in the exporter.
+ * <p>Thread safety: implementations must allow calls from one thread at a time; {@link NvmlSampler}
+ * is the only caller in the exporter.
  */
 public interface NvmlClient extends AutoCloseable {
 
@@ -39,8 +39,8 @@ public interface NvmlClient extends AutoCloseable {
   NvmlResult<List<RunningProcess>> runningProcesses(DeviceHandle device);
 
   /**
-   * Per-process utilization samples newer than {@code lastSeenMicros}; an empty list when there
-   * are none (NVML_ERROR_NOT_FOUND).
+   * Per-process utilization samples newer than {@code lastSeenMicros}; an empty list when there are
+   * none (NVML_ERROR_NOT_FOUND).
    */
   NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeenMicros);
 

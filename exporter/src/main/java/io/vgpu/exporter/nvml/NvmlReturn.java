@@ -31,7 +31,12 @@ public record NvmlReturn(int code) {
    * query one device does not support.
    */
   public boolean needsReinit() {
-    return code == 1 || code == 9 || code == 12 || code == 15 || code == 16 || code == 18
+    return code == 1
+        || code == 9
+        || code == 12
+        || code == 15
+        || code == 16
+        || code == 18
         || code == 999;
   }
 

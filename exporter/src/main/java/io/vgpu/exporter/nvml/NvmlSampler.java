@@ -90,7 +90,8 @@ public final class NvmlSampler implements AutoCloseable {
    * @param loader loads the library, e.g. {@code () -> JnaNvmlClient.load(path)}; called until it
    *     succeeds, with the same back-off as initialisation
    */
-  public NvmlSampler(Supplier<NvmlResult<NvmlClient>> loader, Settings settings, InstantSource clock) {
+  public NvmlSampler(
+      Supplier<NvmlResult<NvmlClient>> loader, Settings settings, InstantSource clock) {
     this.loader = Objects.requireNonNull(loader, "loader");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
@@ -102,7 +103,9 @@ public final class NvmlSampler implements AutoCloseable {
     return latest;
   }
 
-  /** Failed NVML calls so far by return code (sorted), for {@code vgpu_exporter_nvml_errors_total}. */
+  /**
+   * Failed NVML calls so far by return code (sorted), for {@code vgpu_exporter_nvml_errors_total}.
+   */
   public Map<NvmlReturn, Long> errorCounts() {
     Map<NvmlReturn, Long> out = new TreeMap<>((a, b) -> Integer.compare(a.code(), b.code()));
     errors.forEach((code, n) -> out.put(new NvmlReturn(code), n.sum()));
@@ -201,7 +204,8 @@ public final class NvmlSampler implements AutoCloseable {
       }
       NvmlResult<List<DeviceHandle>> migs = client.migDevices(h);
       switch (migs) {
-        case NvmlResult.Ok<List<DeviceHandle>> ok -> ok.value().forEach(m -> pollDevice(m, now, gpus));
+        case NvmlResult.Ok<List<DeviceHandle>> ok ->
+            ok.value().forEach(m -> pollDevice(m, now, gpus));
         case NvmlResult.Err<List<DeviceHandle>> err -> count(err.code());
       }
     }
@@ -253,7 +257,8 @@ public final class NvmlSampler implements AutoCloseable {
             id.value(),
             memory,
             deviceRatio,
-            util.map(u -> OptionalDouble.of(u.memoryPercent() / 100.0)).orElse(OptionalDouble.empty()),
+            util.map(u -> OptionalDouble.of(u.memoryPercent() / 100.0))
+                .orElse(OptionalDouble.empty()),
             processes,
             perPid));
     return identity;

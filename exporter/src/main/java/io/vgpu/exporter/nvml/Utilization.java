@@ -7,7 +7,8 @@ package io.vgpu.exporter.nvml;
 public record Utilization(int gpuPercent, int memoryPercent) {
   public Utilization {
     if (gpuPercent < 0 || gpuPercent > 100 || memoryPercent < 0 || memoryPercent > 100) {
-      throw new IllegalArgumentException("percent out of range " + gpuPercent + "/" + memoryPercent);
+      throw new IllegalArgumentException(
+          "percent out of range " + gpuPercent + "/" + memoryPercent);
     }
   }
 }

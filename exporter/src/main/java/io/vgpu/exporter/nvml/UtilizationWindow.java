@@ -89,12 +89,15 @@ final class UtilizationWindow {
   }
 
   private void prune(long before) {
-    byPid.values().forEach(q -> {
-      // keep the newest sample before the cut: it bounds the next one's coverage
-      while (q.size() > 1 && q.peekFirst().timestampMicros() < before) {
-        q.pollFirst();
-      }
-    });
+    byPid
+        .values()
+        .forEach(
+            q -> {
+              // keep the newest sample before the cut: it bounds the next one's coverage
+              while (q.size() > 1 && q.peekFirst().timestampMicros() < before) {
+                q.pollFirst();
+              }
+            });
     byPid.values().removeIf(q -> q.peekLast().timestampMicros() < before);
   }
 

@@ -62,8 +62,16 @@ public final class FakeNvml {
       Process gcc =
           new ProcessBuilder(
                   List.of(
-                      "cc", "-std=c11", "-O1", "-shared", "-fPIC", "-fvisibility=hidden", "-o",
-                      out.toString(), source.toString(), "-lpthread"))
+                      "cc",
+                      "-std=c11",
+                      "-O1",
+                      "-shared",
+                      "-fPIC",
+                      "-fvisibility=hidden",
+                      "-o",
+                      out.toString(),
+                      source.toString(),
+                      "-lpthread"))
               .redirectErrorStream(true)
               .start();
       String output = new String(gcc.getInputStream().readAllBytes());

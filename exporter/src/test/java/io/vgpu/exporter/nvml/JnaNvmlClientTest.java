@@ -155,7 +155,8 @@ class JnaNvmlClientTest {
   void processUtilization_manySamples_followsSizingProtocol() {
     String[] lines =
         IntStream.range(0, 300)
-            .mapToObj(i -> "sample 0 pid=" + (1000 + i) + " sm=" + (i % 101) + " mem=0 ts=" + (i + 1))
+            .mapToObj(
+                i -> "sample 0 pid=" + (1000 + i) + " sm=" + (i % 101) + " mem=0 ts=" + (i + 1))
             .toArray(String[]::new);
     FakeNvml fake = FakeNvml.in(dir).write(TWO_GPUS).write(concat(TWO_GPUS, lines));
     init(fake);
@@ -185,11 +186,11 @@ class JnaNvmlClientTest {
     DeviceHandle h = handle(0);
     assertThat(client.memory(h).isOk()).isTrue();
     fake.write(TWO_GPUS, "fail * 15");
-    assertThat(client.memory(h)).isEqualTo(NvmlResult.err("nvmlDeviceGetMemoryInfo_v2",
-        NvmlReturn.GPU_IS_LOST));
+    assertThat(client.memory(h))
+        .isEqualTo(NvmlResult.err("nvmlDeviceGetMemoryInfo_v2", NvmlReturn.GPU_IS_LOST));
     assertThat(client.runningProcesses(h))
-        .isEqualTo(NvmlResult.err("nvmlDeviceGetComputeRunningProcesses_v3",
-            NvmlReturn.GPU_IS_LOST));
+        .isEqualTo(
+            NvmlResult.err("nvmlDeviceGetComputeRunningProcesses_v3", NvmlReturn.GPU_IS_LOST));
     assertThat(client.processUtilization(h, 0))
         .isEqualTo(NvmlResult.err("nvmlDeviceGetProcessUtilization", NvmlReturn.GPU_IS_LOST));
   }
@@ -201,7 +202,8 @@ class JnaNvmlClientTest {
     assertThat(client.deviceCount()).isEqualTo(NvmlResult.ok(2));
     fake.write("device 0 uuid=GPU-only total=10 used=1 util=3 memutil=0");
     assertThat(client.deviceCount()).isEqualTo(NvmlResult.ok(1));
-    assertThat(client.identity(handle(0)).map(GpuIdentity::uuid)).isEqualTo(NvmlResult.ok("GPU-only"));
+    assertThat(client.identity(handle(0)).map(GpuIdentity::uuid))
+        .isEqualTo(NvmlResult.ok("GPU-only"));
   }
 
   @Test

@@ -78,8 +78,7 @@ class NvmlSamplerTest {
     FakeNvml fake =
         FakeNvml.in(dir)
             .write(
-                "device 0 uuid=GPU-0 total=10 used=1 util=0 memutil=0",
-                "process 0 pid=55 used=1");
+                "device 0 uuid=GPU-0 total=10 used=1 util=0 memutil=0", "process 0 pid=55 used=1");
     sampler(fake, SECOND).sampleOnce();
     GpuSnapshot gpu = sampler.latest().gpus().getFirst();
     assertThat(gpu.processUtilizationAvailable()).isTrue();
@@ -125,7 +124,10 @@ class NvmlSamplerTest {
     }
     assertThat(waits)
         .containsExactly(
-            SECOND, Duration.ofSeconds(2), Duration.ofSeconds(4), Duration.ofSeconds(4),
+            SECOND,
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(4),
+            Duration.ofSeconds(4),
             Duration.ofSeconds(4));
     assertThat(fake.calls("nvmlInit_v2")).isEqualTo(5);
     assertThat(sampler.initAttempts()).isEqualTo(5);
@@ -185,7 +187,9 @@ class NvmlSamplerTest {
     clock.advance(SECOND);
     sampler.sampleOnce();
     assertThat(sampler.latest().status().up()).isTrue();
-    assertThat(sampler.latest().gpus()).extracting(g -> g.identity().uuid()).containsExactly("GPU-1");
+    assertThat(sampler.latest().gpus())
+        .extracting(g -> g.identity().uuid())
+        .containsExactly("GPU-1");
     assertThat(sampler.errorCounts()).containsEntry(NvmlReturn.GPU_IS_LOST, 1L);
   }
 

@@ -1,0 +1,124 @@
+package io.vgpu.exporter.attribution;
+
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.http.HealthCheck;
+import io.vgpu.exporter.metrics.HamiCompatCollector;
+import io.vgpu.exporter.metrics.NodeStateProvider;
+import io.vgpu.exporter.nvml.JnaNvmlClient;
+import io.vgpu.exporter.nvml.NvmlSampler;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.hostpid.HostPidResolver;
+import io.vgpu.hostpid.ProcFs;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * Plugs NVML sampling and attribution into the exporter: {@link #install} before the app is built
+ * (services, health check, background threads), {@link #wire} after (the HAMi-compatible
+ * utilization source). The {@code nvml} and {@code attribution} entries of {@code Collectors} find
+ * the services in their context.
+ */
+public final class AttributionModule {
+  /** How often the resolver rescans /proc for new processes. */
+  static final Duration PROC_SCAN_INTERVAL = Duration.ofSeconds(5);
+
+  private AttributionModule() {}
+
+  /** Creates and starts the NVML sampler (when --nvml) and the attribution service. */
+  public static ExporterApp.Builder install(
+      ExporterApp.Builder builder, ExporterConfig config, InstantSource clock) {
+    Supplier<NvmlSnapshot> nvml;
+    if (config.get(Flags.NVML)) {
+      String library = config.get(Flags.NVML_LIBRARY);
+      NvmlSampler sampler =
+          new NvmlSampler(
+              () -> JnaNvmlClient.load(library),
+              new NvmlSampler.Settings(
+                  config.get(Flags.NVML_SAMPLE_INTERVAL),
+                  config.get(Flags.NVML_WINDOW),
+                  Duration.ofSeconds(60)),
+              clock);
+      builder.service(NvmlSampler.class, sampler);
+      builder.healthCheck(nvmlCheck(sampler));
+      builder.closeOnExit(sampler);
+      sampler.start();
+      nvml = sampler::latest;
+    } else {
+      NvmlSnapshot disabled =
+          NvmlSnapshot.unavailable(clock.instant(), "nvml: disabled (--nvml=false)");
+      nvml = () -> disabled;
+    }
+    HostPidResolver resolver =
+        new HostPidResolver(new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime);
+    AttributionService.Settings defaults = AttributionService.Settings.defaults();
+    AttributionService service =
+        new AttributionService(
+            nvml,
+            resolver,
+            new AttributionService.Settings(
+                defaults.interval(),
+                defaults.feedbackInterval(),
+                config.get(Flags.ATTRIBUTION_FEEDBACK),
+                config.get(Flags.ATTRIBUTION_REPAIR_HOSTPID),
+                true,
+                new Reconciler.Settings(
+                    defaults.reconciler().zombieGrace(),
+                    config.get(Flags.ATTRIBUTION_LEAK_AFTER),
+                    defaults.reconciler().maxGap())),
+            clock);
+    builder.service(AttributionService.class, service);
+    builder.closeOnExit(service);
+    service.start(); // idles until the attribution collector attaches the node state
+    return builder;
+  }
+
+  /** After build: HAMi's utilization family carries the reconciled value. */
+  public static ExporterApp wire(ExporterApp app) {
+    Map<String, MultiCollector> collectors = app.collectors();
+    if (collectors.get("hami") instanceof HamiCompatCollector hami
+        && collectors.get("attribution") instanceof AttributionCollector) {
+      service(collectors).ifPresent(s -> hami.setUtilizationSource(s.hamiUtilization()));
+    }
+    return app;
+  }
+
+  private static Optional<AttributionService> service(Map<String, MultiCollector> collectors) {
+    return collectors.get("attribution") instanceof AttributionCollector a
+        ? Optional.of(a.service())
+        : Optional.empty();
+  }
+
+  /** Connects the service to the scrape pipeline (called by the collector factory). */
+  public static AttributionCollector collector(
+      NodeStateProvider states, AttributionService service) {
+    service.attach(states::build);
+    states.setSlotPolicy(service.slotPolicy());
+    return new AttributionCollector(states, service);
+  }
+
+  private static HealthCheck nvmlCheck(NvmlSampler sampler) {
+    return new HealthCheck() {
+      @Override
+      public String name() {
+        return "nvml";
+      }
+
+      @Override
+      public Optional<String> problem() {
+        var status = sampler.latest().status();
+        return status.up() ? Optional.empty() : Optional.of(status.reason());
+      }
+
+      @Override
+      public boolean blocksReadiness() {
+        return false; // region-only metrics still work
+      }
+    };
+  }
+}

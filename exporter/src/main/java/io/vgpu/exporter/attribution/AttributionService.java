@@ -1,0 +1,278 @@
+package io.vgpu.exporter.attribution;
+
+import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.exporter.metrics.ContainerState;
+import io.vgpu.exporter.metrics.DeviceUsageSummary;
+import io.vgpu.exporter.metrics.HamiCompatCollector;
+import io.vgpu.exporter.metrics.NodeState;
+import io.vgpu.exporter.metrics.SlotPolicy;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.hostpid.HostPidResolver;
+import io.vgpu.regioncodec.DeviceHeader;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs attribution in the background: every {@code interval} it reads the node's regions (through
+ * the exporter's {@link NodeState}), takes the latest NVML snapshot, reconciles, and publishes an
+ * immutable {@link AttributionResult}; every {@code feedbackInterval} it runs HAMi's feedback loop
+ * when enabled; after each reconciliation it repairs wrong hostpids when enabled. Scrapes read the
+ * latest result only, so they never wait on /proc scans, NVML or writes.
+ *
+ * <p>It also feeds the rest of the exporter: a {@link SlotPolicy} that leaves zombie slots out of
+ * "used" memory and process counts, and the HAMi-compatible utilization source carrying the
+ * reconciled value.
+ *
+ * <p>Thread safety: {@link #latest()}, {@link #slotPolicy()}, {@link #hamiUtilization()} and {@link
+ * #regionWrites()} are safe from any thread; {@link #runOnce()} runs on one thread at a time.
+ */
+public final class AttributionService implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(AttributionService.class);
+
+  /**
+   * @param interval time between reconciliations (default 2 s)
+   * @param feedbackInterval time between feedback-loop passes (HAMi: 5 s)
+   * @param feedback HAMi parity: priority blocking and utilization switch writes (default on)
+   * @param repairHostPids write resolved host pids into slots whose hostpid is wrong (default off)
+   * @param excludeZombieMemory leave zombie slots out of used memory and process counts (default
+   *     on)
+   * @param reconciler reconciliation settings
+   */
+  public record Settings(
+      Duration interval,
+      Duration feedbackInterval,
+      boolean feedback,
+      boolean repairHostPids,
+      boolean excludeZombieMemory,
+      Reconciler.Settings reconciler) {
+    public Settings {
+      Objects.requireNonNull(interval, "interval");
+      Objects.requireNonNull(feedbackInterval, "feedbackInterval");
+      Objects.requireNonNull(reconciler, "reconciler");
+      if (interval.isNegative() || interval.isZero() || feedbackInterval.isNegative()) {
+        throw new IllegalArgumentException("intervals must be positive");
+      }
+    }
+
+    public static Settings defaults() {
+      return new Settings(
+          Duration.ofSeconds(2),
+          Duration.ofSeconds(5),
+          true,
+          false,
+          true,
+          Reconciler.Settings.defaults());
+    }
+
+    public boolean writes() {
+      return feedback || repairHostPids;
+    }
+  }
+
+  /** (container, in-container pid) of a zombie slot. */
+  private record ZombieKey(ContainerKey container, int pid) {}
+
+  private final Supplier<NvmlSnapshot> nvml;
+  private final HostPidResolver pids;
+  private final Settings settings;
+  private final InstantSource clock;
+  private final Reconciler reconciler;
+  private final RegionWriteBack writeBack;
+  private volatile Supplier<NodeState> states;
+  private volatile AttributionResult latest;
+  private volatile Set<ZombieKey> zombies = Set.of();
+  private Instant lastFeedback = Instant.MIN;
+  private ScheduledExecutorService executor;
+
+  /**
+   * @param nvml the latest NVML snapshot, e.g. {@code sampler::latest}, or a constant {@link
+   *     NvmlSnapshot#unavailable} when NVML is disabled
+   */
+  public AttributionService(
+      Supplier<NvmlSnapshot> nvml, HostPidResolver pids, Settings settings, InstantSource clock) {
+    this.nvml = Objects.requireNonNull(nvml, "nvml");
+    this.pids = Objects.requireNonNull(pids, "pids");
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.reconciler = new Reconciler(settings.reconciler());
+    this.writeBack = settings.writes() ? new RegionWriteBack() : null;
+    this.latest = AttributionResult.empty(clock.instant());
+  }
+
+  public Settings settings() {
+    return settings;
+  }
+
+  /** Where node states come from; set once the exporter's pipeline exists. */
+  public void attach(Supplier<NodeState> states) {
+    this.states = Objects.requireNonNull(states, "states");
+  }
+
+  public AttributionResult latest() {
+    return latest;
+  }
+
+  /** Excludes zombie slots (when configured) from what the region collectors count. */
+  public SlotPolicy slotPolicy() {
+    if (!settings.excludeZombieMemory()) {
+      return SlotPolicy.ALL_LIVE;
+    }
+    return (container, slot) -> !zombies.contains(new ZombieKey(container, slot.pid()));
+  }
+
+  /**
+   * HAMi's {@code hami_container_device_utilization_ratio} (0-100 scale) from the reconciled value;
+   * NaN when it is unknown, so a dashboard shows a gap instead of a false 0.
+   */
+  public HamiCompatCollector.UtilizationSource hamiUtilization() {
+    return (ContainerState c, DeviceUsageSummary d) ->
+        latest
+            .container(c.key())
+            .flatMap(a -> a.device(d.index(), d.uuid()))
+            .filter(a -> a.smUtilization().isPresent())
+            .map(a -> a.smUtilization().getAsDouble() * 100.0)
+            .orElse(Double.NaN);
+  }
+
+  /** Region writes so far by field; zeros when no write flag is on. */
+  public Map<String, Long> regionWrites() {
+    return writeBack == null
+        ? Map.of(
+            RegionWriteBack.RECENT_KERNEL, 0L,
+            RegionWriteBack.UTILIZATION_SWITCH, 0L,
+            RegionWriteBack.HOSTPID, 0L)
+        : writeBack.writes();
+  }
+
+  /** Starts the background loop (first run at once). Idempotent. */
+  public synchronized void start() {
+    if (executor != null) {
+      return;
+    }
+    executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "vgpu-attribution");
+              t.setDaemon(true);
+              return t;
+            });
+    executor.scheduleWithFixedDelay(
+        () -> {
+          try {
+            runOnce();
+          } catch (RuntimeException e) {
+            LOG.warn("attribution pass failed", e);
+          }
+        },
+        0,
+        settings.interval().toNanos(),
+        TimeUnit.NANOSECONDS);
+  }
+
+  /** One pass: reconcile, feedback when due, repairs. No-op until {@link #attach} was called. */
+  public synchronized void runOnce() {
+    Supplier<NodeState> source = states;
+    if (source == null) {
+      return;
+    }
+    NodeState state = source.get();
+    Instant now = clock.instant();
+    List<ContainerInput> inputs = state.containers().stream().map(ContainerInput::of).toList();
+    AttributionResult result =
+        reconciler.reconcile(inputs, nvml.get(), pids, latest.history(), now);
+    Set<ZombieKey> z = new HashSet<>();
+    for (ContainerAttribution c : result.containers()) {
+      c.slots().stream()
+          .filter(SlotVerdict::isZombie)
+          .forEach(v -> z.add(new ZombieKey(c.key(), v.pid())));
+    }
+    zombies = Set.copyOf(z);
+    latest = result;
+
+    if (writeBack == null) {
+      return;
+    }
+    Set<Path> live = new LinkedHashSet<>();
+    state.containers().forEach(c -> c.regions().forEach(r -> live.add(r.path())));
+    writeBack.retainOnly(live);
+    if (settings.feedback() && !now.isBefore(lastFeedback.plus(settings.feedbackInterval()))) {
+      lastFeedback = now;
+      for (FeedbackLoop.Decision d : FeedbackLoop.decide(feedbackInputs(state))) {
+        writeBack.apply(d, "feedback");
+      }
+    }
+    if (settings.repairHostPids()) {
+      repair(result);
+    }
+  }
+
+  /** Every readable region of the node, as HAMi's monitor sees them. */
+  static List<FeedbackLoop.Input> feedbackInputs(NodeState state) {
+    List<FeedbackLoop.Input> inputs = new ArrayList<>();
+    for (ContainerState c : state.containers()) {
+      for (ContainerState.RegionState r : c.regions()) {
+        if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
+          Set<String> uuids = new LinkedHashSet<>();
+          for (DeviceHeader h : s.devices()) {
+            if (!h.uuid().isEmpty()) {
+              uuids.add(h.uuid());
+            }
+          }
+          inputs.add(
+              new FeedbackLoop.Input(
+                  r.path(), s.priority(), s.recentKernel(), s.utilizationSwitch(), uuids));
+        }
+      }
+    }
+    return inputs;
+  }
+
+  private void repair(AttributionResult result) {
+    for (ContainerAttribution c : result.containers()) {
+      for (SlotVerdict v : c.slots()) {
+        if (v.mismatch().isPresent() && v.hostPid().isPresent()) {
+          writeBack.repairHostPid(v.region(), v.pid(), v.hostPid().getAsInt(), "hostpid-repair");
+        }
+      }
+    }
+  }
+
+  /** The number of read-write mappings held (0 without write flags). */
+  public int writableMappings() {
+    return writeBack == null ? 0 : writeBack.mapped();
+  }
+
+  /** For tests: the container's attribution in the latest result. */
+  Optional<ContainerAttribution> container(ContainerKey key) {
+    return latest.container(key);
+  }
+
+  @Override
+  public synchronized void close() {
+    if (executor != null) {
+      executor.shutdownNow();
+      executor = null;
+    }
+    if (writeBack != null) {
+      writeBack.close();
+    }
+  }
+}
