@@ -49,9 +49,15 @@ static const struct hook_entry *find_hook(const char *symbol) {
   return NULL;
 }
 
-VGPU_EXPORT void *dlsym(void *handle, const char *symbol) {
-  void *real = vgpu_real_dlsym(handle, symbol);
-  if (!real || handle == RTLD_NEXT) return real;
+/* RTLD_NEXT is relative to the caller, which glibc finds from its return address: that lookup
+ * must be a tail call (a jump, not a call) so the return address stays the application's.
+ * The attribute forces sibling-call optimisation even in -O0/-O1 (sanitizer) builds. */
+__attribute__((optimize("optimize-sibling-calls"))) VGPU_EXPORT void *dlsym(void *handle,
+                                                                           const char *symbol) {
+  void *(*real_dlsym)(void *, const char *) = vgpu_real_dlsym_fn();
+  if (handle == RTLD_NEXT || !real_dlsym) return real_dlsym ? real_dlsym(handle, symbol) : NULL;
+  void *real = real_dlsym(handle, symbol);
+  if (!real) return NULL;
   const struct hook_entry *e = find_hook(symbol);
   return e ? e->hook : real;
 }

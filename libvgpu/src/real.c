@@ -26,14 +26,18 @@ static dlsym_fn find_real_dlsym(void) {
   return NULL;
 }
 
-void *vgpu_real_dlsym(void *handle, const char *name) {
+dlsym_fn vgpu_real_dlsym_fn(void) {
   dlsym_fn f = atomic_load_explicit(&g_real_dlsym, memory_order_acquire);
   if (!f) {
     f = find_real_dlsym();
-    if (!f) return NULL;
-    atomic_store_explicit(&g_real_dlsym, f, memory_order_release);
+    if (f) atomic_store_explicit(&g_real_dlsym, f, memory_order_release);
   }
-  return f(handle, name);
+  return f;
+}
+
+void *vgpu_real_dlsym(void *handle, const char *name) {
+  dlsym_fn f = vgpu_real_dlsym_fn();
+  return f ? f(handle, name) : NULL;
 }
 
 static void *g_cuda_handle;

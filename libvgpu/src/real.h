@@ -54,6 +54,8 @@ extern struct vgpu_nvml_real vgpu_nvml;
 
 /* The dlsym that libvgpu's own dlsym override forwards to (resolved without recursion). */
 void *vgpu_real_dlsym(void *handle, const char *name);
+/* The same function pointer (NULL if glibc's dlsym cannot be found). */
+void *(*vgpu_real_dlsym_fn(void))(void *, const char *);
 
 /* Loads libcuda.so.1 and resolves every pointer. Returns false when the driver is absent. */
 bool vgpu_cuda_load(void);

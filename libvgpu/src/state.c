@@ -72,7 +72,7 @@ static struct vgpu_region_map *attach_locked(bool create) {
     struct vgpu_region_map m;
     if (vgpu_region_open_existing(&m, cfg->cache_path, true) != VGPU_REGION_OK) return NULL;
     g_map = m;
-    g_attached = 1;
+    __atomic_store_n(&g_attached, 1, __ATOMIC_RELEASE);
     return &g_map;
   }
   struct vgpu_region_init init;
@@ -103,7 +103,7 @@ static struct vgpu_region_map *attach_locked(bool create) {
     if (!g_map.r->uuids[d][0] && init.uuids[d][0])
       memcpy(g_map.r->uuids[d], init.uuids[d], VGPU_UUID_LEN);
   if (init.device_num > g_map.r->device_num) g_map.r->device_num = init.device_num;
-  g_attached = 1;
+  __atomic_store_n(&g_attached, 1, __ATOMIC_RELEASE);
   return &g_map;
 }
 

@@ -227,6 +227,10 @@ static int case_dlsym(void) {
   CHECK(sync != NULL && strstr(lib_of(sync), "libcuda") != NULL);
   CHECK(dlsym(h, "cuNoSuchFunction") == NULL);
   CHECK(in_libvgpu(dlsym(h, "cuGetProcAddress_v2")));
+  /* RTLD_NEXT stays relative to the caller (this executable): the next cuMemAlloc_v2 after it is
+   * the preloaded libvgpu's, not the driver's that follows libvgpu. */
+  CHECK(in_libvgpu(dlsym(RTLD_NEXT, "cuMemAlloc_v2")));
+  CHECK(strstr(lib_of(dlsym(RTLD_NEXT, "cuCtxSynchronize")), "libcuda") != NULL);
   setup(0);
   CUresult (*fn)(CUdeviceptr *, size_t) = (CUresult(*)(CUdeviceptr *, size_t))alloc;
   CUdeviceptr p;
