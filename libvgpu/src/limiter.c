@@ -44,10 +44,14 @@
 #define SLACK_NS 500000LL            /* TAT may lag now by this much (sleep overshoot) */
 #define TAT_MAX_AHEAD_NS 10000000000LL /* bound on the bucket's debt (10 s): state stays bounded */
 #define SLEEP_CHUNK_NS 1000000LL     /* wake at least every 1 ms while held back */
+#define HB_PERIOD_NS 100000LL        /* residency heartbeat period while work is in flight */
+#define HB_AFTER_LAUNCH_NS 20000LL   /* ...and at most this often right after launches */
+#define HB_GAP_NS 50000LL            /* a heartbeat this late means the context was off the GPU */
+#define MAX_HB 64                    /* heartbeats pending per context */
+#define MAX_FOREIGN 256              /* remembered off-GPU intervals per context */
 #define POLL_EVERY_NS 100000LL       /* poll completions at most every 100 us on launch */
 #define CALIB_EVERY_NS 1000000000LL  /* recalibrate the GPU->host time map every 1 s */
 #define CALIB_RETRY_NS 50000000LL
-#define CALIB_MAX_RTT_NS 200000LL    /* accept a calibration with a round trip below 200 us */
 #define WINDOW_NS 1000000000LL       /* trim / published-share window */
 #define PRIORITY_POLL_NS 100000000LL /* recent_kernel < 0: re-check every 100 ms */
 #define DEFAULT_EST_NS 100000LL      /* cost of a launch before anything was measured */
@@ -62,6 +66,8 @@ typedef struct {
   CUevent s, e;
   int64_t est_ns;
   int64_t s_host, e_host;
+  int64_t s_rec, e_rec; /* host time just before each record call */
+  int64_t charged;      /* what the launch cost when committed */
   int next;      /* next entry of the same stream, -1 at the tail */
   int16_t ctx;   /* context slot */
   int16_t sq;    /* stream slot */
@@ -81,7 +87,9 @@ typedef struct {
 
 typedef struct {
   CUevent ev;
-  int64_t host_ns;
+  int64_t host_ns;  /* CLOCK_MONOTONIC estimate of the event's GPU time (a lower bound) */
+  int64_t upper_ns; /* it had completed by then (INT64_MAX until seen complete) */
+  int chain_from;   /* previous reference to align with once both completed, -1 = none */
   int users;
   int valid;
 } ref_t;
@@ -97,6 +105,20 @@ typedef struct {
   int64_t last_calib_ns, last_calib_try_ns;
   CUevent *pool;
   int pool_n, pool_cap;
+  /* Residency heartbeats: events recorded on the idle internal stream complete only while the
+   * context owns the GPU, so a late one marks a time slice given to another context. */
+  struct {
+    CUevent ev;
+    int64_t rec_ns;
+    int ref;
+  } hb[MAX_HB];
+  int hb_head, hb_n;
+  int64_t last_hb_ns;
+  int64_t last_prompt_ns; /* completion of the last heartbeat that ran at once */
+  struct {
+    int64_t a, b;
+  } foreign[MAX_FOREIGN];
+  int foreign_head, foreign_n;
   stream_q_t sq[MAX_STREAMS];
 } ctx_t;
 
@@ -105,7 +127,7 @@ typedef struct {
   uint64_t *bucket;
   uint64_t local_bucket;
   vgpu_ext_device_t *xd;
-  double carry_us;
+  int64_t local_wm_ns; /* union watermark over this process's streams */
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
   int blocked;
   int last_limit;
@@ -147,6 +169,7 @@ typedef struct {
   int armed;    /* 1: before_launch ran in limited mode */
   int measured; /* S was recorded */
   CUevent s;
+  int64_t s_rec;
   CUstream stream;
   int sq;
 } bracket_t;
@@ -204,53 +227,44 @@ static int effective_limit(const vgpu_limiter_t *lim, int dev) {
 
 /* ---- shared bucket word ------------------------------------------------------------------ */
 
-static inline int64_t expand_us(uint32_t v, int64_t now_us) {
-  return now_us + (int32_t)(v - (uint32_t)now_us);
-}
-
-static inline uint64_t pack(int64_t tat_us, int64_t w_us) {
-  return (uint64_t)(uint32_t)tat_us | ((uint64_t)(uint32_t)w_us << 32);
-}
-
-typedef struct {
-  int64_t tat_us, w_us;
-} bucket_view_t;
-
-static bucket_view_t bucket_read(uint64_t word, int64_t now_ns_v) {
-  int64_t now_us = now_ns_v / 1000;
-  bucket_view_t b = {expand_us((uint32_t)word, now_us), expand_us((uint32_t)(word >> 32), now_us)};
-  /* Garbage (fresh region, clock jump, a dead writer's torn idea): start over from now. */
-  if (b.tat_us > now_us + TAT_MAX_AHEAD_NS / 1000) b.tat_us = now_us;
-  if (b.w_us > now_us + 1000000) b.w_us = now_us;
-  return b;
+/* The word is the container's TAT in CLOCK_MONOTONIC ns (system-wide, so every process of the
+ * container agrees). 0 (fresh region) or a value further ahead than any legitimate debt
+ * (garbage, a clock from another boot) reads as "now". */
+static inline int64_t bucket_tat(uint64_t word, int64_t now) {
+  int64_t tat = (int64_t)word;
+  if (tat <= 0 || tat > now + TAT_MAX_AHEAD_NS) return now;
+  return tat;
 }
 
 typedef struct {
-  const pend_t *const *ents; /* in start order */
+  pend_t **ents; /* in start order */
   int n;
 } commit_batch_t;
 
+static int64_t foreign_overlap(const ctx_t *c, int64_t a, int64_t b);
+
 /*
  * One CAS charges a batch of finished launches: each measured launch adds the part of its
- * interval beyond the shared watermark W (so overlapping streams and processes count once) and
- * advances TAT by that / leff, from no earlier than its own start minus SLACK (idle time before
- * the launch earns no credit: anti-windup). Unmeasured launches charge their estimate from now.
- * Returns the GPU ns charged. Call under d->mu (d->carry_us).
+ * interval beyond this process's watermark (overlapping streams count once) minus the time its
+ * context was known to be off the GPU (another context's time slice), and advances TAT by that
+ * / leff, from no earlier than its own start minus SLACK (idle time before the launch earns no
+ * credit: anti-windup). Unmeasured launches charge their estimate from now. Returns the GPU ns
+ * charged. Call under d->mu (d->local_wm_ns).
  */
 static int64_t bucket_charge(dev_state_t *d, int64_t now, double leff,
                              const commit_batch_t *batch) {
   uint64_t old = __atomic_load_n(d->bucket, __ATOMIC_RELAXED);
   for (;;) {
-    bucket_view_t b = bucket_read(old, now);
-    int64_t wm_ns = b.w_us * 1000;
-    double tat = (double)b.tat_us * 1000.0 + d->carry_us * 1000.0; /* ns */
+    double tat = (double)bucket_tat(old, now);
+    int64_t wm_ns = d->local_wm_ns;
     int64_t charged = 0;
     for (int i = 0; i < batch->n; i++) {
-      const pend_t *p = batch->ents[i];
+      pend_t *p = batch->ents[i];
       int64_t c, from;
       if (p->measured) {
         int64_t s = i64max(p->s_host, wm_ns);
         c = p->e_host > s ? p->e_host - s : 0;
+        if (c > 0) c -= i64min(c, foreign_overlap(&d->ctx[p->ctx], s, p->e_host));
         wm_ns = i64max(wm_ns, p->e_host);
         from = p->s_host - SLACK_NS;
       } else {
@@ -260,16 +274,14 @@ static int64_t bucket_charge(dev_state_t *d, int64_t now, double leff,
       if (tat < (double)from) tat = (double)from;
       tat += (double)c / leff;
       charged += c;
+      p->charged = c;
     }
     double cap = (double)(now + TAT_MAX_AHEAD_NS);
     if (tat > cap) tat = cap;
-    int64_t tat_us = (int64_t)(tat / 1000.0);
-    if ((double)tat_us * 1000.0 > tat) tat_us--;
-    double carry = (tat - (double)tat_us * 1000.0) / 1000.0;
-    uint64_t neu = pack(tat_us, wm_ns / 1000 > b.w_us ? wm_ns / 1000 : b.w_us);
+    uint64_t neu = (uint64_t)(int64_t)tat;
     if (__atomic_compare_exchange_n(d->bucket, &old, neu, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
-      d->carry_us = carry;
+      d->local_wm_ns = wm_ns;
       return charged;
     }
   }
@@ -277,8 +289,8 @@ static int64_t bucket_charge(dev_state_t *d, int64_t now, double leff,
 
 /* How far the container's charged work plus this process's in-flight estimate runs ahead. */
 static inline int64_t bucket_ahead_ns(const dev_state_t *d, int64_t now) {
-  bucket_view_t b = bucket_read(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
-  return b.tat_us * 1000 - now + (int64_t)((double)d->inflight_est_ns / d->leff);
+  int64_t tat = bucket_tat(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
+  return tat - now + (int64_t)((double)d->inflight_est_ns / d->leff);
 }
 
 /* ---- events, contexts, streams ----------------------------------------------------------- */
@@ -346,6 +358,13 @@ static void ctx_drop(dev_state_t *d, int ci) {
   c->gen = gen;
 }
 
+static int ctx_find(const dev_state_t *d, CUcontext ctx) {
+  if (ctx == NULL) return -1;
+  for (int i = 0; i < MAX_CTX; i++)
+    if (d->ctx[i].used && !d->ctx[i].bad && d->ctx[i].ctx == ctx) return i;
+  return -1;
+}
+
 static int ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx) {
   int free_slot = -1;
   for (int i = 0; i < MAX_CTX; i++) {
@@ -365,15 +384,19 @@ static int ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx) {
   return free_slot;
 }
 
-/* Calibrates a new reference event: its CLOCK_MONOTONIC time is the midpoint of a short
- * record-and-synchronize round trip on the idle internal stream. */
+/*
+ * Starts a new reference event for the context's time line (every CALIB_EVERY_NS). Nothing
+ * waits for it: a synchronize would block for other contexts' whole time slices. Its host time
+ * starts at the lower bound "record call time", is raised to the previous reference's time line
+ * once both completed (ref_settle), and is tightened by every event sample (map_event).
+ */
 static void ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   if (c->cur_ref >= 0 && now - c->last_calib_ns < CALIB_EVERY_NS) return;
-  if (now - c->last_calib_try_ns < CALIB_RETRY_NS && c->cur_ref >= 0) return;
+  if (c->cur_ref >= 0 && now - c->last_calib_try_ns < CALIB_RETRY_NS) return;
   c->last_calib_try_ns = now;
   int slot = -1;
   for (int i = 0; i < MAX_REFS; i++)
-    if (!c->refs[i].valid || (i != c->cur_ref && c->refs[i].users == 0)) {
+    if (i != c->cur_ref && (!c->refs[i].valid || c->refs[i].users == 0)) {
       slot = i;
       break;
     }
@@ -385,22 +408,38 @@ static void ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   }
   int64_t t0 = now_ns(lim);
   if (lim->drv.cuEventRecord(r->ev, c->internal) != CUDA_SUCCESS) return;
-  if (lim->drv.cuEventSynchronize(r->ev) != CUDA_SUCCESS) return;
-  int64_t t1 = now_ns(lim);
-  /* A slow round trip (the context was not resident) gives a poor midpoint; accept one only
-   * when there is no reference at all yet or the current one is getting old. */
-  int64_t max_rtt = c->cur_ref < 0 || now - c->last_calib_ns > 10 * CALIB_EVERY_NS
-                        ? 25 * CALIB_MAX_RTT_NS
-                        : CALIB_MAX_RTT_NS;
-  if (t1 - t0 > max_rtt) {
-    r->valid = 0;
-    return;
-  }
-  r->host_ns = t0 + (t1 - t0) / 2;
+  r->host_ns = t0;
+  r->upper_ns = INT64_MAX;
   r->valid = 1;
   r->users = 0;
+  r->chain_from = -1;
+  if (c->cur_ref >= 0 && c->refs[c->cur_ref].valid) {
+    r->chain_from = c->cur_ref;
+    c->refs[c->cur_ref].users++; /* keep it until aligned */
+  }
   c->cur_ref = slot;
-  c->last_calib_ns = t1;
+  c->last_calib_ns = t0;
+}
+
+/* Completes what ctx_calibrate started, once the reference event has run. */
+static void ref_settle(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
+  for (int i = 0; i < MAX_REFS; i++) {
+    ref_t *r = &c->refs[i];
+    if (!r->valid || r->upper_ns != INT64_MAX) continue;
+    if (lim->drv.cuEventQuery(r->ev) != CUDA_SUCCESS) continue;
+    r->upper_ns = now;
+    if (r->chain_from >= 0) {
+      ref_t *prev = &c->refs[r->chain_from];
+      float ms = 0;
+      if (prev->valid && lim->drv.cuEventElapsedTime(&ms, prev->ev, r->ev) == CUDA_SUCCESS) {
+        int64_t chained = prev->host_ns + (int64_t)((double)ms * 1e6);
+        if (chained > r->host_ns) r->host_ns = chained;
+      }
+      prev->users--;
+      r->chain_from = -1;
+    }
+    if (r->host_ns > r->upper_ns) r->host_ns = r->upper_ns;
+  }
 }
 
 static int stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
@@ -433,6 +472,84 @@ static int stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
   return victim;
 }
 
+/* ---- residency heartbeats ------------------------------------------------------------- */
+
+static void foreign_add(ctx_t *c, int64_t a, int64_t b) {
+  if (c->foreign_n > 0) {
+    int last = (c->foreign_head + c->foreign_n - 1) % MAX_FOREIGN;
+    if (a <= c->foreign[last].b) { /* heartbeats queued behind one gap: extend it */
+      if (b > c->foreign[last].b) c->foreign[last].b = b;
+      return;
+    }
+  }
+  if (c->foreign_n == MAX_FOREIGN) {
+    c->foreign_head = (c->foreign_head + 1) % MAX_FOREIGN;
+    c->foreign_n--;
+  }
+  int i = (c->foreign_head + c->foreign_n) % MAX_FOREIGN;
+  c->foreign[i].a = a;
+  c->foreign[i].b = b;
+  c->foreign_n++;
+}
+
+/* Time inside [a, b) during which the context was known to be off the GPU. */
+static int64_t foreign_overlap(const ctx_t *c, int64_t a, int64_t b) {
+  int64_t sum = 0;
+  for (int k = 0; k < c->foreign_n; k++) {
+    int i = (c->foreign_head + k) % MAX_FOREIGN;
+    int64_t lo = i64max(a, c->foreign[i].a), hi = i64min(b, c->foreign[i].b);
+    if (hi > lo) sum += hi - lo;
+  }
+  return sum;
+}
+
+static void heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min_period) {
+  if (c->cur_ref < 0 || c->hb_n == MAX_HB || now - c->last_hb_ns < min_period) return;
+  CUevent ev = pool_get(lim, c);
+  if (ev == NULL) return;
+  int64_t t = now_ns(lim);
+  if (lim->drv.cuEventRecord(ev, c->internal) != CUDA_SUCCESS) {
+    pool_put(lim, c, ev);
+    return;
+  }
+  int i = (c->hb_head + c->hb_n) % MAX_HB;
+  c->hb[i].ev = ev;
+  c->hb[i].rec_ns = t;
+  c->hb[i].ref = c->cur_ref;
+  c->refs[c->cur_ref].users++;
+  c->hb_n++;
+  c->last_hb_ns = t;
+}
+
+static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int64_t rec_ns,
+                         int *ok);
+
+static void heartbeats_poll(const vgpu_limiter_t *lim, ctx_t *c) {
+  while (c->hb_n > 0) {
+    int i = c->hb_head;
+    CUresult r = lim->drv.cuEventQuery(c->hb[i].ev);
+    if (r == CUDA_ERROR_NOT_READY) break;
+    if (r == CUDA_SUCCESS) {
+      int ok = 1;
+      int64_t g = map_event(lim, c, c->hb[i].ref, c->hb[i].ev, c->hb[i].rec_ns, &ok);
+      if (ok && g - c->hb[i].rec_ns > HB_GAP_NS) {
+        /* The other context took over somewhere after the last heartbeat that ran promptly;
+         * with nothing better known, the middle of that stretch is the unbiased guess. */
+        int64_t a = c->hb[i].rec_ns;
+        if (c->last_prompt_ns > 0 && a - c->last_prompt_ns < 2 * HB_PERIOD_NS)
+          a = c->last_prompt_ns + (a - c->last_prompt_ns) / 2;
+        foreign_add(c, a, g);
+      } else if (ok) {
+        c->last_prompt_ns = g;
+      }
+    }
+    c->refs[c->hb[i].ref].users--;
+    pool_put(lim, c, c->hb[i].ev);
+    c->hb_head = (c->hb_head + 1) % MAX_HB;
+    c->hb_n--;
+  }
+}
+
 /* ---- completions ------------------------------------------------------------------------- */
 
 static int ent_alloc(dev_state_t *d) {
@@ -454,13 +571,23 @@ static void ent_free(dev_state_t *d, int i) {
   d->n_inflight--;
 }
 
-static int64_t ref_time(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int *ok) {
+/*
+ * CLOCK_MONOTONIC time of a completed event recorded at host time rec_ns (0 = unknown). The GPU
+ * processes an event after its record call, so rec_ns - elapsed(ref, ev) is a lower bound of the
+ * reference's host time: the maximum over many events converges to the true time line (the
+ * events processed at once, which is most of them), without trusting any single round trip.
+ */
+static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int64_t rec_ns,
+                         int *ok) {
   float ms = 0;
   if (lim->drv.cuEventElapsedTime(&ms, c->refs[ref].ev, ev) != CUDA_SUCCESS) {
     *ok = 0;
     return 0;
   }
-  return c->refs[ref].host_ns + (int64_t)((double)ms * 1e6);
+  int64_t el = (int64_t)((double)ms * 1e6);
+  ref_t *r = &c->refs[ref];
+  if (rec_ns > 0 && rec_ns - el > r->host_ns) r->host_ns = i64min(rec_ns - el, r->upper_ns);
+  return r->host_ns + el;
 }
 
 /* Rises fast (an under-estimate lets work run ahead of the budget), falls slowly. */
@@ -479,16 +606,13 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   ctx_t *c = &d->ctx[p->ctx];
   if (ok && p->measured && p->ref >= 0 && c->refs[p->ref].valid) {
     int good = 1;
-    int64_t s = p->started ? p->s_host : ref_time(lim, c, p->ref, p->s, &good);
-    int64_t e = ref_time(lim, c, p->ref, p->e, &good);
+    int64_t s = p->started ? p->s_host : map_event(lim, c, p->ref, p->s, p->s_rec, &good);
+    int64_t e = map_event(lim, c, p->ref, p->e, p->e_rec, &good);
     if (good) {
       e = i64min(e, now);
       s = i64min(s, e);
       p->s_host = s;
       p->e_host = e;
-      int64_t dur = e - s;
-      ewma(&d->est_dev_ns, dur, 3);
-      if (p->sq >= 0) ewma(&c->sq[p->sq].est_ns, dur, 2);
     } else {
       p->measured = 0;
     }
@@ -521,9 +645,9 @@ static void commit_done(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
     d->done_idx[j + 1] = x;
   }
   int n = 0;
-  const pend_t *batch[MAX_PEND];
+  pend_t *batch[MAX_PEND];
   while (n < d->n_done) {
-    const pend_t *p = &d->ent[d->done_idx[n]];
+    pend_t *p = &d->ent[d->done_idx[n]];
     if (!force_all && p->measured && p->s_host > frontier) break;
     batch[n] = p;
     n++;
@@ -531,7 +655,15 @@ static void commit_done(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
   if (n == 0) return;
   commit_batch_t cb = {batch, n};
   int64_t charged = bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
-  for (int i = 0; i < n; i++) d->inflight_est_ns -= batch[i]->est_ns;
+  for (int i = 0; i < n; i++) {
+    pend_t *p = batch[i];
+    d->inflight_est_ns -= p->est_ns;
+    if (p->measured) { /* estimates learn what a launch costs, not how long it took to finish */
+      ewma(&d->est_dev_ns, p->charged, 3);
+      ctx_t *c = &d->ctx[p->ctx];
+      if (p->sq >= 0 && c->used) ewma(&c->sq[p->sq].est_ns, p->charged, 2);
+    }
+  }
   if (d->inflight_est_ns < 0) d->inflight_est_ns = 0;
   for (int i = 0; i < n; i++) ent_free(d, d->done_idx[i]);
   memmove(d->done_idx, d->done_idx + n, (size_t)(d->n_done - n) * sizeof(int));
@@ -577,11 +709,16 @@ static void publish_window(vgpu_limiter_t *lim, dev_state_t *d, int limit, int64
 static void poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t now) {
   d->last_poll_ns = now;
   int64_t frontier = INT64_MAX;
-  if (d->n_inflight > d->n_done) {
+  int hb_pending = 0;
+  for (int ci = 0; ci < MAX_CTX; ci++)
+    hb_pending |= d->ctx[ci].used && (d->ctx[ci].hb_n > 0 || d->ctx[ci].cur_ref >= 0);
+  if (d->n_inflight > d->n_done || hb_pending) {
     capture_guard_t g = relax_capture(lim);
     for (int ci = 0; ci < MAX_CTX; ci++) {
       ctx_t *c = &d->ctx[ci];
       if (!c->used) continue;
+      ref_settle(lim, c, now);
+      heartbeats_poll(lim, c);
       for (int si = 0; si < MAX_STREAMS; si++) {
         stream_q_t *q = &c->sq[si];
         while (q->used && q->head >= 0) {
@@ -599,7 +736,7 @@ static void poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int dev, int64_t no
               if (!p->started && p->measured && p->ref >= 0) {
                 if (lim->drv.cuEventQuery(p->s) == CUDA_SUCCESS) {
                   int good = 1;
-                  int64_t s = ref_time(lim, c, p->ref, p->s, &good);
+                  int64_t s = map_event(lim, c, p->ref, p->s, p->s_rec, &good);
                   if (good) {
                     p->s_host = i64min(s, now);
                     p->started = 1;
@@ -754,6 +891,7 @@ void vgpu_limiter_destroy(vgpu_limiter_t *lim) {
           if (p->e) lim->drv.cuEventDestroy(p->e);
         }
       }
+      for (int k = 0; k < c->hb_n; k++) lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
       for (int k = 0; k < c->pool_n; k++) lim->drv.cuEventDestroy(c->pool[k]);
       for (int k = 0; k < MAX_REFS; k++)
         if (c->refs[k].ev) lim->drv.cuEventDestroy(c->refs[k].ev);
@@ -831,9 +969,18 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
     delayed = 1;
     pthread_mutex_unlock(&d->mu);
     int64_t wait = room ? ahead : SLEEP_CHUNK_NS / 4;
-    lim->drv.sleep_ns(lim->drv.clock_ctx, i64max(1000, i64min(wait, SLEEP_CHUNK_NS)));
+    int64_t chunk = d->n_inflight > 0 ? HB_PERIOD_NS : SLEEP_CHUNK_NS;
+    lim->drv.sleep_ns(lim->drv.clock_ctx, i64max(1000, i64min(wait, chunk)));
     now = now_ns(lim);
     pthread_mutex_lock(&d->mu);
+    if (d->n_inflight > 0) {
+      int ci = ctx_find(d, ctx);
+      if (ci >= 0) {
+        capture_guard_t g = relax_capture(lim);
+        heartbeat(lim, &d->ctx[ci], now, HB_PERIOD_NS);
+        restore_capture(lim, g);
+      }
+    }
     poll_locked(lim, d, dev, now);
     limit = effective_limit(lim, dev);
     if (limit == 0) break;
@@ -873,8 +1020,10 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
       int si = stream_slot(d, c, stream);
       if (c->cur_ref >= 0 && si >= 0) {
         CUevent s = pool_get(lim, c);
+        int64_t s_rec = now_ns(lim);
         if (s != NULL && lim->drv.cuEventRecord(s, stream) == CUDA_SUCCESS) {
           b->s = s;
+          b->s_rec = s_rec;
           b->measured = 1;
         } else if (s != NULL) {
           pool_put(lim, c, s);
@@ -907,7 +1056,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     pend_t blind;
     memset(&blind, 0, sizeof(blind));
     blind.est_ns = d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
-    const pend_t *one[1] = {&blind};
+    pend_t *one[1] = {&blind};
     commit_batch_t cb = {one, 1};
     int64_t c = bucket_charge(d, now, d->leff, &cb);
     d->busy_ns += c;
@@ -933,8 +1082,11 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
       c->refs[c->cur_ref].valid) {
     capture_guard_t g = relax_capture(lim);
     CUevent e = pool_get(lim, c);
+    int64_t e_rec = now_ns(lim);
     if (e != NULL && lim->drv.cuEventRecord(e, stream) == CUDA_SUCCESS) {
       p->s = b->s;
+      p->s_rec = b->s_rec;
+      p->e_rec = e_rec;
       p->e = e;
       p->ref = (int8_t)c->cur_ref;
       c->refs[c->cur_ref].users++;
@@ -943,6 +1095,9 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
       pool_put(lim, c, e);
       pool_put(lim, c, b->s);
     }
+    /* Right after the launch: if another context takes the GPU before this launch runs, the
+     * heartbeat completes late and the gap is not charged. */
+    if (p->measured) heartbeat(lim, c, e_rec, HB_AFTER_LAUNCH_NS);
     restore_capture(lim, g);
   } else if (c != NULL) {
     pool_put(lim, c, b->s);

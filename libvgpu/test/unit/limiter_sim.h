@@ -214,8 +214,10 @@ static int64_t sim_event_ts(const sim_event_t *e) {
   return -1;
 }
 
-/* Streams: handle = 1-based index cast to a pointer; NULL and CU_STREAM_PER_THREAD map to a
- * per-context default stream that is created on demand. */
+/* Streams: handle = index + SIM_STREAM_BASE cast to a pointer (clear of CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD, which are 0x1 and 0x2); NULL and those two map to a per-context default
+ * stream that is created on demand. */
+#define SIM_STREAM_BASE 0x100
 static sim_stream_t *sim_stream(CUstream h) {
   if (h == NULL || h == CU_STREAM_PER_THREAD || h == CU_STREAM_LEGACY) {
     sim_stream_t *s = &SIM.streams[SIM_MAX_STREAMS - SIM.current_ctx];
@@ -226,7 +228,7 @@ static sim_stream_t *sim_stream(CUstream h) {
     }
     return s;
   }
-  intptr_t i = (intptr_t)h - 1;
+  intptr_t i = (intptr_t)h - SIM_STREAM_BASE;
   if (i < 0 || i >= SIM_MAX_STREAMS || !SIM.streams[i].used) return NULL;
   return &SIM.streams[i];
 }
@@ -237,7 +239,7 @@ static CUstream sim_stream_new(int ctx) {
       SIM.streams[i].used = 1;
       SIM.streams[i].ctx = ctx;
       SIM.streams[i].last_k = -1;
-      return (CUstream)(intptr_t)(i + 1);
+      return (CUstream)(intptr_t)(i + SIM_STREAM_BASE);
     }
   return NULL;
 }
