@@ -193,6 +193,15 @@ class RegionFileTest {
   }
 
   @Test
+  void opener_onLinuxAmd64_usesNonBlockingNoFollowOpen() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        "amd64".equals(System.getProperty("os.arch"))
+            && Files.isDirectory(Path.of("/proc/self/fd")),
+        "the O_NONBLOCK open path exists only on Linux x86_64 with /proc");
+    assertThat(io.vgpu.regioncodec.internal.Opener.nonBlockingOpenAvailable()).isTrue();
+  }
+
+  @Test
   void openReadOnly_missingFile_throwsIoError() {
     assertReason(() -> RegionFile.openReadOnly(dir.resolve("absent.cache")), Reason.IO_ERROR);
   }

@@ -80,6 +80,11 @@ public final class Opener {
     return openPlain(path, writable);
   }
 
+  /** Whether opens go through {@code O_NONBLOCK | O_NOFOLLOW} (Linux x86_64 with /proc). */
+  public static boolean nonBlockingOpenAvailable() {
+    return NATIVE != null;
+  }
+
   /** The identity of {@code path} without following links, or null when it is gone. */
   public static FileIdentity identityOrNull(Path path) {
     try {
