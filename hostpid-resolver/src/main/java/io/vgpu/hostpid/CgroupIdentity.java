@@ -14,8 +14,8 @@ import java.util.Optional;
  * @param podUid normalized pod UID (lowercase, dashes), present exactly for {@code KUBEPODS}
  * @param containerId bare lowercase hex container id (runtime prefix and {@code .scope} stripped);
  *     empty when the process sits in the pod cgroup itself
- * @param runtime {@code containerd}, {@code cri-o} or {@code docker} when the path names it; empty
- *     for bare ids (cgroupfs containerd/cri-dockerd)
+ * @param runtime "containerd", "cri-o" or "docker" when the path names the runtime; empty for bare
+ *     ids (cgroupfs containerd or cri-dockerd)
  * @param qosClass {@code guaranteed}, {@code burstable} or {@code besteffort}, for {@code KUBEPODS}
  */
 public record CgroupIdentity(

@@ -37,13 +37,29 @@ public final class ProcFs {
   private final Path root;
   private final BoundedReader reader;
 
-  /** A procfs rooted at {@code root}; nothing is read until asked. */
+  /**
+   * A procfs rooted at {@code root}; nothing is read until asked. Unless the root is the kernel's
+   * procfs, each file is checked to be a regular file before it is opened.
+   */
   public ProcFs(Path root) {
+    this(root, !isKernelProcfs(root));
+  }
+
+  private ProcFs(Path root, boolean checkFileTypes) {
     if (root == null) {
       throw new IllegalArgumentException("root must not be null");
     }
     this.root = root;
-    this.reader = new BoundedReader(MAX_FILE_BYTES, !isKernelProcfs(root));
+    this.reader = new BoundedReader(MAX_FILE_BYTES, checkFileTypes);
+  }
+
+  /**
+   * A tree that only its creator can write (generated fixtures, benchmarks): files are opened
+   * without the regular-file check, as for the kernel's procfs. A FIFO planted in such a tree would
+   * block a read, so never use this for a directory others can write.
+   */
+  public static ProcFs trustedTree(Path root) {
+    return new ProcFs(root, false);
   }
 
   /** The host's procfs at {@link #DEFAULT_ROOT}. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.vgpu.hostpid.CgroupIdentity.Kind;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -127,7 +128,8 @@ class CgroupIdentityTest {
         Arguments.of("pod UID not a UID", "/kubepods/besteffort/podxyz/" + CID),
         Arguments.of("mixed separators", "/kubepods/pod" + UID.replaceFirst("-", "_") + "/" + CID),
         Arguments.of("short container id", "/kubepods/pod" + UID + "/" + CID.substring(0, 12)),
-        Arguments.of("uppercase container id", "/kubepods/pod" + UID + "/" + CID.toUpperCase()),
+        Arguments.of(
+            "uppercase container id", "/kubepods/pod" + UID + "/" + CID.toUpperCase(Locale.ROOT)),
         Arguments.of("unknown QoS", "/kubepods/guaranteed/pod" + UID + "/" + CID),
         Arguments.of("marker only", "/kubepods"),
         Arguments.of("QoS level only", "/kubepods/burstable"),
@@ -234,7 +236,7 @@ class CgroupIdentityTest {
   @Test
   void normalizePodUid_spellings_giveLowercaseDashes() {
     assertThat(CgroupIdentity.normalizePodUid(UID_)).contains(UID);
-    assertThat(CgroupIdentity.normalizePodUid(UID.toUpperCase())).contains(UID);
+    assertThat(CgroupIdentity.normalizePodUid(UID.toUpperCase(Locale.ROOT))).contains(UID);
     assertThat(CgroupIdentity.normalizePodUid("0123456789ABCDEF0123456789abcdef"))
         .contains("0123456789abcdef0123456789abcdef");
     assertThat(CgroupIdentity.normalizePodUid(UID.substring(1))).isEmpty();
@@ -247,7 +249,8 @@ class CgroupIdentityTest {
   void normalizeContainerId_kubeletSpellings_giveBareHex() {
     assertThat(CgroupIdentity.normalizeContainerId("containerd://" + CID)).contains(CID);
     assertThat(CgroupIdentity.normalizeContainerId("cri-o://" + CID)).contains(CID);
-    assertThat(CgroupIdentity.normalizeContainerId("docker://" + CID.toUpperCase())).contains(CID);
+    assertThat(CgroupIdentity.normalizeContainerId("docker://" + CID.toUpperCase(Locale.ROOT)))
+        .contains(CID);
     assertThat(CgroupIdentity.normalizeContainerId(CID)).contains(CID);
     assertThat(CgroupIdentity.normalizeContainerId("rkt://" + CID)).isEmpty();
     assertThat(CgroupIdentity.normalizeContainerId(CID.substring(2))).isEmpty();

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -112,7 +113,8 @@ class HostPidResolverTest {
   void resolve_podUidSpelledWithUnderscoresOrUppercase_matches() {
     assertThat(resolver.resolve(POD_A.replace('-', '_'), Optional.empty(), List.of(7)).get(7))
         .isEqualTo(new Resolved(4102, 510));
-    assertThat(resolver.resolve(POD_A.toUpperCase(), Optional.empty(), List.of(7)).get(7))
+    assertThat(
+            resolver.resolve(POD_A.toUpperCase(Locale.ROOT), Optional.empty(), List.of(7)).get(7))
         .isEqualTo(new Resolved(4102, 510));
   }
 
@@ -340,6 +342,9 @@ class HostPidResolverTest {
     }
     assertThat(done.await(50, TimeUnit.SECONDS)).isTrue();
     stop.set(true);
+    for (Thread thread : threads) {
+      thread.join();
+    }
 
     assertThat(wrong).isEmpty();
     assertThat(shared.lastScan().scans()).isGreaterThan(1);

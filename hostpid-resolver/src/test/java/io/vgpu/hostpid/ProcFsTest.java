@@ -111,6 +111,16 @@ class ProcFsTest {
   }
 
   @Test
+  void trustedTree_readsTheSameAsACheckedRoot() {
+    ProcTree tree = ProcTree.at(dir);
+    tree.process(5, 55, ProcTree.systemdCgroup(POD, CTR, "burstable"), 5, 1);
+
+    assertThat(ProcFs.trustedTree(dir).read(5)).isEqualTo(new ProcFs(dir).read(5));
+    assertThat(ProcFs.trustedTree(dir).readProcess(5).orElseThrow().cgroup().containerId())
+        .contains(CTR);
+  }
+
+  @Test
   void read_dirWithoutFilesOrNegativePid_isGone() throws IOException {
     Files.createDirectories(dir.resolve("9"));
     ProcFs procFs = new ProcFs(dir);

@@ -50,7 +50,7 @@ class RealNamespaceTest {
   }
 
   @AfterEach
-  void tearDown() throws InterruptedException {
+  void tearDown() {
     if (namespaces != null) {
       namespaces.close();
     }

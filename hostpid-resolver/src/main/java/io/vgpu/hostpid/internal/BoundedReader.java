@@ -51,7 +51,7 @@ public final class BoundedReader {
     }
     this.maxBytes = maxBytes;
     this.checkRegularFile = checkRegularFile;
-    this.buffers = ThreadLocal.withInitial(() -> ByteBuffer.allocate(maxBytes + 1));
+    this.buffers = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(maxBytes + 1));
   }
 
   /** Never throws. */
@@ -70,11 +70,10 @@ public final class BoundedReader {
     ByteBuffer buffer = buffers.get();
     buffer.clear();
     try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-      while (buffer.hasRemaining()) {
-        if (channel.read(buffer) < 0) {
-          break;
-        }
-      }
+      // One read(2) of bound + 1 bytes: procfs's single-record files (stat, status, cgroup) and
+      // local regular files return everything up to the count at once, so a short read is the
+      // end, and the read that would only return 0 is saved. A full buffer means too large.
+      channel.read(buffer);
     } catch (NoSuchFileException e) {
       return Result.GONE;
     } catch (AccessDeniedException e) {
@@ -82,11 +81,13 @@ public final class BoundedReader {
     } catch (IOException | RuntimeException e) {
       return isNoSuchProcess(e) ? Result.GONE : Result.UNREADABLE;
     }
-    if (buffer.position() > maxBytes) {
+    int length = buffer.position();
+    if (length > maxBytes) {
       return Result.TOO_LARGE;
     }
-    return new Result(
-        Outcome.OK, new String(buffer.array(), 0, buffer.position(), StandardCharsets.ISO_8859_1));
+    byte[] bytes = new byte[length];
+    buffer.get(0, bytes);
+    return new Result(Outcome.OK, new String(bytes, StandardCharsets.ISO_8859_1));
   }
 
   /** A process that exits while its file is open makes read(2) fail with ESRCH. */

@@ -151,7 +151,15 @@ public final class PidNamespaces implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
+    try {
+      cleanUp();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void cleanUp() throws InterruptedException {
     for (List<Integer> chain : chains) {
       kill(chain);
     }
