@@ -223,6 +223,17 @@ final class World implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Samples every 200 ms from 4 s ago until {@code ahead} from now (for tests on the real clock).
+   */
+  World busyUntil(int device, int pid, int sm, Duration ahead) {
+    long now = clock.micros();
+    for (long t = now - 4_000_000; t <= now + ahead.toNanos() / 1000; t += 200_000) {
+      nvmlLines.add("sample " + device + " pid=" + pid + " sm=" + sm + " mem=1 ts=" + t);
+    }
+    return this;
+  }
+
   World nvmlLine(String line) {
     nvmlLines.add(line);
     return this;

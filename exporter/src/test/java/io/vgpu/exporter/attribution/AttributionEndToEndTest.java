@@ -1,0 +1,267 @@
+package io.vgpu.exporter.attribution;
+
+import static io.vgpu.exporter.attribution.World.GIB;
+import static io.vgpu.exporter.attribution.World.GPU0;
+import static io.vgpu.exporter.attribution.World.key;
+import static io.vgpu.exporter.attribution.World.spec;
+import static io.vgpu.exporter.attribution.World.usage;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.nvml.FakeNvml;
+import io.vgpu.regioncodec.RegionFile;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole exporter (discovery, collectors, HTTP) with the NVML sampler on the fake library and
+ * attribution on a procfs fixture: what a scrape shows, and what the write-back modes write.
+ */
+class AttributionEndToEndTest {
+  @TempDir Path dir;
+  private World w;
+  private ExporterApp app;
+
+  @AfterEach
+  void close() {
+    if (app != null) {
+      app.close();
+    }
+    if (w != null) {
+      w.close();
+    }
+  }
+
+  private ExporterApp start(Map<String, String> extra) {
+    Map<String, String> flags = new HashMap<>();
+    flags.put("path.cache-root", dir.resolve("containers").toString());
+    flags.put("path.procfs", w.proc.toString());
+    flags.put("node-name", "n1");
+    flags.put("kubernetes", "false");
+    flags.put("nvml.library", FakeNvml.library().toString());
+    flags.put("nvml.sample-interval", "100ms");
+    flags.put("web.listen-address", "127.0.0.1");
+    flags.put("web.listen-port", "0");
+    flags.putAll(extra);
+    ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
+    app =
+        AttributionModule.wire(
+                AttributionModule.install(
+                        ExporterApp.builder(config), config, InstantSource.system())
+                    .build())
+            .start();
+    return app;
+  }
+
+  private AttributionService service() {
+    return ((AttributionCollector) app.collectors().get("attribution")).service();
+  }
+
+  private String scrape() throws Exception {
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      HttpResponse<String> r =
+          http.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + "/metrics"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(200);
+      return r.body();
+    }
+  }
+
+  private static double value(String text, String name, String... labelParts) {
+    for (String line : text.split("\n")) {
+      if (line.startsWith(name + "{") || line.startsWith(name + " ")) {
+        boolean all = true;
+        for (String p : labelParts) {
+          all &= line.contains(p);
+        }
+        if (all) {
+          return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+    }
+    throw new AssertionError("no " + name + " with " + List.of(labelParts) + " in\n" + text);
+  }
+
+  private void awaitUtilization(ContainerKey k) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (System.nanoTime() < deadline) {
+      var c = service().latest().container(k);
+      if (c.isPresent() && c.get().devices().getFirst().smUtilization().isPresent()) {
+        return;
+      }
+      Thread.sleep(50);
+    }
+    throw new AssertionError("no reconciled utilization for " + k + ": " + service().latest());
+  }
+
+  @Test
+  void scrape_hamiCoreZeroUtilizationBug_bothFamiliesCarryTheReconciledValue() throws Exception {
+    w = new World(dir);
+    w.advance(Duration.between(World.START, Instant.now()));
+    ContainerKey k = key(1, "train");
+    w.podProcess(4001, 777, 1, 1, 1);
+    Path region =
+        w.region(k, spec(GPU0).recentKernel(2).slot(1, 1, 1, usage(0, 2 * GIB, 0)).build());
+    w.gpu(0, GPU0, 70).gpuProcess(0, 4001, 2 * GIB).busyUntil(0, 4001, 65, Duration.ofMinutes(2));
+    w.fake.write(nvmlConfig(w));
+
+    start(Map.of());
+    awaitUtilization(k);
+    String text = scrape();
+
+    String pod = "pod_uid=\"" + k.podUid() + "\"";
+    assertThat(value(text, "vgpu_container_sm_utilization_ratio", pod))
+        .isCloseTo(0.65, within(0.05));
+    assertThat(value(text, "hami_container_device_utilization_ratio", "container=\"train\""))
+        .isCloseTo(65, within(5.0));
+    assertThat(value(text, "vgpu_container_region_sm_utilization_ratio", pod)).isZero();
+    assertThat(
+            value(text, "vgpu_container_hostpid_mismatch_slots", pod, "reason=\"container_pid\""))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_exporter_nvml_up")).isEqualTo(1);
+    assertThat(value(text, "vgpu_gpu_unattributed_processes", "device_uuid=\"" + GPU0 + "\""))
+        .isZero();
+    assertThat(value(text, "vgpu_container_nvml_memory_used_bytes", pod)).isEqualTo(2.0 * GIB);
+
+    // HAMi parity (default on): the lone active container's recent_kernel decays, switch off.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    RegionSnapshot s;
+    do {
+      Thread.sleep(50);
+      try (RegionFile f = RegionFile.openReadOnly(region)) {
+        s = f.snapshot();
+      }
+    } while ((s.recentKernel() != 1 || s.utilizationSwitch() != 0) && System.nanoTime() < deadline);
+    assertThat(s.recentKernel()).isEqualTo(1);
+    assertThat(s.utilizationSwitch()).isZero();
+    String after = scrape();
+    assertThat(value(after, "vgpu_exporter_region_writes_total", "field=\"recent_kernel\""))
+        .isEqualTo(1);
+    assertThat(value(after, "vgpu_exporter_region_writes_total", "field=\"utilization_switch\""))
+        .isEqualTo(1);
+    assertThat(value(after, "vgpu_exporter_region_writes_total", "field=\"hostpid\"")).isZero();
+    // the hostpid stays wrong: repair is off by default
+    assertThat(s.processes().getFirst().hostPid()).isEqualTo(1);
+    promtool(after);
+  }
+
+  @Test
+  void scrape_hostPidRepairOn_writesResolvedHostPidIntoTheSlot() throws Exception {
+    w = new World(dir);
+    w.advance(Duration.between(World.START, Instant.now()));
+    ContainerKey k = key(2, "infer");
+    w.podProcess(4101, 5, 2, 2, 7);
+    Path region = w.region(k, spec(GPU0).slot(7, 7, 1, usage(0, GIB, 0)).build());
+    w.gpu(0, GPU0, 0).gpuProcess(0, 4101, GIB);
+    w.fake.write(nvmlConfig(w));
+
+    start(Map.of("attribution.repair-hostpid", "true", "attribution.feedback", "false"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    int hostPid;
+    do {
+      Thread.sleep(50);
+      try (RegionFile f = RegionFile.openReadOnly(region)) {
+        hostPid = f.snapshot().processes().getFirst().hostPid();
+      }
+    } while (hostPid != 4101 && System.nanoTime() < deadline);
+
+    assertThat(hostPid).isEqualTo(4101);
+    String text = scrape();
+    assertThat(value(text, "vgpu_exporter_region_writes_total", "field=\"hostpid\"")).isEqualTo(1);
+    assertThat(value(text, "vgpu_exporter_region_writes_total", "field=\"recent_kernel\""))
+        .isZero();
+  }
+
+  @Test
+  void scrape_noWriteFlagsAndNoDriver_readOnlyAndUtilizationUnknownNotZero() throws Exception {
+    w = new World(dir);
+    ContainerKey k = key(3, "main");
+    w.podProcess(4201, 5, 3, 3, 1);
+    Path region = w.region(k, spec(GPU0).slot(1, 4201, 1, usage(0, GIB, 40)).build());
+    byte[] before = Files.readAllBytes(region);
+    w.fake.write("fail nvmlInit 9");
+
+    start(Map.of("attribution.feedback", "false"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (service().latest().container(k).isEmpty() && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    String text = scrape();
+
+    assertThat(text).doesNotContain("vgpu_container_sm_utilization_ratio{");
+    assertThat(value(text, "vgpu_container_sm_utilization_unknown", "reason=\"nvml_unavailable\""))
+        .isEqualTo(1);
+    assertThat(value(text, "hami_container_device_utilization_ratio", "container=\"main\""))
+        .isNaN();
+    assertThat(value(text, "vgpu_exporter_nvml_up")).isZero();
+    assertThat(value(text, "vgpu_exporter_nvml_errors_total", "return_code=\"9\"")).isPositive();
+    assertThat(value(text, "vgpu_container_memory_used_bytes", "container=\"main\""))
+        .isEqualTo(GIB);
+    assertThat(app.readiness().verdict().reasons()).anyMatch(r -> r.contains("driver_not_loaded"));
+    assertThat(service().writableMappings()).isZero();
+    assertThat(Files.readAllBytes(region)).isEqualTo(before);
+  }
+
+  /** The NVML lines World accumulated, as the config the fake reads. */
+  private static String[] nvmlConfig(World w) {
+    w.poll(); // writes the config (and exercises the World's own sampler once)
+    try {
+      return Files.readAllLines(w.fake.config()).toArray(String[]::new);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  private static void promtool(String text) throws Exception {
+    Path promtool = Path.of("/usr/bin/promtool");
+    if (!Files.isExecutable(promtool)) {
+      return; // CI installs it (make deps); a dev box may not have it
+    }
+    Process p =
+        new ProcessBuilder(promtool.toString(), "check", "metrics")
+            .redirectErrorStream(true)
+            .start();
+    p.getOutputStream().write(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    p.getOutputStream().close();
+    String out =
+        new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(
+            out.lines()
+                .filter(
+                    l ->
+                        l.contains("vgpu_container_sm")
+                            || l.contains("vgpu_gpu_")
+                            || l.contains("nvml")
+                            || l.contains("region_writes")
+                            || l.contains("hostpid")
+                            || l.contains("zombie")
+                            || l.contains("priority_blocked")
+                            || l.contains("unslotted")
+                            || l.contains("memory_idle")
+                            || l.contains("leak")
+                            || l.contains("over_sm_limit")))
+        .as(out)
+        .isEmpty();
+  }
+}
