@@ -1,0 +1,64 @@
+package io.vgpu.exporter.ops;
+
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BiConsumer;
+
+/** Small helpers shared by the checks. */
+final class Checks {
+  private Checks() {}
+
+  static final String NODE = "node";
+  static final String EXPECTED_MAJOR_MINOR = "1.2";
+
+  static String pod(String uid) {
+    return "pod " + uid;
+  }
+
+  static String container(NodeEvidence.Container c) {
+    return c.key().dirName();
+  }
+
+  static String mib(long bytes) {
+    return (bytes >> 20) + " MiB";
+  }
+
+  /** Calls {@code each} for every readable region (latest sample) of every container. */
+  static void eachRegion(
+      NodeEvidence e, BiConsumer<NodeEvidence.Container, NodeEvidence.Region> each) {
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isPresent()) {
+          each.accept(c, r);
+        }
+      }
+    }
+  }
+
+  static RegionSnapshot latest(NodeEvidence.Region r) {
+    return r.latest().orElseThrow();
+  }
+
+  /** The findings, or one SKIP when there were none. */
+  static List<Finding> orSkip(DoctorCheck check, List<Finding> findings, String why) {
+    if (!findings.isEmpty()) {
+      return findings;
+    }
+    List<Finding> one = new ArrayList<>();
+    one.add(check.skip(NODE, why));
+    return one;
+  }
+
+  /** A region's file and version, for evidence lines. */
+  static String describe(NodeEvidence.Region r) {
+    RegionSnapshot s = latest(r);
+    return r.path()
+        + ": layout "
+        + s.layout().label()
+        + ", version "
+        + s.majorVersion()
+        + "."
+        + s.minorVersion();
+  }
+}

@@ -1,0 +1,325 @@
+package io.vgpu.exporter.ops;
+
+import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.nvml.GpuSnapshot;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.exporter.nvml.RunningProcess;
+import io.vgpu.hostpid.ProcFs;
+import io.vgpu.hostpid.ProcessInfo;
+import io.vgpu.regioncodec.RegionException;
+import io.vgpu.regioncodec.RegionFile;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Supplier;
+
+/**
+ * Gathers {@link NodeEvidence} from the node: the cache root's regions (sampled twice, {@code
+ * window} apart), every pod process's maps/environment/ld.so.preload from procfs, NVML and the node
+ * annotations. Reads only; never writes a region and never takes a lock. Not thread-safe (one
+ * collection at a time).
+ */
+public final class EvidenceCollector {
+  /** Environment variables the checks read. */
+  static final Set<String> ENV_KEYS =
+      Set.of("CUDA_DISABLE_CONTROL", "LD_PRELOAD", "CUDA_DEVICE_MEMORY_SHARED_CACHE");
+
+  private static final int MAX_MAPS_BYTES = 4 << 20;
+  private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
+
+  /** Pauses between the two region samples; tests pass a no-op. */
+  public interface Sleeper {
+    void sleep(Duration d) throws InterruptedException;
+  }
+
+  private final ProcFs procFs;
+  private final Supplier<NvmlSnapshot> nvml;
+  private final Supplier<Optional<NodeMeta>> node;
+  private final InstantSource clock;
+  private final Duration window;
+  private final Sleeper sleeper;
+  private final NodeEvidence.Thresholds thresholds;
+
+  public EvidenceCollector(
+      ProcFs procFs,
+      Supplier<NvmlSnapshot> nvml,
+      Supplier<Optional<NodeMeta>> node,
+      InstantSource clock,
+      Duration window,
+      Sleeper sleeper,
+      NodeEvidence.Thresholds thresholds) {
+    this.procFs = procFs;
+    this.nvml = nvml;
+    this.node = node;
+    this.clock = clock;
+    this.window = window;
+    this.sleeper = sleeper;
+    this.thresholds = thresholds;
+  }
+
+  /**
+   * Collects evidence for {@code targets}: each a cache root, a {@code <podUID>_<ctr>} directory or
+   * one cache file.
+   */
+  public NodeEvidence collect(List<Path> targets) {
+    Map<Path, List<Path>> dirs = new LinkedHashMap<>();
+    for (Path t : targets) {
+      containerDirs(t, dirs);
+    }
+    List<Open> opened = new ArrayList<>();
+    List<NodeEvidence.Container> containers = new ArrayList<>();
+    try {
+      for (Map.Entry<Path, List<Path>> d : dirs.entrySet()) {
+        Optional<ContainerKey> key = ContainerKey.parse(d.getKey().getFileName().toString());
+        if (key.isEmpty()) {
+          continue;
+        }
+        List<Open> files = new ArrayList<>();
+        for (Path f : d.getValue()) {
+          Open o = Open.of(f);
+          files.add(o);
+          opened.add(o);
+        }
+        containers.add(new NodeEvidence.Container(key.get(), d.getKey(), List.of()));
+        containersFiles.put(d.getKey(), files);
+      }
+      if (!window.isZero()) {
+        try {
+          sleeper.sleep(window);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      NvmlSnapshot nv = nvml.get();
+      List<NodeEvidence.Container> done = new ArrayList<>();
+      for (NodeEvidence.Container c : containers) {
+        List<NodeEvidence.Region> regions = new ArrayList<>();
+        for (Open o : containersFiles.get(c.dir())) {
+          regions.add(o.second(!window.isZero()));
+        }
+        done.add(new NodeEvidence.Container(c.key(), c.dir(), regions));
+      }
+      done.sort(Comparator.comparing(NodeEvidence.Container::key));
+      return new NodeEvidence(
+          clock.instant(), window, done, processes(nv), nv, node.get(), thresholds);
+    } finally {
+      opened.forEach(Open::close);
+      containersFiles.clear();
+    }
+  }
+
+  private final Map<Path, List<Open>> containersFiles = new HashMap<>();
+
+  /** Resolves a target to container directories and their cache files. */
+  static void containerDirs(Path target, Map<Path, List<Path>> out) {
+    if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)) {
+      out.computeIfAbsent(target.toAbsolutePath().getParent(), k -> new ArrayList<>())
+          .add(target.toAbsolutePath());
+      return;
+    }
+    if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    if (ContainerKey.parse(target.getFileName() == null ? "" : target.getFileName().toString())
+        .isPresent()) {
+      out.computeIfAbsent(target.toAbsolutePath(), k -> new ArrayList<>())
+          .addAll(cacheFiles(target));
+      return;
+    }
+    TreeSet<Path> children = new TreeSet<>();
+    try (DirectoryStream<Path> ds = Files.newDirectoryStream(target)) {
+      for (Path p : ds) {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
+            && ContainerKey.parse(p.getFileName().toString()).isPresent()) {
+          children.add(p);
+        }
+      }
+    } catch (IOException e) {
+      return;
+    }
+    for (Path p : children) {
+      out.computeIfAbsent(p.toAbsolutePath(), k -> new ArrayList<>()).addAll(cacheFiles(p));
+    }
+  }
+
+  private static List<Path> cacheFiles(Path dir) {
+    TreeSet<Path> files = new TreeSet<>();
+    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "*.cache")) {
+      for (Path p : ds) {
+        files.add(p.toAbsolutePath());
+      }
+    } catch (IOException e) {
+      return List.of();
+    }
+    return List.copyOf(files);
+  }
+
+  /** One cache file kept open between the two samples. */
+  private static final class Open {
+    final Path path;
+    final long inode;
+    RegionFile file;
+    Optional<RegionSnapshot> first = Optional.empty();
+    Optional<String> error = Optional.empty();
+
+    private Open(Path path, long inode) {
+      this.path = path;
+      this.inode = inode;
+    }
+
+    static Open of(Path path) {
+      long inode = -1;
+      try {
+        inode =
+            ((Number) Files.getAttribute(path, "unix:ino", LinkOption.NOFOLLOW_LINKS)).longValue();
+      } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+        // inode stays unknown: slots of this file cannot be matched to processes
+      }
+      Open o = new Open(path, inode);
+      try {
+        o.file = RegionFile.openReadOnly(path);
+        o.first = Optional.of(o.file.snapshot());
+      } catch (RegionException e) {
+        o.error =
+            Optional.of(
+                e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
+      }
+      return o;
+    }
+
+    NodeEvidence.Region second(boolean resample) {
+      Optional<RegionSnapshot> second = first;
+      if (resample && file != null) {
+        try {
+          second = Optional.of(file.snapshot());
+        } catch (RegionException e) {
+          second = Optional.empty();
+        }
+      }
+      return new NodeEvidence.Region(path, inode, first, second, error);
+    }
+
+    void close() {
+      if (file != null) {
+        file.close();
+      }
+    }
+  }
+
+  /** Every pod process that uses the GPU, maps libvgpu or maps a region. */
+  List<NodeEvidence.Process> processes(NvmlSnapshot nv) {
+    Set<Integer> nvmlPids = new HashSet<>();
+    for (GpuSnapshot g : nv.gpus()) {
+      g.processes().ifPresent(ps -> ps.stream().map(RunningProcess::pid).forEach(nvmlPids::add));
+    }
+    List<NodeEvidence.Process> out = new ArrayList<>();
+    for (int pid : procFs.listPids()) {
+      Optional<ProcessInfo> info = procFs.readProcess(pid);
+      if (info.isEmpty() || info.get().cgroup().podUid().isEmpty()) {
+        continue;
+      }
+      Maps maps = readMaps(procFs.path(pid, "maps"));
+      boolean gpu = maps.gpu || nvmlPids.contains(pid);
+      if (!gpu && maps.vgpu.isEmpty() && maps.cacheInodes.isEmpty()) {
+        continue;
+      }
+      ProcessInfo p = info.get();
+      out.add(
+          new NodeEvidence.Process(
+              pid,
+              p.startTimeTicks(),
+              p.innermostPid(),
+              p.cgroup().podUid().get(),
+              p.cgroup().containerId(),
+              maps.vgpu,
+              maps.cacheInodes,
+              gpu,
+              readSmall(procFs.path(pid, "root").resolve("etc/ld.so.preload")),
+              environment(procFs.path(pid, "environ"))));
+    }
+    return out;
+  }
+
+  private record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu) {}
+
+  /** Parses {@code maps}: "addr perms offset dev inode path". */
+  static Maps readMaps(Path maps) {
+    Optional<String> text = read(maps, MAX_MAPS_BYTES);
+    TreeSet<String> vgpu = new TreeSet<>();
+    Set<Long> inodes = new HashSet<>();
+    boolean gpu = false;
+    if (text.isPresent()) {
+      for (String line : text.get().split("\n")) {
+        String[] f = line.trim().split("\\s+", 6);
+        if (f.length < 6) {
+          continue;
+        }
+        String path = f[5];
+        String name = path.substring(path.lastIndexOf('/') + 1);
+        if (name.contains("libvgpu")) {
+          vgpu.add(path + " (" + f[3] + ":" + f[4] + ")");
+        } else if (name.startsWith("libcuda.so") || name.startsWith("libnvidia-ml.so")) {
+          gpu = true;
+        } else if (name.endsWith(".cache")) {
+          try {
+            inodes.add(Long.parseLong(f[4]));
+          } catch (NumberFormatException e) {
+            // not a maps line we understand
+          }
+        }
+      }
+    }
+    return new Maps(List.copyOf(vgpu), inodes, gpu);
+  }
+
+  static Map<String, String> environment(Path environ) {
+    Map<String, String> env = new HashMap<>();
+    read(environ, MAX_SMALL_FILE_BYTES)
+        .ifPresent(
+            text -> {
+              for (String kv : text.split("\0")) {
+                int eq = kv.indexOf('=');
+                if (eq > 0 && ENV_KEYS.contains(kv.substring(0, eq))) {
+                  env.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+              }
+            });
+    return env;
+  }
+
+  static Optional<String> readSmall(Path p) {
+    return read(p, MAX_SMALL_FILE_BYTES);
+  }
+
+  /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
+  private static Optional<String> read(Path p, int max) {
+    try {
+      if (!Files.isRegularFile(p)) {
+        return Optional.empty();
+      }
+      try (InputStream in = Files.newInputStream(p)) {
+        return Optional.of(new String(in.readNBytes(max), StandardCharsets.ISO_8859_1));
+      }
+    } catch (IOException | SecurityException e) {
+      return Optional.empty();
+    }
+  }
+}

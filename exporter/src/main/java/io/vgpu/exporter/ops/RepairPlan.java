@@ -1,0 +1,210 @@
+package io.vgpu.exporter.ops;
+
+import io.vgpu.regioncodec.ProcessSlot;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What {@code cleanup} and {@code unlock} would do, judged from the node (a slot or lock holder is
+ * dead when no process of its pod that maps the region has that pid innermost), and how it is
+ * applied: by {@code shrreg-tool}, which takes the region's slot-table lock (libvgpu's record lock
+ * and HAMi-core's semaphore) and frees exactly the judged slots ({@code --pids}) or releases
+ * exactly the judged holder ({@code --holder}). One implementation of the writes, in C, for both
+ * sides of the container boundary.
+ *
+ * @param actions one per region that needs a change
+ * @param skipped regions that could not be judged, with why
+ */
+public record RepairPlan(List<Action> actions, List<String> skipped) {
+  public RepairPlan {
+    actions = List.copyOf(actions);
+    skipped = List.copyOf(skipped);
+  }
+
+  /** What to do to one region. */
+  public enum Kind {
+    /** Free the slots of dead processes. */
+    CLEANUP,
+    /** Release a slot-table lock whose holder is dead. */
+    UNLOCK
+  }
+
+  /**
+   * One change.
+   *
+   * @param kind cleanup or unlock
+   * @param file the region
+   * @param subject {@code <podUID>_<container>}
+   * @param pids the dead slots' container pids (cleanup) or the dead holder (unlock)
+   * @param details one line per slot or holder
+   */
+  public record Action(
+      Kind kind, Path file, String subject, List<Integer> pids, List<String> details) {
+    public Action {
+      pids = List.copyOf(pids);
+      details = List.copyOf(details);
+    }
+
+    /** The shrreg-tool arguments that apply this action. */
+    public List<String> toolArgs() {
+      List<String> a = new ArrayList<>(List.of("--file", file.toString(), "--json"));
+      if (kind == Kind.CLEANUP) {
+        a.add("--cleanup");
+        a.add("--pids");
+        a.add(String.join(",", pids.stream().map(String::valueOf).toList()));
+      } else {
+        a.add("--force-unlock");
+        a.add("--holder");
+        a.add(Integer.toString(pids.getFirst()));
+      }
+      return a;
+    }
+  }
+
+  /** Dead slots of every readable region whose processes can be judged. */
+  public static RepairPlan cleanup(NodeEvidence e) {
+    List<Action> actions = new ArrayList<>();
+    List<String> skipped = new ArrayList<>();
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isEmpty()) {
+          skipped.add(r.path() + ": unreadable (" + r.error().orElse("?") + ")");
+          continue;
+        }
+        if (r.inode() < 0) {
+          skipped.add(r.path() + ": inode unknown, its processes cannot be matched");
+          continue;
+        }
+        List<Integer> pids = new ArrayList<>();
+        List<String> details = new ArrayList<>();
+        for (ProcessSlot s : r.latest().get().processes()) {
+          if (e.processOfSlot(c, r, s).isEmpty()) {
+            pids.add(s.pid());
+            details.add(
+                "slot "
+                    + s.slotIndex()
+                    + ": container pid "
+                    + s.pid()
+                    + " gone, holds "
+                    + Checks.mib(s.totalBytes()));
+          }
+        }
+        if (!pids.isEmpty()) {
+          actions.add(new Action(Kind.CLEANUP, r.path(), Checks.container(c), pids, details));
+        }
+      }
+    }
+    return new RepairPlan(actions, skipped);
+  }
+
+  /** Locks held by dead holders. */
+  public static RepairPlan unlock(NodeEvidence e) {
+    List<Action> actions = new ArrayList<>();
+    List<String> skipped = new ArrayList<>();
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isEmpty() || r.inode() < 0) {
+          skipped.add(r.path() + ": cannot be judged");
+          continue;
+        }
+        Optional<LockHolder> h = LockHolder.of(r.latest().get(), e.now());
+        if (h.isEmpty()) {
+          continue;
+        }
+        if (e.processOfContainerPid(c, r, h.get().containerPid()).isPresent()) {
+          skipped.add(
+              r.path()
+                  + ": lock holder container pid "
+                  + h.get().containerPid()
+                  + " is alive; not touched");
+          continue;
+        }
+        actions.add(
+            new Action(
+                Kind.UNLOCK,
+                r.path(),
+                Checks.container(c),
+                List.of(h.get().containerPid()),
+                List.of(
+                    "lock holder container pid "
+                        + h.get().containerPid()
+                        + " (from "
+                        + h.get().source()
+                        + ") is gone")));
+      }
+    }
+    return new RepairPlan(actions, skipped);
+  }
+
+  /**
+   * Result of running one action.
+   *
+   * @param action what ran
+   * @param exitCode shrreg-tool's exit code (-1 when it could not be started)
+   * @param output its stdout and stderr
+   */
+  public record Outcome(Action action, int exitCode, String output) {}
+
+  /** Applies every action with the given shrreg-tool. */
+  public List<Outcome> apply(Path tool) {
+    List<Outcome> out = new ArrayList<>();
+    for (Action a : actions) {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(tool.toString());
+      cmd.addAll(a.toolArgs());
+      try {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+          out.add(new Outcome(a, -1, "timed out"));
+          continue;
+        }
+        out.add(new Outcome(a, p.exitValue(), text.strip()));
+      } catch (IOException e) {
+        out.add(new Outcome(a, -1, "cannot run " + tool + ": " + e.getMessage()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        out.add(new Outcome(a, -1, "interrupted"));
+        break;
+      }
+    }
+    return out;
+  }
+
+  /** JSON model of the plan (and outcomes when applied). */
+  public Map<String, Object> model(boolean applied, List<Outcome> outcomes) {
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("dry_run", !applied);
+    List<Object> list = new ArrayList<>();
+    for (Action a : actions) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("kind", a.kind().name().toLowerCase(java.util.Locale.ROOT));
+      m.put("file", a.file().toString());
+      m.put("subject", a.subject());
+      m.put("pids", a.pids());
+      m.put("details", a.details());
+      m.put("command", "shrreg-tool " + String.join(" ", a.toolArgs()));
+      outcomes.stream()
+          .filter(o -> o.action() == a)
+          .findFirst()
+          .ifPresent(
+              o -> {
+                m.put("exit_code", o.exitCode());
+                m.put("output", o.output());
+              });
+      list.add(m);
+    }
+    root.put("actions", list);
+    root.put("skipped", skipped);
+    return root;
+  }
+}
