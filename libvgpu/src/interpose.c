@@ -37,7 +37,7 @@ static const struct hook_entry g_nvml_hooks[] = {
 #define N_CUDA (sizeof g_cuda_hooks / sizeof g_cuda_hooks[0])
 #define N_NVML (sizeof g_nvml_hooks / sizeof g_nvml_hooks[0])
 
-static const struct hook_entry *find_hook(const char *symbol) {
+VGPU_NO_SANITIZE static const struct hook_entry *find_hook(const char *symbol) {
   if (!symbol) return NULL;
   if (symbol[0] == 'c' && symbol[1] == 'u') {
     for (size_t i = 0; i < N_CUDA; i++)
@@ -52,7 +52,7 @@ static const struct hook_entry *find_hook(const char *symbol) {
 /* RTLD_NEXT is relative to the caller, which glibc finds from its return address: that lookup
  * must be a tail call (a jump, not a call) so the return address stays the application's.
  * The attribute forces sibling-call optimisation even in -O0/-O1 (sanitizer) builds. */
-__attribute__((optimize("optimize-sibling-calls"))) VGPU_EXPORT void *dlsym(void *handle,
+__attribute__((optimize("optimize-sibling-calls"))) VGPU_NO_SANITIZE VGPU_EXPORT void *dlsym(void *handle,
                                                                            const char *symbol) {
   void *(*real_dlsym)(void *, const char *) = vgpu_real_dlsym_fn();
   if (handle == RTLD_NEXT || !real_dlsym) return real_dlsym ? real_dlsym(handle, symbol) : NULL;

@@ -17,7 +17,7 @@ struct vgpu_nvml_real vgpu_nvml;
 typedef void *(*dlsym_fn)(void *, const char *);
 static _Atomic(dlsym_fn) g_real_dlsym;
 
-static dlsym_fn find_real_dlsym(void) {
+VGPU_NO_SANITIZE static dlsym_fn find_real_dlsym(void) {
   static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
     void *p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
@@ -26,7 +26,7 @@ static dlsym_fn find_real_dlsym(void) {
   return NULL;
 }
 
-dlsym_fn vgpu_real_dlsym_fn(void) {
+VGPU_NO_SANITIZE dlsym_fn vgpu_real_dlsym_fn(void) {
   dlsym_fn f = atomic_load_explicit(&g_real_dlsym, memory_order_acquire);
   if (!f) {
     f = find_real_dlsym();
@@ -35,7 +35,7 @@ dlsym_fn vgpu_real_dlsym_fn(void) {
   return f;
 }
 
-void *vgpu_real_dlsym(void *handle, const char *name) {
+VGPU_NO_SANITIZE void *vgpu_real_dlsym(void *handle, const char *name) {
   dlsym_fn f = vgpu_real_dlsym_fn();
   return f ? f(handle, name) : NULL;
 }

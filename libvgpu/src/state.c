@@ -55,10 +55,12 @@ static void build_init(struct vgpu_region_init *init, const struct vgpu_config *
 static void check_limits(const struct vgpu_config *cfg) {
   for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
     uint64_t have = __atomic_load_n(&g_map.r->limit[d], __ATOMIC_ACQUIRE);
-    if (have != cfg->mem_limit[d] && (d < (int)g_map.r->device_num || cfg->mem_limit[d]))
+    uint64_t want = cfg->mem_limit[d];
+    bool device_present = (uint64_t)d < g_map.r->device_num;
+    if (have != want && (device_present || want))
       VGPU_LOG_WARN("Limit inconsistency on device %d: region has %llu bytes, environment %llu; "
                     "the region wins",
-                    d, (unsigned long long)have, (unsigned long long)cfg->mem_limit[d]);
+                    d, (unsigned long long)have, (unsigned long long)want);
   }
 }
 

@@ -31,6 +31,9 @@ for t in "$BUILD"/unit/*_test; do
   account "unit/$name" $? "$LOGDIR/$name.log"
 done
 
+test/check_hooks.sh "$BUILD/libvgpu.so" > "$LOGDIR/hooks.log" 2>&1
+account check-hooks $? "$LOGDIR/hooks.log"
+
 test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
 rc=$?
 grep -E '^(FAIL|  )' "$LOGDIR/preload.log" || true
