@@ -19,8 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Compiles {@code src/test/c/layout_dump.c} against libvgpu's {@code vgpu_region.h} with gcc and
  * compares every size and offset it prints with the codec's constants: the C header is the single
- * source of truth, and this test keeps Java from drifting. Skipped (with a message) only when gcc
- * is not on the PATH.
+ * source of truth, and this test keeps Java from drifting. A second program, {@code
+ * region_write.c}, fills the header's structs and must produce exactly the bytes of {@link
+ * RegionWriter}. Skipped (with a message) only when gcc is not on the PATH.
  */
 class LayoutAbiTest {
   @TempDir Path dir;
@@ -48,12 +49,37 @@ class LayoutAbiTest {
     assertThat(Geometry.of(Layout.L0B).priorityOffset + 4).isEqualTo(Layout.L0B.structSize());
   }
 
+  @Test
+  void cStructsWrittenByLibvgpuHeader_equalWriterBytesAndReadBack() throws Exception {
+    Path binary = compile("region_write.c");
+    Path file = dir.resolve("c-written.cache");
+    run(binary.toString(), file.toString());
+    RegionSpec spec = Fixtures.withExtension();
+    RegionCodecProperties.assertSameBytes(RegionWriter.encode(spec), Files.readAllBytes(file));
+    try (RegionFile region = RegionFile.openReadOnly(file)) {
+      assertThat(region.layout()).isEqualTo(Layout.V1_2);
+      assertThat(region.snapshot()).isEqualTo(Fixtures.expected(spec, 0));
+    }
+  }
+
   private Map<String, Long> compileAndRun() throws IOException, InterruptedException {
-    Path source = Path.of("src/test/c/layout_dump.c").toAbsolutePath();
+    String output = run(compile("layout_dump.c").toString());
+    Map<String, Long> values = new LinkedHashMap<>();
+    for (String line : output.strip().lines().toList()) {
+      int space = line.indexOf(' ');
+      assertThat(space).as(line).isPositive();
+      values.put(line.substring(0, space), Long.parseLong(line.substring(space + 1)));
+    }
+    return values;
+  }
+
+  /** Compiles {@code src/test/c/<name>} against libvgpu's include directory; skips without gcc. */
+  private Path compile(String name) throws IOException, InterruptedException {
+    Path source = Path.of("src/test/c", name).toAbsolutePath();
     Path include = Path.of("../libvgpu/include").toAbsolutePath().normalize();
     assertThat(source).exists();
     assertThat(include.resolve("vgpu/vgpu_region.h")).exists();
-    Path binary = dir.resolve("layout_dump");
+    Path binary = dir.resolve(name.replace(".c", ""));
     Process gcc;
     try {
       gcc =
@@ -77,18 +103,15 @@ class LayoutAbiTest {
     String gccOutput = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(gcc.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(gcc.exitValue()).as("gcc output: %s", gccOutput).isZero();
-    Process run = new ProcessBuilder(binary.toString()).redirectErrorStream(true).start();
+    return binary;
+  }
+
+  private static String run(String... command) throws IOException, InterruptedException {
+    Process run = new ProcessBuilder(command).redirectErrorStream(true).start();
     String output = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(run.waitFor(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(run.exitValue()).isZero();
-    Map<String, Long> values = new LinkedHashMap<>();
-    for (String line : output.strip().lines().toList()) {
-      int space = line.indexOf(' ');
-      assertThat(space).as(line).isPositive();
-      values.put(line.substring(0, space), Long.parseLong(line.substring(space + 1)));
-    }
-    assertThat(Files.size(binary)).isPositive();
-    return values;
+    assertThat(run.exitValue()).as(output).isZero();
+    return output;
   }
 
   /** The same names as layout_dump.c prints, from the codec's own constants. */
