@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# attribution_proof.sh — proves the exporter's per-container SM utilization on a real GPU.
+#
+# Starts three CUDA workloads (busy, medium, idle), each in its own pid namespace
+# (unshare --pid --fork --mount-proc) with its own cache directory <podUID>_<container>, each
+# writing its shared-region slot the way HAMi-core does there (slot pid = hostpid = its in-namespace
+# pid, region sm_util never filled). Each is placed in a kubepods-style cgroup so /proc says which
+# pod it belongs to. Then it runs the exporter on the host against real NVML, reads NVML directly
+# with nvml_probe over the same time, scrapes /metrics a few times and checks (analyze.py):
+#   - each container's vgpu_container_sm_utilization_ratio is within 5 pp of NVML's mean for its
+#     host pid over the same window; hami_container_device_utilization_ratio carries it x 100;
+#   - the containers' sum does not exceed the GPU's utilization (+5 pp);
+#   - idle reads 0, busy does not; region-claimed sm_util is 0 (what HAMi's monitor would show);
+#   - memory: exporter's NVML memory = the probe's for the pid; NVML - region = the CUDA context
+#     (0..1 GiB).
+#
+# Run on the GPU machine from the repository root, as root, with a JDK/JRE 25 (jlink image is fine):
+#   JAVA_HOME=/path/to/java25 exporter/src/test/gpu/attribution_proof.sh
+# Needs the exporter built here first (exporter/target/exporter.jar and exporter/target/lib/, e.g.
+# `./mvnw -pl exporter -am install -DskipTests`, carried to the GPU machine), nvcc, gcc, python3.
+# Knobs (env): WINDOW (s, default 10), SCRAPES (6), GAP (s between scrapes, 5), PORT (19394),
+# GPU (CUDA device index the workloads use, 0). Results go to $OUT (or a temp dir): results.txt,
+# scrape-*.prom, probe.log, exporter.log, workload-*.log. Exit status 0 = every check passed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../../../.." && pwd)"
+WINDOW="${WINDOW:-10}"
+SCRAPES="${SCRAPES:-6}"
+GAP="${GAP:-5}"
+PORT="${PORT:-19394}"
+GPU="${GPU:-0}"
+work="$(mktemp -d /tmp/vgpu-attribution-proof.XXXXXX)"
+out="${OUT:-$work/out}"
+mkdir -p "$out"
+log() { echo "[proof $(date +%T)] $*" | tee -a "$out/results.txt" >&2; }
+
+[ "$(id -u)" = 0 ] || { echo "run as root (cgroups, unshare)" >&2; exit 2; }
+[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] || { echo "set JAVA_HOME to a Java 25 runtime" >&2; exit 2; }
+[ -f "${VGPU_EXPORTER_JAR:-$repo/exporter/target/exporter.jar}" ] || { echo "exporter/target/exporter.jar missing: build the exporter first" >&2; exit 2; }
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+
+pids_to_kill=()
+children=()
+cleanup() {
+  # workloads first (SIGTERM: they unregister their slot like HAMi-core's exit handler)
+  for p in "${children[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  sleep 1
+  for p in "${pids_to_kill[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 1
+  for p in "${pids_to_kill[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for d in "${cgroups[@]:-}"; do
+    [ -n "$d" ] || continue
+    rmdir "$d" "$(dirname "$d")" 2>/dev/null || true
+  done
+  rmdir /sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice /sys/fs/cgroup/kubepods.slice 2>/dev/null || true
+}
+cgroups=()
+trap cleanup EXIT
+
+log "building workload and nvml_probe in $work"
+gcc -std=c11 -O2 -Wall -c -I "$repo/libvgpu/include" -o "$work/proof_region.o" "$here/proof_region.c"
+if [ -n "${PROOF_WORKLOAD_BIN:-}" ]; then
+  cp "$PROOF_WORKLOAD_BIN" "$work/workload" # dry_run.sh: a CPU stand-in, no CUDA
+else
+  nvcc -O2 -I "$repo/libvgpu/include" -I "$here" -o "$work/workload" "$here/workload.cu" "$work/proof_region.o"
+fi
+gcc -std=c11 -O2 -Wall -o "$work/nvml_probe" "$here/nvml_probe.c" -ldl
+
+total=$((WINDOW + 15 + SCRAPES * GAP + 30))
+"$work/nvml_probe" "$out/probe.log" "$total" 100 2>"$out/probe.err" &
+pids_to_kill+=($!)
+
+# name  mode    MiB
+specs=("busy busy 1024" "medium medium 2048" "idle idle 3072")
+: >"$out/containers.txt"
+declare -A hostpid
+n=0
+for spec in "${specs[@]}"; do
+  read -r name mode mib <<<"$spec"
+  n=$((n + 1))
+  uid="$(printf '%08d-0000-4000-8000-%012d' "$n" "$n")"
+  dir="$work/containers/${uid}_${name}"
+  mkdir -p "$dir"
+  CUDA_VISIBLE_DEVICES="$GPU" unshare --pid --fork --mount-proc --kill-child \
+    "$work/workload" "$mode" "$dir/$(cat /proc/sys/kernel/random/uuid).cache" "$mib" "$total" \
+    >"$out/workload-$name.log" 2>&1 &
+  upid=$!
+  pids_to_kill+=("$upid")
+  child=""
+  for _ in $(seq 100); do
+    child="$(pgrep -P "$upid" | head -1 || true)"
+    [ -n "$child" ] && grep -q "^workload" "$out/workload-$name.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  [ -n "$child" ] || { log "workload $name did not start"; cat "$out/workload-$name.log" >&2; exit 1; }
+  hostpid[$name]="$child"
+  children+=("$child")
+  echo "$name $uid $child $((mib << 20))" >>"$out/containers.txt"
+  log "workload $name: host pid $child (pid 1 in its namespace), pod $uid"
+done
+
+# Place each workload in a kubepods cgroup (systemd driver naming) so /proc/<pid>/cgroup names its
+# pod, as kubelet would. If this host forbids it, mirror the three processes into a procfs tree
+# with those cgroup files instead (the resolver then reads that tree).
+procfs=/proc
+cgroup_ok=0
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then # cgroup v2 only: real cgroups, never plain dirs
+  cgroup_ok=1
+  while read -r name uid pid _; do
+    cid="$(printf '%s' "$name" | sha256sum | cut -c1-64)"
+    d="/sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-$cid.scope"
+    if mkdir -p "$d" 2>/dev/null; then
+      cgroups+=("$d")
+      echo "$pid" >"$d/cgroup.procs" 2>/dev/null || true
+    fi
+    grep -q "pod${uid//-/_}" "/proc/$pid/cgroup" || cgroup_ok=0
+  done <"$out/containers.txt"
+fi
+if [ "$cgroup_ok" = 0 ]; then
+  procfs="$work/procfs"
+  log "cannot move processes into kubepods cgroups here: using a mirrored procfs at $procfs"
+  while read -r name uid pid _; do
+    cid="$(printf '%s' "$name" | sha256sum | cut -c1-64)"
+    mkdir -p "$procfs/$pid"
+    cp "/proc/$pid/stat" "/proc/$pid/status" "$procfs/$pid/"
+    echo "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-$cid.scope" >"$procfs/$pid/cgroup"
+  done <"$out/containers.txt"
+else
+  log "workloads placed in kubepods cgroups; exporter reads the real /proc"
+fi
+
+log "starting the exporter (NVML window ${WINDOW}s) on 127.0.0.1:$PORT"
+JAVA_HOME="$JAVA_HOME" "$repo/bin/vgpu-exporter" serve \
+  --path.cache-root="$work/containers" --path.procfs="$procfs" --kubernetes=false \
+  --node-name=gpu-proof --nvml.library=libnvidia-ml.so.1 --nvml.window="${WINDOW}s" \
+  --web.listen-address=127.0.0.1 --web.listen-port="$PORT" >"$out/exporter.log" 2>&1 &
+pids_to_kill+=($!)
+
+fetch() {
+  python3 - "$1" <<'PY'
+import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())
+PY
+}
+for _ in $(seq 60); do
+  fetch "http://127.0.0.1:$PORT/metrics" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+fetch "http://127.0.0.1:$PORT/readyz" >"$out/readyz.txt" 2>&1 || true
+log "exporter up; warming up $((WINDOW + 5))s so the averaging window fills"
+sleep $((WINDOW + 5))
+
+: >"$out/scrapes.txt"
+for i in $(seq "$SCRAPES"); do
+  t="$(date +%s%6N)"
+  fetch "http://127.0.0.1:$PORT/metrics" >"$out/scrape-$i.prom"
+  echo "$i $t" >>"$out/scrapes.txt"
+  sleep "$GAP"
+done
+fetch "http://127.0.0.1:$PORT/api/v1/containers" >"$out/containers.json" 2>/dev/null || true
+
+log "analysing"
+set +e
+python3 "$here/analyze.py" "$out" "$WINDOW" | tee -a "$out/results.txt"
+status=${PIPESTATUS[0]}
+set -e
+log "results in $out (exit $status)"
+exit "$status"
