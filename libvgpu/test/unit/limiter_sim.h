@@ -99,6 +99,8 @@ static void sim_reset(void) {
   SIM.launch_latency_ns = 3000;
   SIM.queue_cap_ns = 50000000;
   SIM.timeslice_ns = 2000000;
+  const char *ts = getenv("LIMITER_SIM_TIMESLICE_US"); /* explore other slice lengths */
+  if (ts != NULL && atol(ts) > 0) SIM.timeslice_ns = atol(ts) * 1000;
   SIM.current_ctx = 1;
 }
 
