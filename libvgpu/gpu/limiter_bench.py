@@ -112,7 +112,7 @@ def host_pid_of(popen, pidns):
     if not pidns:
         return popen.pid
     # unshare --fork: the workload is unshare's child; find it from the host /proc.
-    for _ in range(200):
+    for _ in range(500):
         try:
             with open(f"/proc/{popen.pid}/task/{popen.pid}/children") as f:
                 kids = f.read().split()
@@ -120,7 +120,17 @@ def host_pid_of(popen, pidns):
                 return int(kids[0])
         except OSError:
             pass
+        for entry in os.listdir("/proc"):  # kernels without /proc/*/children
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        stat = f.read()
+                    if int(stat.rsplit(")", 1)[1].split()[1]) == popen.pid:
+                        return int(entry)
+                except (OSError, ValueError, IndexError):
+                    pass
         time.sleep(0.01)
+    log(f"  could not find the workload under unshare pid {popen.pid}; NVML column will be 0")
     return popen.pid
 
 
@@ -200,6 +210,15 @@ def run(name, groups, change=None):
     if ONLY and not re.search(ONLY, name) and not name.startswith("baseline"):
         return
     log(f"case {name}")
+    try:
+        _run(name, groups, change)
+    except Exception as exc:  # one broken cell must not cost the rest of the matrix
+        log(f"  FAILED: {exc}")
+        for label, limit, _ in groups:
+            ROWS.append((name, label + " FAILED", limit, None, None, None, ""))
+
+
+def _run(name, groups, change):
     sampler = Sampler()
     sampler.start()
     started = []
