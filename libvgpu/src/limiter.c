@@ -1,28 +1,26 @@
 /*
  * limiter.c — libvgpu's SM limiter. Design notes in limiter.h and libvgpu/README.md
- * ("## SM limiter"). Summary of the moving parts:
+ * ("## SM limiter"). The moving parts:
  *
  *  - Measurement: each limited launch is bracketed by two timing events (S before, E after) on
- *    its own stream. E done => the launch's GPU interval [S, E] is known relative to a per-context
- *    reference event whose CLOCK_MONOTONIC time was calibrated (record + synchronize on an idle
- *    internal stream, accepted only when the round trip is short). Intervals are committed in
- *    start order, and only up to the start of the earliest still-running launch, so the union
- *    over streams is exact; across processes a shared watermark W makes it a union as well.
+ *    its own stream. E done => the launch's GPU interval [S, E], mapped to CLOCK_MONOTONIC through
+ *    a per-context reference event (map_event: every event's record time bounds the reference's
+ *    host time from below). Intervals are committed in start order, and only up to the start of
+ *    the earliest still-running launch, so the union over this process's streams is exact.
+ *  - Residency: heartbeat events on an idle internal stream complete only while the context owns
+ *    the GPU; a late one marks another context's time slice, which is not charged.
  *  - Control: a GCRA ("virtual finish time") bucket per device, shared through the region's
  *    extension block: charging g ns of GPU time advances TAT by g / L_eff. Launches run while
- *    TAT <= now + BURST; once a process is held back it waits until TAT <= now (hysteresis, so
- *    admitted work runs back to back in bursts and the idle gap is one piece). In-flight work is
- *    charged at launch with an EWMA estimate and corrected when measured, so queues cannot run
- *    ahead of the budget. TAT never falls more than SLACK behind now when charged (anti-windup:
- *    idle time earns no credit beyond one burst).
- *  - Trim: L_eff = L * (1 + trim + p) where trim integrates the relative error between the limit
- *    and the container's measured share over 1 s windows, only while the container is actually
- *    held back (conditional integration), clamped to +-VGPU_LIMITER_TRIM_MAX, reset on a limit
- *    change.
+ *    TAT + this process's in-flight estimate <= now + BURST; once held back, a process waits until
+ *    TAT <= now (hysteresis, so admitted work runs back to back and the idle gap is one piece).
+ *    A charge never starts earlier than its launch's start minus SLACK (anti-windup: idle time
+ *    earns no credit beyond one burst).
+ *  - Trim: L_eff = L * (1 + trim + p), trim integrates the relative error between the limit and
+ *    the container's measured share over >= 1 s windows, only while the container is held back
+ *    (conditional integration), clamped to +-VGPU_LIMITER_TRIM_MAX, reset on a limit change.
  *
- * Shared state: ext->devices[dev].unused packs {low 32: TAT, high 32: W} in microseconds of
- * CLOCK_MONOTONIC modulo 2^32 (differences are taken in wrapping arithmetic; values further than
- * a sanity bound from now are treated as garbage and reset), updated with one 64-bit CAS.
+ * Shared state: ext->devices[dev].unused holds the container's TAT in CLOCK_MONOTONIC ns (one
+ * 64-bit CAS per update); 0 or a value beyond the sanity bound reads as "now".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -592,6 +590,7 @@ static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent e
 
 /* Rises fast (an under-estimate lets work run ahead of the budget), falls slowly. */
 static void ewma(int64_t *acc, int64_t sample, int shift) {
+  if (sample < 1000) sample = 1000; /* a launch hidden under others still costs something */
   if (*acc == 0 || sample > 4 * *acc)
     *acc = sample;
   else if (sample > *acc)

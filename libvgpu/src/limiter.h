@@ -3,14 +3,16 @@
  * container gets per device.
  *
  * How it works, in one paragraph: every limited launch is bracketed by two timing events on its
- * stream; completed brackets give the executed GPU interval, mapped to CLOCK_MONOTONIC so that
- * all processes of a container share one time line. The union of those intervals (overlapping
- * streams and processes are counted once) is charged against a virtual-time token bucket (GCRA)
- * kept in the region's extension block, so every process of the container draws from the same
- * budget. Launches are admitted only while the container's charged work (measured, plus an EWMA
- * estimate for work still in flight) stays within a short burst of its entitlement; a slow
- * integral trim (bounded, frozen while not saturated) corrects residual bias. With no SM limit
- * the hooks only read two region fields (no events, no locks, no syscalls).
+ * stream; completed brackets give the launch's GPU interval on CLOCK_MONOTONIC (per-context
+ * reference events, refined by event lower bounds). Per process the union of intervals is taken
+ * (overlapping streams count once), and stretches in which another context held the GPU (found by
+ * late "heartbeat" events on an idle internal stream) are not charged. The charge goes into a
+ * virtual-time token bucket (GCRA) kept in the region's extension block
+ * (ext->devices[dev].unused, CLOCK_MONOTONIC ns), so every process of the container draws from the
+ * same budget. Launches are admitted while the container's charged work plus this process's
+ * in-flight estimate stays within a short burst of its entitlement; a slow integral trim (bounded,
+ * frozen while not saturated) corrects residual bias. With no SM limit the hooks only read a few
+ * region fields (no events, no locks, no syscalls). See README.md "## SM limiter".
  *
  * HOW THE INTERPOSITION LAYER CALLS IT
  *   1. Once, after the real driver is loaded and the region is mapped (or not: region may be NULL):
