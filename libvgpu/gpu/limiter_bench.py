@@ -164,7 +164,7 @@ class Proc:
         self.t0 = None
         self.result = None
 
-    def wait_ready(self, timeout=60):
+    def wait_ready(self, timeout=30):
         deadline = time.time() + timeout
         while time.time() < deadline:
             line = self.p.stdout.readline()
@@ -176,7 +176,7 @@ class Proc:
         raise RuntimeError(f"workload did not start (rc={self.p.poll()})")
 
     def finish(self):
-        out, _ = self.p.communicate(timeout=120)
+        out, _ = self.p.communicate(timeout=SETTLE + MEASURE + 30)  # a hung cell costs 30 s
         for line in out.splitlines():
             if line.startswith("RESULT "):
                 self.result = json.loads(line[len("RESULT "):])
@@ -317,7 +317,7 @@ def main():
                 worst = max(worst, abs(e))
         print(f"{name:30} {label:16} {limit if limit else '-':>5} {fmt(nv):>7} {fmt(thr):>7} "
               f"{'' if en is None else f'{en:+.1f}':>9} {'' if et is None else f'{et:+.1f}':>8} {fmt(dev):>6}")
-    print(f"worst |error|: {worst:.1f} pp (goal: 5)")
+    print(f"worst |error|: {worst:.1f} pp (goal: 5); matrix took {time.time() - START:.0f} s")
 
 
 def fake_bench(shape, limit, settle, measure, total, cache):
@@ -354,6 +354,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--fake-bench":
         fake_bench(*sys.argv[2:])
         sys.exit(0)
+    START = time.time()
     WORKDIR = tempfile.mkdtemp(prefix="limiter-bench-")
     if FAKE:
         IPUS, GPU_NAME = 1.0, "fake GPU"
