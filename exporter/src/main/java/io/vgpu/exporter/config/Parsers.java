@@ -74,14 +74,18 @@ public final class Parsers {
       } catch (NumberFormatException e) {
         throw new IllegalArgumentException("number too large in duration", e);
       }
-      total =
-          total.plus(
-              switch (m.group(2)) {
-                case "ms" -> Duration.ofMillis(n);
-                case "s" -> Duration.ofSeconds(n);
-                case "m" -> Duration.ofMinutes(n);
-                default -> Duration.ofHours(n);
-              });
+      try {
+        total =
+            total.plus(
+                switch (m.group(2)) {
+                  case "ms" -> Duration.ofMillis(n);
+                  case "s" -> Duration.ofSeconds(n);
+                  case "m" -> Duration.ofMinutes(n);
+                  default -> Duration.ofHours(n);
+                });
+      } catch (ArithmeticException e) {
+        throw new IllegalArgumentException("duration too large", e);
+      }
       end = m.end();
     }
     if (end == 0 || end != s.length()) {

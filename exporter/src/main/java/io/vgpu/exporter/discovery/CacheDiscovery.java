@@ -293,9 +293,11 @@ public final class CacheDiscovery implements AutoCloseable {
       next = open(file, now);
     }
     boolean repeated = sameFile && next.error == prev.error;
-    if (next.region == null && !repeated) {
-      errors.increment(next.error);
-      LOG.warn("msg=\"cache file not mapped\" file=\"{}\" reason={}", file, next.error.label());
+    if (next.region == null) {
+      if (!repeated) {
+        errors.increment(next.error);
+        LOG.warn("msg=\"cache file not mapped\" file=\"{}\" reason={}", file, next.error.label());
+      }
     } else {
       LOG.debug("msg=\"mapped\" file=\"{}\" layout={}", file, next.region.identity());
     }

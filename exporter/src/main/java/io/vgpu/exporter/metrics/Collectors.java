@@ -109,6 +109,15 @@ public final class Collectors {
    */
   public static Map<String, MultiCollector> register(
       CollectorContext ctx, PrometheusRegistry registry) {
+    return register(ctx, registry, name -> true);
+  }
+
+  /**
+   * Like {@link #register(CollectorContext, PrometheusRegistry)}, limited to entries whose name
+   * {@code only} accepts (tests that pin the output of some collectors).
+   */
+  public static Map<String, MultiCollector> register(
+      CollectorContext ctx, PrometheusRegistry registry, Predicate<String> only) {
     List<String> disabled = ctx.config().get(Flags.COLLECTORS_DISABLED);
     List<String> problems = new ArrayList<>();
     for (String d : disabled) {
@@ -123,7 +132,9 @@ public final class Collectors {
     }
     Map<String, MultiCollector> out = new java.util.LinkedHashMap<>();
     for (Entry e : ALL) {
-      if (!e.enabled().test(ctx.config()) || disabled.contains(e.name())) {
+      if (!only.test(e.name())
+          || !e.enabled().test(ctx.config())
+          || disabled.contains(e.name())) {
         continue;
       }
       Optional<MultiCollector> c = e.factory().apply(ctx);
