@@ -47,6 +47,8 @@
 #define HB_GAP_NS 50000LL            /* a heartbeat this late means the context was off the GPU */
 #define MAX_HB 64                    /* heartbeats pending per context */
 #define MAX_FOREIGN 256              /* remembered off-GPU intervals per context */
+#define LB_WINDOW_N 128              /* time-line samples kept per reference event */
+#define LB_WINDOW_NS 50000000LL      /* ...from the last 50 ms */
 #define POLL_EVERY_NS 100000LL       /* poll completions at most every 100 us on launch */
 #define CALIB_EVERY_NS 1000000000LL  /* recalibrate the GPU->host time map every 1 s */
 #define CALIB_RETRY_NS 50000000LL
@@ -85,9 +87,15 @@ typedef struct {
 
 typedef struct {
   CUevent ev;
-  int64_t host_ns;  /* CLOCK_MONOTONIC estimate of the event's GPU time (a lower bound) */
+  int64_t host_ns;  /* CLOCK_MONOTONIC of the event's GPU time: record-time lower bound */
   int64_t upper_ns; /* it had completed by then (INT64_MAX until seen complete) */
-  int chain_from;   /* previous reference to align with once both completed, -1 = none */
+  /* Sliding-window maximum of recent lower bounds "record time - elapsed" (a deque ordered by
+   * decreasing bound): local in time, so a GPU timer drifting against CLOCK_MONOTONIC is
+   * followed instead of accumulated. */
+  struct {
+    int64_t rec, lb;
+  } win[LB_WINDOW_N];
+  int win_head, win_n;
   int users;
   int valid;
 } ref_t;
@@ -383,10 +391,11 @@ static int ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx) {
 }
 
 /*
- * Starts a new reference event for the context's time line (every CALIB_EVERY_NS). Nothing
+ * Starts a new reference event for the context's time line (every CALIB_EVERY_NS, so that a
+ * drift between the GPU's timer and CLOCK_MONOTONIC stays bounded by one second's worth). Nothing
  * waits for it: a synchronize would block for other contexts' whole time slices. Its host time
- * starts at the lower bound "record call time", is raised to the previous reference's time line
- * once both completed (ref_settle), and is tightened by every event sample (map_event).
+ * starts at the lower bound "record call time" and is tightened by every event sample
+ * (map_event); ref_settle adds the upper bound.
  */
 static void ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   if (c->cur_ref >= 0 && now - c->last_calib_ns < CALIB_EVERY_NS) return;
@@ -408,35 +417,20 @@ static void ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   if (lim->drv.cuEventRecord(r->ev, c->internal) != CUDA_SUCCESS) return;
   r->host_ns = t0;
   r->upper_ns = INT64_MAX;
+  r->win_head = r->win_n = 0;
   r->valid = 1;
   r->users = 0;
-  r->chain_from = -1;
-  if (c->cur_ref >= 0 && c->refs[c->cur_ref].valid) {
-    r->chain_from = c->cur_ref;
-    c->refs[c->cur_ref].users++; /* keep it until aligned */
-  }
   c->cur_ref = slot;
   c->last_calib_ns = t0;
 }
 
-/* Completes what ctx_calibrate started, once the reference event has run. */
+/* Once a reference event has run, "now" bounds its host time from above. */
 static void ref_settle(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   for (int i = 0; i < MAX_REFS; i++) {
     ref_t *r = &c->refs[i];
     if (!r->valid || r->upper_ns != INT64_MAX) continue;
     if (lim->drv.cuEventQuery(r->ev) != CUDA_SUCCESS) continue;
     r->upper_ns = now;
-    if (r->chain_from >= 0) {
-      ref_t *prev = &c->refs[r->chain_from];
-      float ms = 0;
-      if (prev->valid && lim->drv.cuEventElapsedTime(&ms, prev->ev, r->ev) == CUDA_SUCCESS) {
-        int64_t chained = prev->host_ns + (int64_t)((double)ms * 1e6);
-        if (chained > r->host_ns) r->host_ns = chained;
-      }
-      prev->users--;
-      r->chain_from = -1;
-    }
-    if (r->host_ns > r->upper_ns) r->host_ns = r->upper_ns;
   }
 }
 
@@ -584,8 +578,29 @@ static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent e
   }
   int64_t el = (int64_t)((double)ms * 1e6);
   ref_t *r = &c->refs[ref];
-  if (rec_ns > 0 && rec_ns - el > r->host_ns) r->host_ns = i64min(rec_ns - el, r->upper_ns);
-  return r->host_ns + el;
+  if (rec_ns > 0) {
+    int64_t lb = rec_ns - el;
+    while (r->win_n > 0) { /* drop dominated samples from the back */
+      int back = (r->win_head + r->win_n - 1) % LB_WINDOW_N;
+      if (r->win[back].lb > lb) break;
+      r->win_n--;
+    }
+    if (r->win_n == LB_WINDOW_N) {
+      r->win_head = (r->win_head + 1) % LB_WINDOW_N;
+      r->win_n--;
+    }
+    int at = (r->win_head + r->win_n) % LB_WINDOW_N;
+    r->win[at].rec = rec_ns;
+    r->win[at].lb = lb;
+    r->win_n++;
+    while (r->win_n > 1 && r->win[r->win_head].rec < rec_ns - LB_WINDOW_NS) { /* expire */
+      r->win_head = (r->win_head + 1) % LB_WINDOW_N;
+      r->win_n--;
+    }
+  }
+  int64_t host = r->win_n > 0 ? r->win[r->win_head].lb : r->host_ns;
+  if (host < r->host_ns && r->upper_ns == INT64_MAX) host = r->host_ns; /* fresh: t0 still holds */
+  return host + el;
 }
 
 /* Rises fast (an under-estimate lets work run ahead of the budget), falls slowly. */

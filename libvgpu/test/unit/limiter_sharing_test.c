@@ -119,15 +119,19 @@ static void test_two_containers(void) {
   const int64_t shapes[3][3] = {{50 * US, 50 * US, 50 * US}, {20 * MS, 20 * MS, 20 * MS},
                                 {50 * US, 2 * MS, 1200 * US}};
   const char *names[3] = {"short", "long", "mixed"};
-  for (int s = 0; s < 3; s++) {
+  const double drift_ppm[5] = {0, 0, 0, 200, -200};
+  for (int run = 0; run < 5; run++) {
+    int s = run < 3 ? run : 2;
     sim_reset();
+    SIM.gpu_clock_ppm = drift_ppm[run]; /* GPU timer vs CLOCK_MONOTONIC */
     sim_region_t ra = sim_region_new(30), rb = sim_region_new(60);
     proc_t ps[2];
     proc_init(&ps[0], new_limiter(&ra, VGPU_LIMITER_POLICY_DEFAULT), 1, 3, shapes[s]);
     proc_init(&ps[1], new_limiter(&rb, VGPU_LIMITER_POLICY_DEFAULT), 2, 3, shapes[s]);
     set_window(2000 * MS, 10000 * MS);
     run_procs(ps, 2, SIM.win_b);
-    printf("  two containers 30/60 (%s): %.2f%% / %.2f%%\n", names[s], pct(1), pct(2));
+    printf("  two containers 30/60 (%s, GPU clock %+.0f ppm): %.2f%% / %.2f%%\n", names[s],
+           drift_ppm[run], pct(1), pct(2));
     CHECK(fabs(pct(1) - 30) <= 2.0, "%s container 30: %.2f", names[s], pct(1));
     CHECK(fabs(pct(2) - 60) <= 2.0, "%s container 60: %.2f", names[s], pct(2));
     vgpu_limiter_destroy(ps[0].lim);

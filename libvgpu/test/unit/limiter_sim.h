@@ -62,6 +62,7 @@ typedef struct {
   int64_t launch_latency_ns; /* host submit -> earliest kernel start */
   int64_t queue_cap_ns;      /* the driver blocks a launch while a context has this much queued */
   int64_t timeslice_ns;
+  double gpu_clock_ppm;      /* the GPU timer runs this much fast (+) or slow (-) vs the host */
   int current_ctx;           /* context current on "the" thread (1-based) */
   sim_stream_t streams[SIM_MAX_STREAMS];
   sim_event_t events[SIM_MAX_EVENTS];
@@ -343,7 +344,7 @@ static CUresult sim_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   if (tx < 0 || ty < 0) return CUDA_ERROR_NOT_READY;
   /* Real events have ~0.5 us resolution and float milliseconds. */
   int64_t d = (ty / 512) * 512 - (tx / 512) * 512;
-  *ms = (float)((double)d / 1e6);
+  *ms = (float)((double)d * (1.0 + SIM.gpu_clock_ppm * 1e-6) / 1e6);
   return CUDA_SUCCESS;
 }
 
