@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SM limiter GPU benchmark (issue 10): builds libvgpu and the workload, then runs the matrix
 # (limits x shapes, multi-process container, two containers in PID namespaces, a PID-namespace
-# run, a run-time limit change) and prints one table. About 9 minutes; BENCH_QUICK=1 for a
-# ~3 minute subset. Other knobs: BENCH_SETTLE, BENCH_MEASURE, BENCH_ONLY=<regex> (limiter_bench.py).
+# run, a run-time limit change) and prints one table. About 6-7 minutes; BENCH_QUICK=1 for a
+# ~2.5 minute subset. Other knobs: BENCH_SETTLE, BENCH_MEASURE, BENCH_ONLY=<regex> (limiter_bench.py).
 #   usage (repo root, on the GPU machine):  bash libvgpu/gpu/limiter_bench.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -12,10 +12,15 @@ mkdir -p "$build/gpu"
 echo "# building libvgpu"
 make -C "$lib" -s lib >/dev/null
 arch="-arch=native"
-nvcc $arch -O2 -o /dev/null -x cu - <<<'int main(){return 0;}' >/dev/null 2>&1 || arch="-arch=sm_90"
+probe="$build/gpu/arch_probe.cu"
+echo 'int main(){return 0;}' >"$probe"
+nvcc $arch -o "$build/gpu/arch_probe" "$probe" >/dev/null 2>&1 || arch="-arch=sm_90"
 echo "# building the workload ($arch)"
 nvcc $arch -O2 -o "$build/gpu/limiter_bench" "$here/limiter_bench.cu" &
+p1=$!
 nvcc $arch -O2 --default-stream per-thread -o "$build/gpu/limiter_bench_ptds" "$here/limiter_bench.cu" &
-wait
+p2=$!
+wait $p1
+wait $p2
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader || true
 exec python3 "$here/limiter_bench.py"
