@@ -1217,9 +1217,11 @@ void vgpu_limiter_context_destroyed(CUcontext ctx) {
 }
 
 void vgpu_limiter_flush(void) {
+  /* Runs at exit, possibly after the driver tore itself down: publish counters only, no driver
+   * calls and no locks. */
   vgpu_limiter_t *lim = __atomic_load_n(&g_limiter, __ATOMIC_ACQUIRE);
   if (lim == NULL) return;
-  for (int i = 0; i < VGPU_MAX_DEVICES; i++) vgpu_limiter_poll(lim, i);
+  for (int i = 0; i < VGPU_MAX_DEVICES; i++) flush_fast_launches(lim, i);
 }
 
 void vgpu_limiter_atfork_child(void) {
