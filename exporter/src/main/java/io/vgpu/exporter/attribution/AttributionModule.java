@@ -34,6 +34,7 @@ public final class AttributionModule {
   public static ExporterApp.Builder install(
       ExporterApp.Builder builder, ExporterConfig config, InstantSource clock) {
     Supplier<NvmlSnapshot> nvml;
+    Runnable samplerStart = () -> {};
     if (config.get(Flags.NVML)) {
       String library = config.get(Flags.NVML_LIBRARY);
       NvmlSampler sampler =
@@ -47,8 +48,8 @@ public final class AttributionModule {
       builder.service(NvmlSampler.class, sampler);
       builder.healthCheck(nvmlCheck(sampler));
       builder.closeOnExit(sampler);
-      sampler.start();
       nvml = sampler::latest;
+      samplerStart = sampler::start;
     } else {
       NvmlSnapshot disabled =
           NvmlSnapshot.unavailable(clock.instant(), "nvml: disabled (--nvml=false)");
@@ -72,18 +73,26 @@ public final class AttributionModule {
                     config.get(Flags.ATTRIBUTION_LEAK_AFTER),
                     defaults.reconciler().maxGap())),
             clock);
+    service.startWith(samplerStart);
     builder.service(AttributionService.class, service);
     builder.closeOnExit(service);
-    service.start(); // idles until the attribution collector attaches the node state
     return builder;
   }
 
-  /** After build: HAMi's utilization family carries the reconciled value. */
+  /**
+   * After build: HAMi's utilization family carries the reconciled value, and the background threads
+   * start (not before, so a build that fails leaves nothing running).
+   */
   public static ExporterApp wire(ExporterApp app) {
     Map<String, MultiCollector> collectors = app.collectors();
-    if (collectors.get("hami") instanceof HamiCompatCollector hami
-        && collectors.get("attribution") instanceof AttributionCollector) {
-      service(collectors).ifPresent(s -> hami.setUtilizationSource(s.hamiUtilization()));
+    Optional<AttributionService> service = service(collectors);
+    if (collectors.get("hami") instanceof HamiCompatCollector hami) {
+      service.ifPresent(s -> hami.setUtilizationSource(s.hamiUtilization()));
+    }
+    if (service.isPresent()) {
+      service.get().start(); // starts the sampler first
+    } else if (collectors.get("nvml") instanceof NvmlCollector n) {
+      n.sampler().start(); // attribution collector disabled: NVML families only
     }
     return app;
   }

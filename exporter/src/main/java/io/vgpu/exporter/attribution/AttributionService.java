@@ -101,6 +101,7 @@ public final class AttributionService implements AutoCloseable {
   private volatile Set<ZombieKey> zombies = Set.of();
   private Instant lastFeedback = Instant.MIN;
   private ScheduledExecutorService executor;
+  private final List<Runnable> starters = new ArrayList<>();
 
   /**
    * @param nvml the latest NVML snapshot, e.g. {@code sampler::latest}, or a constant {@link
@@ -162,11 +163,17 @@ public final class AttributionService implements AutoCloseable {
         : writeBack.writes();
   }
 
-  /** Starts the background loop (first run at once). Idempotent. */
+  /** Something to start with this service (the NVML sampler), before its own loop. */
+  public synchronized void startWith(Runnable starter) {
+    starters.add(Objects.requireNonNull(starter, "starter"));
+  }
+
+  /** Starts what {@link #startWith} registered, then the background loop. Idempotent. */
   public synchronized void start() {
     if (executor != null) {
       return;
     }
+    starters.forEach(Runnable::run);
     executor =
         Executors.newSingleThreadScheduledExecutor(
             r -> {

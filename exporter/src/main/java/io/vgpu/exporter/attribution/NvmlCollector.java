@@ -83,6 +83,10 @@ public final class NvmlCollector extends VgpuCollector {
     this.descriptors = List.copyOf(d);
   }
 
+  NvmlSampler sampler() {
+    return sampler;
+  }
+
   @Override
   protected List<MetricFamilyDescriptor> descriptors() {
     return descriptors;

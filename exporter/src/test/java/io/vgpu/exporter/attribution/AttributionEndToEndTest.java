@@ -88,7 +88,7 @@ class AttributionEndToEndTest {
   }
 
   private static double value(String text, String name, String... labelParts) {
-    for (String line : text.split("\n")) {
+    for (String line : text.lines().toList()) {
       if (line.startsWith(name + "{") || line.startsWith(name + " ")) {
         boolean all = true;
         for (String p : labelParts) {
@@ -220,6 +220,38 @@ class AttributionEndToEndTest {
     assertThat(app.readiness().verdict().reasons()).anyMatch(r -> r.contains("driver_not_loaded"));
     assertThat(service().writableMappings()).isZero();
     assertThat(Files.readAllBytes(region)).isEqualTo(before);
+  }
+
+  @Test
+  void scrape_processKilledLeavingItsSlot_zombieMemoryLeavesUsedAndIsReported() throws Exception {
+    w = new World(dir);
+    w.advance(Duration.between(World.START, Instant.now()));
+    ContainerKey k = key(4, "job");
+    w.podProcess(4301, 5, 4, 4, 1).podProcess(4302, 6, 4, 4, 2);
+    w.region(
+        k,
+        spec(GPU0)
+            .slot(1, 4301, 1, usage(0, GIB, 0))
+            .slot(2, 4302, 1, usage(0, 3 * GIB, 0))
+            .build());
+    w.gpu(0, GPU0, 0).gpuProcess(0, 4301, GIB).gpuProcess(0, 4302, 3 * GIB);
+    w.fake.write(nvmlConfig(w));
+    start(Map.of("attribution.feedback", "false"));
+    awaitUtilization(k);
+    String pod = "pod_uid=\"" + k.podUid() + "\"";
+    assertThat(value(scrape(), "vgpu_container_memory_used_bytes", pod)).isEqualTo(4.0 * GIB);
+
+    w.kill(4302); // SIGKILL: HAMi-core leaves status 1 and the usage in the slot
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (service().latest().container(k).map(ContainerAttribution::zombieSlots).orElse(0L) == 0
+        && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    String text = scrape();
+    assertThat(value(text, "vgpu_container_zombie_slots", pod)).isEqualTo(1);
+    assertThat(value(text, "vgpu_container_zombie_memory_bytes", pod)).isEqualTo(3.0 * GIB);
+    assertThat(value(text, "vgpu_container_memory_used_bytes", pod)).isEqualTo(1.0 * GIB);
+    assertThat(value(text, "vgpu_container_processes", pod, "state=\"running\"")).isEqualTo(1);
   }
 
   /** The NVML lines World accumulated, as the config the fake reads. */

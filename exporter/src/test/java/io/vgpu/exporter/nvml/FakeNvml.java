@@ -22,8 +22,6 @@ import java.util.concurrent.TimeUnit;
 public final class FakeNvml {
   private interface LibC extends Library {
     int setenv(String name, String value, int overwrite);
-
-    int unsetenv(String name);
   }
 
   private static final LibC LIBC = Native.load("c", LibC.class);
@@ -55,7 +53,8 @@ public final class FakeNvml {
     try {
       if (Files.exists(built)
           && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(source)) >= 0) {
-        return library = built;
+        library = built;
+        return library;
       }
       Path out = root.resolve("exporter/target/fake-nvml/libnvidia-ml.so.1");
       Files.createDirectories(out.getParent());
@@ -74,11 +73,13 @@ public final class FakeNvml {
                       "-lpthread"))
               .redirectErrorStream(true)
               .start();
-      String output = new String(gcc.getInputStream().readAllBytes());
+      String output =
+          new String(gcc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
       if (!gcc.waitFor(60, TimeUnit.SECONDS) || gcc.exitValue() != 0) {
         throw new IllegalStateException("building the fake NVML failed:\n" + output);
       }
-      return library = out;
+      library = out;
+      return library;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {

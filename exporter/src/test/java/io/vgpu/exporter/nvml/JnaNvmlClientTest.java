@@ -38,7 +38,7 @@ class JnaNvmlClientTest {
     }
   }
 
-  private NvmlClient init(FakeNvml fake, Set<String> hidden) {
+  private NvmlClient init(Set<String> hidden) {
     client = JnaNvmlClient.load(FakeNvml.library().toString(), hidden).orElse(null);
     assertThat(client).isNotNull();
     assertThat(client.init()).isEqualTo(NvmlReturn.SUCCESS);
@@ -46,8 +46,8 @@ class JnaNvmlClientTest {
     return client;
   }
 
-  private NvmlClient init(FakeNvml fake) {
-    return init(fake, Set.of());
+  private NvmlClient init(FakeNvml unused) {
+    return init(Set.of());
   }
 
   private DeviceHandle handle(int i) {
@@ -101,7 +101,7 @@ class JnaNvmlClientTest {
   @Test
   void runningProcesses_withoutV3_fallsBackToV2ThenV1() {
     FakeNvml fake = FakeNvml.in(dir).write(TWO_GPUS);
-    init(fake, Set.of("nvmlDeviceGetComputeRunningProcesses_v3"));
+    init(Set.of("nvmlDeviceGetComputeRunningProcesses_v3"));
     assertThat(client.runningProcesses(handle(0)).orElse(List.of()))
         .extracting(RunningProcess::pid)
         .containsExactly(4242, 4343, 4444);
@@ -110,7 +110,6 @@ class JnaNvmlClientTest {
     client.close();
 
     init(
-        fake,
         Set.of(
             "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"));
     assertThat(client.runningProcesses(handle(0)).orElse(List.of()))
@@ -128,7 +127,7 @@ class JnaNvmlClientTest {
   @Test
   void memory_withoutV2_fallsBackToV1() {
     FakeNvml fake = FakeNvml.in(dir).write(TWO_GPUS);
-    init(fake, Set.of("nvmlDeviceGetMemoryInfo_v2"));
+    init(Set.of("nvmlDeviceGetMemoryInfo_v2"));
     assertThat(client.memory(handle(0)))
         .isEqualTo(NvmlResult.ok(new MemoryInfo(85899345920L, 1073741824L)));
     assertThat(fake.calls("nvmlDeviceGetMemoryInfo")).isEqualTo(1);

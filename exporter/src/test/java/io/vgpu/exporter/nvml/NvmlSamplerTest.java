@@ -34,7 +34,7 @@ class NvmlSamplerTest {
     }
   }
 
-  private NvmlSampler sampler(FakeNvml fake, Duration maxBackoff) {
+  private NvmlSampler sampler(FakeNvml unused, Duration maxBackoff) {
     sampler =
         new NvmlSampler(
             () -> JnaNvmlClient.load(FakeNvml.library().toString()),
