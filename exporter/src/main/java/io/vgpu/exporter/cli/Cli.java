@@ -25,7 +25,11 @@ public final class Cli {
     m.put("serve", ServeCommand::new);
     m.put("demo", DemoCommand::new);
     m.put("version", VersionCommand::new);
-    // operator tools (issue 8): m.put("inspect", InspectCommand::new); ...
+    // operator tools (issue 8)
+    m.put("inspect", io.vgpu.exporter.ops.InspectCommand::new);
+    m.put("doctor", io.vgpu.exporter.ops.DoctorCommand::new);
+    m.put("cleanup", io.vgpu.exporter.ops.CleanupCommand::new);
+    m.put("unlock", io.vgpu.exporter.ops.UnlockCommand::new);
     return java.util.Collections.unmodifiableMap(m);
   }
 

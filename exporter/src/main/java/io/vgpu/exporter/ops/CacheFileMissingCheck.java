@@ -24,7 +24,7 @@ public final class CacheFileMissingCheck implements DoctorCheck {
   public List<Finding> evaluate(NodeEvidence e) {
     List<Finding> out = new ArrayList<>();
     for (String uid : e.podUids()) {
-      boolean gpu = e.processesOf(uid).stream().anyMatch(NodeEvidence.Process::usesGpu);
+      boolean gpu = e.processesOf(uid).stream().anyMatch(NodeEvidence.PodProcess::usesGpu);
       List<NodeEvidence.Container> dirs = e.containersOf(uid);
       if (dirs.isEmpty()) {
         if (gpu) {

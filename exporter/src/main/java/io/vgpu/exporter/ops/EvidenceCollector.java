@@ -225,12 +225,12 @@ public final class EvidenceCollector {
   }
 
   /** Every pod process that uses the GPU, maps libvgpu or maps a region. */
-  List<NodeEvidence.Process> processes(NvmlSnapshot nv) {
+  List<NodeEvidence.PodProcess> processes(NvmlSnapshot nv) {
     Set<Integer> nvmlPids = new HashSet<>();
     for (GpuSnapshot g : nv.gpus()) {
       g.processes().ifPresent(ps -> ps.stream().map(RunningProcess::pid).forEach(nvmlPids::add));
     }
-    List<NodeEvidence.Process> out = new ArrayList<>();
+    List<NodeEvidence.PodProcess> out = new ArrayList<>();
     for (int pid : procFs.listPids()) {
       Optional<ProcessInfo> info = procFs.readProcess(pid);
       if (info.isEmpty() || info.get().cgroup().podUid().isEmpty()) {
@@ -243,7 +243,7 @@ public final class EvidenceCollector {
       }
       ProcessInfo p = info.get();
       out.add(
-          new NodeEvidence.Process(
+          new NodeEvidence.PodProcess(
               pid,
               p.startTimeTicks(),
               p.innermostPid(),
@@ -258,7 +258,7 @@ public final class EvidenceCollector {
     return out;
   }
 
-  private record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu) {}
+  record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu) {}
 
   /** Parses {@code maps}: "addr perms offset dev inode path". */
   static Maps readMaps(Path maps) {
@@ -267,7 +267,7 @@ public final class EvidenceCollector {
     Set<Long> inodes = new HashSet<>();
     boolean gpu = false;
     if (text.isPresent()) {
-      for (String line : text.get().split("\n")) {
+      for (String line : text.get().split("\n", -1)) {
         String[] f = line.trim().split("\\s+", 6);
         if (f.length < 6) {
           continue;
@@ -295,7 +295,7 @@ public final class EvidenceCollector {
     read(environ, MAX_SMALL_FILE_BYTES)
         .ifPresent(
             text -> {
-              for (String kv : text.split("\0")) {
+              for (String kv : text.split("\0", -1)) {
                 int eq = kv.indexOf('=');
                 if (eq > 0 && ENV_KEYS.contains(kv.substring(0, eq))) {
                   env.put(kv.substring(0, eq), kv.substring(eq + 1));

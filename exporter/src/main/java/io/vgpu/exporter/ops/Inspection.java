@@ -84,12 +84,12 @@ public final class Inspection {
     m.put("devices", devices);
     List<Object> processes = new ArrayList<>();
     for (ProcessSlot p : s.processes()) {
-      Optional<NodeEvidence.Process> live = e.processOfSlot(c, r, p);
+      Optional<NodeEvidence.PodProcess> live = e.processOfSlot(c, r, p);
       Map<String, Object> pm = new LinkedHashMap<>();
       pm.put("slot", p.slotIndex());
       pm.put("pid", p.pid());
       pm.put("hostpid", p.hostPid());
-      pm.put("resolved_host_pid", live.map(NodeEvidence.Process::hostPid));
+      pm.put("resolved_host_pid", live.map(NodeEvidence.PodProcess::hostPid));
       pm.put("alive", live.isPresent());
       pm.put("hostpid_correct", live.map(x -> x.hostPid() == p.hostPid()));
       pm.put("status", p.status());
@@ -167,7 +167,7 @@ public final class Inspection {
                       : d.smLimitPercent() + "%"));
         }
         for (ProcessSlot p : s.processes()) {
-          Optional<NodeEvidence.Process> live = e.processOfSlot(c, r, p);
+          Optional<NodeEvidence.PodProcess> live = e.processOfSlot(c, r, p);
           StringBuilder usage = new StringBuilder();
           for (DeviceUsage u : p.devices()) {
             if (u.totalBytes() != 0 || u.smUtilPercent() != 0) {

@@ -28,15 +28,15 @@ public final class LibraryNotLoadedCheck implements DoctorCheck {
   public List<Finding> evaluate(NodeEvidence e) {
     List<Finding> out = new ArrayList<>();
     for (String uid : e.podUids()) {
-      List<NodeEvidence.Process> gpu =
-          e.processesOf(uid).stream().filter(NodeEvidence.Process::usesGpu).toList();
+      List<NodeEvidence.PodProcess> gpu =
+          e.processesOf(uid).stream().filter(NodeEvidence.PodProcess::usesGpu).toList();
       if (gpu.isEmpty()) {
         continue;
       }
       List<String> evidence = new ArrayList<>();
       boolean disabled = false;
       boolean preloadMissing = false;
-      for (NodeEvidence.Process p : gpu) {
+      for (NodeEvidence.PodProcess p : gpu) {
         if (!p.vgpuLibraries().isEmpty()) {
           continue;
         }

@@ -34,7 +34,7 @@ public record NodeEvidence(
     Instant now,
     Duration window,
     List<Container> containers,
-    List<Process> processes,
+    List<PodProcess> processes,
     NvmlSnapshot nvml,
     Optional<NodeMeta> node,
     Thresholds thresholds) {
@@ -58,7 +58,7 @@ public record NodeEvidence(
   }
 
   /** Processes of one pod. */
-  public List<Process> processesOf(String podUid) {
+  public List<PodProcess> processesOf(String podUid) {
     return processes.stream().filter(p -> p.podUid().equals(podUid)).toList();
   }
 
@@ -165,7 +165,7 @@ public record NodeEvidence(
    * @param environment the few variables the checks read (CUDA_DISABLE_CONTROL, LD_PRELOAD,
    *     CUDA_DEVICE_MEMORY_SHARED_CACHE); values only when set
    */
-  public record Process(
+  public record PodProcess(
       int hostPid,
       long startTimeTicks,
       int containerPid,
@@ -176,7 +176,7 @@ public record NodeEvidence(
       boolean usesGpu,
       Optional<String> ldSoPreload,
       Map<String, String> environment) {
-    public Process {
+    public PodProcess {
       Objects.requireNonNull(podUid, "podUid");
       Objects.requireNonNull(containerId, "containerId");
       vgpuLibraries = List.copyOf(vgpuLibraries);
@@ -196,7 +196,7 @@ public record NodeEvidence(
    * whose innermost pid is the slot's pid (and, when the library recorded one, whose start time
    * matches). Empty when the process is gone.
    */
-  public Optional<Process> processOfSlot(Container c, Region r, ProcessSlot slot) {
+  public Optional<PodProcess> processOfSlot(Container c, Region r, ProcessSlot slot) {
     long recordedStart = slot.extension().map(e -> e.startTimeTicks()).orElse(0L);
     return processesOf(c.key().podUid()).stream()
         .filter(p -> p.maps(r) && p.containerPid() == slot.pid())
@@ -205,7 +205,7 @@ public record NodeEvidence(
   }
 
   /** The live process holding a container pid in region {@code r}, if any. */
-  public Optional<Process> processOfContainerPid(Container c, Region r, int containerPid) {
+  public Optional<PodProcess> processOfContainerPid(Container c, Region r, int containerPid) {
     return processesOf(c.key().podUid()).stream()
         .filter(p -> p.maps(r) && p.containerPid() == containerPid)
         .findFirst();

@@ -48,7 +48,7 @@ abstract class RepairCommand {
         a.details().forEach(d -> out.println("  " + d));
         out.println("  shrreg-tool " + String.join(" ", a.toolArgs()));
         outcomes.stream()
-            .filter(o -> o.action() == a)
+            .filter(o -> o.action().equals(a))
             .findFirst()
             .ifPresent(
                 o -> {

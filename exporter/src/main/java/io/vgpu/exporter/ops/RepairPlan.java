@@ -194,7 +194,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
       m.put("details", a.details());
       m.put("command", "shrreg-tool " + String.join(" ", a.toolArgs()));
       outcomes.stream()
-          .filter(o -> o.action() == a)
+          .filter(o -> o.action().equals(a))
           .findFirst()
           .ifPresent(
               o -> {
