@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import java.util.stream.IntStream;
 
 /**
  * Resolves in-container pids to host pids, and host pids to pods, from periodic scans of a procfs.
@@ -47,6 +48,13 @@ public final class HostPidResolver {
   static final long CGROUP_SETTLE_NANOS = TimeUnit.SECONDS.toNanos(2);
 
   private static final int MAX_CACHED_PROCESSES = 1 << 18;
+
+  /**
+   * From this many listed pids on, a scan reads processes on several threads (the common fork-join
+   * pool): each read is a few syscalls, and a cold scan of a big node is bound by them.
+   */
+  static final int PARALLEL_SCAN_THRESHOLD = 1024;
+
   private static final int MAX_REMEMBERED_RESOLUTIONS = 1 << 16;
 
   private final ProcFs procFs;
@@ -248,47 +256,29 @@ public final class HostPidResolver {
   private ProcessIndex scan() {
     long startNanos = nanoTicker.getAsLong();
     int[] pids = procFs.listPids();
+    Seen[] seen = new Seen[pids.length];
+    IntStream each = IntStream.range(0, pids.length);
+    if (pids.length >= PARALLEL_SCAN_THRESHOLD) {
+      each = each.parallel(); // file reads dominate; a cold scan of a big node is I/O-syscall bound
+    }
+    each.forEach(i -> seen[i] = examine(pids[i], startNanos));
     List<ProcessInfo> live = new ArrayList<>(pids.length);
     Set<PidStart> liveKeys = HashSet.newHashSet(pids.length);
     int gone = 0;
     int unusable = 0;
     int hits = 0;
     int misses = 0;
-    for (int pid : pids) {
-      ProcFs.StatRead stat = procFs.readStat(pid);
-      if (stat.problem() != null) {
-        if (stat.problem() instanceof ProcessRead.Gone) {
-          gone++;
-        } else {
-          unusable++;
-        }
-        continue;
+    for (Seen s : seen) {
+      switch (s.outcome()) {
+        case HIT -> hits++;
+        case MISS -> misses++;
+        case GONE -> gone++;
+        case UNUSABLE -> unusable++;
       }
-      PidStart key = new PidStart(pid, stat.stat().startTimeTicks());
-      CachedProcess cached = processes.getIfPresent(key);
-      if (cached != null && !cached.mayStillMove(startNanos)) {
-        hits++;
-      } else {
-        misses++;
-        ProcessRead read = procFs.readIfStartedAt(pid, key.startTimeTicks());
-        switch (read) {
-          case ProcessRead.Found found -> {
-            long firstSeen = cached != null ? cached.firstReadNanos() : startNanos;
-            cached = new CachedProcess(found.process(), firstSeen);
-            processes.put(key, cached);
-          }
-          case ProcessRead.Gone g -> {
-            gone++;
-            continue;
-          }
-          case ProcessRead.Unusable u -> {
-            unusable++;
-            continue;
-          }
-        }
+      if (s.key() != null) {
+        live.add(s.process().process());
+        liveKeys.add(s.key());
       }
-      live.add(cached.process());
-      liveKeys.add(key);
     }
     processes.asMap().keySet().retainAll(liveKeys);
     long endNanos = nanoTicker.getAsLong();
@@ -307,6 +297,42 @@ public final class HostPidResolver {
             endNanos - startNanos);
     index = built;
     return built;
+  }
+
+  /** One listed pid: its stat, then the cache, then (on a miss) its status and cgroup. */
+  private Seen examine(int pid, long scanStartNanos) {
+    ProcFs.StatRead stat = procFs.readStat(pid);
+    if (stat.problem() != null) {
+      return stat.problem() instanceof ProcessRead.Gone ? Seen.GONE : Seen.UNUSABLE;
+    }
+    PidStart key = new PidStart(pid, stat.stat().startTimeTicks());
+    CachedProcess cached = processes.getIfPresent(key);
+    if (cached != null && !cached.mayStillMove(scanStartNanos)) {
+      return new Seen(Outcome.HIT, key, cached);
+    }
+    return switch (procFs.readIfStartedAt(pid, key.startTimeTicks())) {
+      case ProcessRead.Found found -> {
+        long firstSeen = cached != null ? cached.firstReadNanos() : scanStartNanos;
+        CachedProcess fresh = new CachedProcess(found.process(), firstSeen);
+        processes.put(key, fresh);
+        yield new Seen(Outcome.MISS, key, fresh);
+      }
+      case ProcessRead.Gone g -> Seen.GONE;
+      case ProcessRead.Unusable u -> Seen.UNUSABLE;
+    };
+  }
+
+  private enum Outcome {
+    HIT,
+    MISS,
+    GONE,
+    UNUSABLE
+  }
+
+  /** What a scan learned about one pid; key and process are null unless it is live. */
+  private record Seen(Outcome outcome, PidStart key, CachedProcess process) {
+    static final Seen GONE = new Seen(Outcome.GONE, null, null);
+    static final Seen UNUSABLE = new Seen(Outcome.UNUSABLE, null, null);
   }
 
   /** A process identity that survives pid reuse. */

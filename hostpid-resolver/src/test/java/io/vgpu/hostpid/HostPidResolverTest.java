@@ -290,6 +290,35 @@ class HostPidResolverTest {
   }
 
   @Test
+  void refresh_bigNodeScannedInParallel_indexesEveryProcessOnce(@TempDir Path big) {
+    int containers = 100;
+    int perContainer = 10;
+    ProcTree node = ProcTree.node(big, 200, containers, perContainer);
+    HostPidResolver bigResolver =
+        new HostPidResolver(new ProcFs(node.root()), INTERVAL, ticker::get);
+
+    bigResolver.refresh();
+
+    ScanStats cold = bigResolver.lastScan();
+    assertThat(cold.processes()).isEqualTo(200 + containers * perContainer);
+    assertThat(cold.processes()).isGreaterThanOrEqualTo(HostPidResolver.PARALLEL_SCAN_THRESHOLD);
+    assertThat(cold.podProcesses()).isEqualTo(containers * perContainer);
+    assertThat(cold.cacheMisses()).isEqualTo(cold.processes());
+    for (int c = 0; c < containers; c += 7) {
+      Map<Integer, PidResolution> result =
+          bigResolver.resolve(ProcTree.podUid(c / 2), Optional.of(containerId(c)), List.of(1, 10));
+      int firstHostPid = 1000 + c * perContainer;
+      assertThat(result)
+          .containsExactly(
+              Map.entry(1, new Resolved(firstHostPid, 5000L + firstHostPid)),
+              Map.entry(10, new Resolved(firstHostPid + 9, 5000L + firstHostPid + 9)));
+    }
+    ticker.addAndGet(HostPidResolver.CGROUP_SETTLE_NANOS);
+    bigResolver.refresh();
+    assertThat(bigResolver.lastScan().cacheHits()).isEqualTo(cold.processes());
+  }
+
+  @Test
   void resolve_procRootMissing_throwsProcFsUnavailable() {
     HostPidResolver broken =
         new HostPidResolver(new ProcFs(dir.resolve("absent")), INTERVAL, ticker::get);

@@ -48,7 +48,7 @@ public class ResolveBenchmark {
 
   @Setup(Level.Trial)
   public void writeTree() throws IOException {
-    root = Files.createTempDirectory("hostpid-resolve-bench");
+    root = BenchTrees.createDirectory("hostpid-resolve-bench");
     ProcTree.node(root, HOST_PROCESSES, CONTAINERS, PROCESSES_PER_CONTAINER);
     resolver = new HostPidResolver(new ProcFs(root), Duration.ofHours(1), System::nanoTime);
     resolver.refresh();
