@@ -21,7 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
  * compares every size and offset it prints with the codec's constants: the C header is the single
  * source of truth, and this test keeps Java from drifting. A second program, {@code
  * region_write.c}, fills the header's structs and must produce exactly the bytes of {@link
- * RegionWriter}. Skipped (with a message) only when gcc is not on the PATH.
+ * RegionWriter}. A third, {@code legacy_layouts.c}, declares L0a, L0b and v1.1-broken from their
+ * field lists and lets gcc compute the offsets the codec hard-codes for them. Skipped (with a
+ * message) only when gcc is not on the PATH.
  */
 class LayoutAbiTest {
   @TempDir Path dir;
@@ -60,6 +62,23 @@ class LayoutAbiTest {
       assertThat(region.layout()).isEqualTo(Layout.V1_2);
       assertThat(region.snapshot()).isEqualTo(Fixtures.expected(spec, 0));
     }
+  }
+
+  @Test
+  void legacyLayoutsCompiledFromFieldLists_matchGeometryOffsets() throws Exception {
+    String output = run(compile("legacy_layouts.c").toString());
+    int compared = 0;
+    for (String line : output.strip().lines().toList()) {
+      int dot = line.indexOf('.');
+      int space = line.indexOf(' ');
+      Layout layout = Layout.valueOf(line.substring(0, dot));
+      String field = line.substring(dot + 1, space);
+      long expected = Long.parseLong(line.substring(space + 1));
+      Object actual = Geometry.class.getField(field).get(Geometry.of(layout));
+      assertThat(((Number) actual).longValue()).as(line).isEqualTo(expected);
+      compared++;
+    }
+    assertThat(compared).isEqualTo(3 * 18 + 2 + 7);
   }
 
   private Map<String, Long> compileAndRun() throws IOException, InterruptedException {
