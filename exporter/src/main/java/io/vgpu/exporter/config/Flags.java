@@ -76,7 +76,7 @@ public final class Flags {
   public static final Flag<List<String>> POD_LABELS =
       new Flag<>(
           "kubernetes.pod-labels",
-          "Comma-separated pod label keys exported as label_<key> on vgpu_container_info.",
+          "Comma-separated pod label keys exported as label_<key> on vgpu_container_pod_info.",
           "",
           List.of(),
           Parsers::labelKeys,

@@ -131,6 +131,7 @@ public final class Collectors {
       throw new ConfigException(problems);
     }
     Map<String, MultiCollector> out = new java.util.LinkedHashMap<>();
+    List<MultiCollector> chain = new ArrayList<>();
     for (Entry e : ALL) {
       if (!only.test(e.name())
           || !e.enabled().test(ctx.config())
@@ -139,10 +140,11 @@ public final class Collectors {
       }
       Optional<MultiCollector> c = e.factory().apply(ctx);
       if (c.isPresent()) {
-        registry.register(new InstrumentedCollector(e.name(), c.get(), ctx.stats()));
+        chain.add(new InstrumentedCollector(e.name(), c.get(), ctx.stats()));
         out.put(e.name(), c.get());
       }
     }
+    registry.register(new CollectorChain(chain));
     return out;
   }
 }

@@ -21,7 +21,7 @@ import java.util.Set;
  * vgpu_container_processes{container="train",namespace="ml",node="gpu-1",pod="train-0",pod_uid="7c9e...",state="running"} 4.0
  * vgpu_container_last_kernel_timestamp_seconds{...} 1.79e9
  * vgpu_container_region_info{...,layout="v1.2",version="1.2"} 1
- * vgpu_container_info{...,container_kind="regular",qos_class="burstable",label_app="trainer"} 1
+ * vgpu_container_pod_info{...,container_kind="regular",qos_class="burstable",label_app="trainer"} 1
  * vgpu_container_stale{...} 0.0
  * vgpu_container_finished{...} 0.0
  * vgpu_container_cache_files{...} 1.0

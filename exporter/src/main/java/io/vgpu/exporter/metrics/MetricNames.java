@@ -56,7 +56,7 @@ public final class MetricNames {
   public static final String CONTAINER_REGION_INFO = "vgpu_container_region";
 
   /** Info (exposed with {@code _info}), extra labels qos_class, container_kind, label_*. */
-  public static final String CONTAINER_INFO = "vgpu_container";
+  public static final String CONTAINER_INFO = "vgpu_container_pod";
 
   public static final String CONTAINER_STALE = "vgpu_container_stale";
 

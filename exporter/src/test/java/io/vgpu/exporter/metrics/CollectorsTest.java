@@ -102,14 +102,14 @@ class CollectorsTest {
     ExporterConfig cfg = ExporterConfig.resolve(Map.of("kubernetes.pod-labels", "app,team"), Map.of());
     Samples s = Samples.parse(TestNode.text(node.registry(cfg, node.states)));
     assertThat(s.value("vgpu_container_region_info", "pod_uid", UID_TRAIN, "layout", "v1.2", "version", "1.2")).isEqualTo(1.0);
-    assertThat(s.value("vgpu_container_info", "pod_uid", UID_TRAIN, "label_app", "train-0", "label_team", "", "qos_class", "burstable", "container_kind", "regular")).isEqualTo(1.0);
+    assertThat(s.value("vgpu_container_pod_info", "pod_uid", UID_TRAIN, "label_app", "train-0", "label_team", "", "qos_class", "burstable", "container_kind", "regular")).isEqualTo(1.0);
     assertThat(s.value("vgpu_container_last_kernel_timestamp_seconds", "pod_uid", UID_TRAIN)).isEqualTo(1.7e9);
   }
 
   /** API server down or RBAC denied: labels come from the directory name, and it says so. */
   @Test
   void scrape_apiServerDown_keepsExportingWithDirectoryNames() throws IOException {
-    PodMetadataSource down = new DownSource();
+    PodMetadataSource down = new CollectorsTestSupport.Down();
     Samples s = Samples.parse(TestNode.text(node.registry(ExporterConfig.defaults(), node.statesWith(down))));
     assertThat(s.value("vgpu_exporter_apiserver_up", "node", "node-a")).isZero();
     assertThat(s.value("vgpu_container_memory_used_bytes", "pod_uid", UID_TRAIN, "container", "trainer", "device_index", "0", "namespace", "", "pod", ""))
@@ -207,14 +207,21 @@ class CollectorsTest {
   void instrumented_failingCollector_isIsolatedAndReportedAsFailed() throws IOException {
     CollectorStats stats = new CollectorStats();
     PrometheusRegistry r = new PrometheusRegistry();
-    r.register(new InstrumentedCollector("boom", new MultiCollector() {
-      @Override
-      public MetricSnapshots collect() {
-        throw new IllegalStateException("broken");
-      }
-    }, stats));
-    r.register(new InstrumentedCollector("exporter",
-        new ExporterCollector(node.states, new BuildInfo("v", "r"), node.errors, stats), stats));
+    MultiCollector boom =
+        new MultiCollector() {
+          @Override
+          public MetricSnapshots collect() {
+            throw new IllegalStateException("broken");
+          }
+        };
+    r.register(
+        new CollectorChain(
+            List.of(
+                new InstrumentedCollector("boom", boom, stats),
+                new InstrumentedCollector(
+                    "exporter",
+                    new ExporterCollector(node.states, new BuildInfo("v", "r"), node.errors, stats),
+                    stats))));
     Samples s = Samples.parse(TestNode.text(r));
     assertThat(s.value("vgpu_exporter_collector_success", "collector", "boom")).isZero();
     assertThat(s.named("vgpu_exporter_files_mapped")).isNotEmpty();
@@ -236,34 +243,5 @@ class CollectorsTest {
     out[base.length] = k;
     out[base.length + 1] = v;
     return out;
-  }
-
-  /** An API server that cannot be reached: nothing known. */
-  static final class DownSource implements PodMetadataSource {
-    @Override
-    public void start() {}
-
-    @Override
-    public Optional<PodMeta> pod(String podUid) {
-      return Optional.empty();
-    }
-
-    @Override
-    public Collection<PodMeta> pods() {
-      return List.of();
-    }
-
-    @Override
-    public NodeMeta node() {
-      return NodeMeta.unknown();
-    }
-
-    @Override
-    public SourceHealth health() {
-      return new SourceHealth(true, false, false, Optional.of("API server unreachable for pods: ConnectException"));
-    }
-
-    @Override
-    public void close() {}
   }
 }

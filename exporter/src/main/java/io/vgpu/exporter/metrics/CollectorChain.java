@@ -1,0 +1,73 @@
+package io.vgpu.exporter.metrics;
+
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Predicate;
+
+/**
+ * Runs collectors in list order as one registration. The registry keeps collectors in a hash set,
+ * so without this the exporter collector could run before the ones whose outcomes it reports.
+ * Duplicate family names across members fail at construction.
+ */
+final class CollectorChain implements MultiCollector {
+  private final List<MultiCollector> members;
+  private final List<MetricFamilyDescriptor> descriptors;
+
+  CollectorChain(List<MultiCollector> members) {
+    this.members = List.copyOf(members);
+    List<MetricFamilyDescriptor> all = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (MultiCollector m : members) {
+      for (MetricFamilyDescriptor d : m.getMetricFamilyDescriptors()) {
+        if (!names.add(d.getPrometheusName())) {
+          throw new IllegalArgumentException("metric family registered twice: " + d.getPrometheusName());
+        }
+        all.add(d);
+      }
+    }
+    this.descriptors = List.copyOf(all);
+  }
+
+  @Override
+  public MetricSnapshots collect() {
+    return collect(n -> true, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(PrometheusScrapeRequest request) {
+    return collect(n -> true, request);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames) {
+    return collect(includedNames, null);
+  }
+
+  @Override
+  public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
+    List<MetricSnapshot> out = new ArrayList<>();
+    for (MultiCollector m : members) {
+      for (MetricSnapshot s : m.collect(includedNames, request)) {
+        out.add(s);
+      }
+    }
+    return new MetricSnapshots(out);
+  }
+
+  @Override
+  public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
+    return descriptors;
+  }
+
+  @Override
+  public List<String> getPrometheusNames() {
+    return descriptors.stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
+  }
+}
