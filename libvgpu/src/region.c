@@ -75,6 +75,27 @@ static void write_new_region(struct vgpu_region_map *m, const struct vgpu_region
   STORE(&r->initialized_flag, VGPU_REGION_MAGIC); /* last: readers see a complete header */
 }
 
+_Static_assert(sizeof(pthread_mutex_t) <= sizeof(((vgpu_region_ext_t *)0)->unused),
+              "the reservation mutex fits the extension's spare words");
+
+static pthread_mutex_t *reserve_mutex(struct vgpu_region_map *m) {
+  if (!m->ext || !(__atomic_load_n(&m->ext->flags, __ATOMIC_ACQUIRE) & VGPU_EXT_FLAG_RESERVE_MUTEX))
+    return NULL;
+  return (pthread_mutex_t *)(void *)m->ext->unused;
+}
+
+/* Caller holds the init lock. */
+static void init_reserve_mutex(vgpu_region_ext_t *e) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+  memset(e->unused, 0, sizeof e->unused);
+  bool ok = pthread_mutex_init((pthread_mutex_t *)(void *)e->unused, &a) == 0;
+  pthread_mutexattr_destroy(&a);
+  if (ok) __atomic_fetch_or(&e->flags, VGPU_EXT_FLAG_RESERVE_MUTEX, __ATOMIC_RELEASE);
+}
+
 static void write_new_ext(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
   vgpu_region_ext_t *e = m->ext;
   memset(e, 0, sizeof *e);
@@ -86,6 +107,7 @@ static void write_new_ext(struct vgpu_region_map *m, const struct vgpu_region_in
   if (init && init->pod_uid) snprintf(e->pod_uid, sizeof e->pod_uid, "%s", init->pod_uid);
   if (init && init->container_name)
     snprintf(e->container_name, sizeof e->container_name, "%s", init->container_name);
+  init_reserve_mutex(e);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   STORE(&e->magic, VGPU_EXT_MAGIC);
 }
@@ -139,6 +161,8 @@ static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_
       VGPU_LOG_WARN("region extension version %u.%u unknown; extension left untouched",
                     m->ext->major, m->ext->minor);
       m->ext = NULL;
+    } else if (!(m->ext->flags & VGPU_EXT_FLAG_RESERVE_MUTEX)) {
+      init_reserve_mutex(m->ext);
     }
     return VGPU_REGION_OK;
   }
@@ -254,6 +278,34 @@ void vgpu_region_unlock(struct vgpu_region_map *m) {
   }
   set_lock(m->fd, F_SETLK, F_UNLCK, VGPU_SLOT_LOCK_OFFSET, 1);
   pthread_mutex_unlock(&g_lock_mu);
+}
+
+bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
+  pthread_mutex_t *mu = reserve_mutex(m);
+  if (!mu) {
+    vgpu_region_lock(m);
+    return false;
+  }
+  int rc = pthread_mutex_lock(mu);
+  if (rc == EOWNERDEAD) {
+    /* The holder died between summing and adding to its own slot: nothing shared is half-done
+     * beyond that slot, which its seqlock protects and the sweep will free. */
+    VGPU_LOG_WARN("reservation lock holder died; recovered");
+    pthread_mutex_consistent(mu);
+  } else if (rc != 0) {
+    VGPU_LOG_ERROR("reservation lock failed (%s); using the slot lock", strerror(rc));
+    __atomic_fetch_and(&m->ext->flags, ~VGPU_EXT_FLAG_RESERVE_MUTEX, __ATOMIC_RELEASE);
+    vgpu_region_lock(m);
+    return false;
+  }
+  return true;
+}
+
+void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex) {
+  if (mutex)
+    pthread_mutex_unlock((pthread_mutex_t *)(void *)m->ext->unused);
+  else
+    vgpu_region_unlock(m);
 }
 
 void vgpu_region_atfork(int phase) {
@@ -391,6 +443,8 @@ static void gen_end(struct vgpu_region_map *m) {
 
 static void clear_slot_body(struct vgpu_region_map *m, int idx) {
   vgpu_proc_slot_t *s = &m->r->procs[idx];
+  /* A writer killed mid-update left the seqlock odd: re-align it so it ends even below. */
+  if (__atomic_load_n(&s->seqlock, __ATOMIC_ACQUIRE) & 1) __atomic_fetch_add(&s->seqlock, 1, __ATOMIC_ACQ_REL);
   seq_begin(s);
   for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
     vgpu_device_memory_t *u = &s->used[d];

@@ -70,6 +70,19 @@ void vgpu_region_close(struct vgpu_region_map *m);
 /* Slot lock (in-process mutex + fcntl). Blocks; logs "Lock shrreg timeout" every 10 s waited. */
 void vgpu_region_lock(struct vgpu_region_map *m);
 void vgpu_region_unlock(struct vgpu_region_map *m);
+/* Reservation lock: serializes "sum the container's usage, then add to my slot" across every
+ * process of the container. A process-shared robust mutex kept in the extension block (an
+ * uncontended lock is a userspace CAS, no syscall; a holder that dies hands EOWNERDEAD to the next
+ * locker), or the slot lock when the file has none. Slot-table changes (claim/free/sweep) keep using
+ * the slot lock, so shrreg-tool and other readers see the same fcntl-lock semantics as before;
+ * freeing a dead slot only lowers the sums a reservation compares, so the two locks need not nest.
+ * Lock order: reservation lock -> slot lock. */
+/* Returns true when the mutex was taken, false when it fell back to the slot lock (then the
+ * caller already holds the slot lock); pass the value back to unlock. */
+bool vgpu_region_reserve_lock(struct vgpu_region_map *m);
+void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex);
+#define VGPU_EXT_FLAG_RESERVE_MUTEX 1u /* ext->flags: ext->unused holds the reservation mutex */
+
 /* pthread_atfork support: 0 = prepare (take the in-process lock), 1 = parent/child (release). */
 void vgpu_region_atfork(int phase);
 /* Pid holding the slot lock right now (F_GETLK), 0 if free. */

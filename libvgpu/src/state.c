@@ -17,7 +17,6 @@
 #include "vgpu.h"
 
 #define HEARTBEAT_PERIOD_NS 250000000L
-#define SWEEP_PERIOD_NS 1000000000ull
 
 /* Lock order: g_state_mu -> region slot lock -> g_write_mu (leaf: the one writer of our slot). */
 static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -28,7 +27,6 @@ static int g_slot = -1;      /* our slot, -1 none */
 static int g_slot_failed;    /* registration impossible: pass-through */
 static pid_t g_slot_pid;     /* the pid that owns g_slot (fork detection) */
 static int g_hb_running;
-static uint64_t g_last_sweep_ns;
 static uint64_t g_last_kernel_sec;
 
 static void alt_path(const char *path, char *out, size_t cap) {
@@ -201,7 +199,6 @@ int vgpu_state_slot(void) {
 /* Caller holds the region lock. */
 static void sweep_locked(struct vgpu_region_map *m, int self, int *suspects) {
   vgpu_region_sweep(m, self, suspects);
-  __atomic_store_n(&g_last_sweep_ns, vgpu_now_monotonic_ns(), __ATOMIC_RELAXED);
 }
 
 static void count_oom(struct vgpu_region_map *m, int ridx, uint64_t bytes) {
@@ -223,30 +220,29 @@ int vgpu_mem_reserve(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
     return 0;
   }
   for (int attempt = 0;; attempt++) {
-    vgpu_region_lock(m);
-    uint64_t now = vgpu_now_monotonic_ns();
-    int suspects = 0;
-    if (now - __atomic_load_n(&g_last_sweep_ns, __ATOMIC_RELAXED) > SWEEP_PERIOD_NS)
-      sweep_locked(m, slot, &suspects);
+    bool mutex = vgpu_region_reserve_lock(m);
     limit = __atomic_load_n(&m->r->limit[ridx], __ATOMIC_ACQUIRE); /* may change at run time */
     uint64_t used = vgpu_region_used(m, ridx);
+    int suspects = 0;
     if (limit && (used > limit || bytes > limit - used)) {
-      sweep_locked(m, slot, &suspects); /* dead processes' memory first */
+      /* Dead processes' memory first (slot lock nests inside the reservation lock). */
+      if (mutex) vgpu_region_lock(m);
+      sweep_locked(m, slot, &suspects);
+      if (mutex) vgpu_region_unlock(m);
       used = vgpu_region_used(m, ridx);
     }
     if (!limit || (used <= limit && bytes <= limit - used)) {
       pthread_mutex_lock(&g_write_mu);
       vgpu_slot_add(m, slot, ridx, kind, (int64_t)bytes);
       pthread_mutex_unlock(&g_write_mu);
-      vgpu_region_unlock(m);
+      vgpu_region_reserve_unlock(m, mutex);
       return 0;
     }
-    vgpu_region_unlock(m);
+    vgpu_region_reserve_unlock(m, mutex);
     /* A slot that looks dead but still has a fresh heartbeat: wait for the verdict once. */
     if (suspects > 0 && attempt == 0) {
       struct timespec ts = {1, 100000000};
       nanosleep(&ts, NULL);
-      __atomic_store_n(&g_last_sweep_ns, 0, __ATOMIC_RELAXED);
       continue;
     }
     uint64_t avail = used < limit ? limit - used : 0;

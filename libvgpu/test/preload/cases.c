@@ -354,8 +354,8 @@ static int case_processes(void) {
   enum { N = 4 };
   int fds[N][2];
   pid_t kids[N];
-  int go[2];
-  CHECK(pipe(go) == 0);
+  int go[2], hold[2]; /* start together; stay alive until the parent has looked */
+  CHECK(pipe(go) == 0 && pipe(hold) == 0);
   for (int i = 0; i < N; i++) {
     CHECK(pipe(fds[i]) == 0);
     kids[i] = fork();
@@ -367,7 +367,7 @@ static int case_processes(void) {
       CUdeviceptr p;
       while (cuMemAlloc(&p, 3 * MiB) == CUDA_SUCCESS) got++;
       CHECK(write(fds[i][1], &got, sizeof got) == (ssize_t)sizeof got);
-      CHECK(read(go[0], &c, 1) == 1); /* hold until the parent has looked */
+      CHECK(read(hold[0], &c, 1) == 1);
       exit(0);
     }
   }
@@ -380,7 +380,7 @@ static int case_processes(void) {
   }
   CHECK_EQ_U(total, 64 / 3); /* 21 chunks of 3 MiB fit in 64 MiB, the 22nd never */
   CHECK_EQ_U(test_used(0), 21 * 3 * MiB);
-  CHECK(write(go[1], "xxxx", N) == N);
+  CHECK(write(hold[1], "xxxx", N) == N);
   for (int i = 0; i < N; i++) {
     int st;
     CHECK(waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -74,6 +74,38 @@ static void lock_holderKilled_nextLockerProceeds(void) {
   vgpu_region_close(&m);
 }
 
+/* The reservation mutex (robust, process-shared, in the extension): a holder killed while
+ * holding it hands the next locker EOWNERDEAD, which is recovered, repeatedly. */
+static void reserveLock_holderKilled_nextLockerProceeds(void) {
+  struct vgpu_region_map m;
+  open_fresh(&m, "reserve.cache");
+  EXPECT(m.ext->flags & VGPU_EXT_FLAG_RESERVE_MUTEX);
+  for (int it = 0; it < 20; it++) {
+    int p[2];
+    if (pipe(p) != 0) abort();
+    pid_t pid = fork();
+    if (pid == 0) {
+      struct vgpu_region_map c;
+      if (vgpu_region_open(&c, g_path, NULL) != VGPU_REGION_OK) _exit(3);
+      EXPECT(vgpu_region_reserve_lock(&c));
+      if (write(p[1], "x", 1) != 1) _exit(4);
+      pause();
+    }
+    char ch;
+    EXPECT(read(p[0], &ch, 1) == 1);
+    close(p[0]);
+    close(p[1]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    double t0 = now_s();
+    bool mutex = vgpu_region_reserve_lock(&m);
+    EXPECT(mutex);
+    vgpu_region_reserve_unlock(&m, mutex);
+    EXPECT(now_s() - t0 < 0.5);
+  }
+  vgpu_region_close(&m);
+}
+
 static struct vgpu_region_map g_m;
 static volatile int g_done;
 static int g_torn;
@@ -186,7 +218,8 @@ static void claim_fullTable_reportsFull(void) {
 int main(int argc, char **argv) {
   if (!mkdtemp(g_dir)) return 1;
   static const struct unit_case cases[] = {
-      CASE(lock_holderKilled_nextLockerProceeds), CASE(seqlock_readers_neverSeeTornSlot),
+      CASE(lock_holderKilled_nextLockerProceeds), CASE(reserveLock_holderKilled_nextLockerProceeds),
+      CASE(seqlock_readers_neverSeeTornSlot),
       CASE(sweep_freesDead_keepsLiveAndFresh), CASE(claim_fullTable_reportsFull)};
   int rc = unit_run("region_lock", cases, sizeof cases / sizeof cases[0], argc, argv);
   char cmd[300];
