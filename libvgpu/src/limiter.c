@@ -180,7 +180,11 @@ typedef struct {
   int sq;
 } bracket_t;
 
-static __thread bracket_t tls_bracket;
+/* Open brackets of this thread: normally at most one; cuLaunchCooperativeKernelMultiDevice opens
+ * one per entry before its launch and closes them after. */
+#define MAX_BRACKETS 8
+static __thread bracket_t tls_brackets[MAX_BRACKETS];
+static __thread int tls_open; /* number of armed entries in tls_brackets */
 static vgpu_limiter_t *g_limiter;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -915,16 +919,19 @@ void vgpu_limiter_destroy(vgpu_limiter_t *lim) {
     pthread_mutex_destroy(&d->mu);
     free(d);
   }
-  if (tls_bracket.lim == lim) memset(&tls_bracket, 0, sizeof(tls_bracket));
+  for (int i = 0; i < MAX_BRACKETS; i++)
+    if (tls_brackets[i].armed && tls_brackets[i].lim == lim) {
+      memset(&tls_brackets[i], 0, sizeof(tls_brackets[i]));
+      tls_open--;
+    }
   pthread_mutex_destroy(&lim->alloc_mu);
   free(lim);
 }
 
 /* Returns a bracket that before_launch armed but after_launch never closed (failed launch). */
-static void disarm_stale(vgpu_limiter_t *lim) {
-  bracket_t *b = &tls_bracket;
-  if (!b->armed) return;
-  if (b->lim == lim && b->s != NULL) {
+static void disarm(bracket_t *b) {
+  vgpu_limiter_t *lim = b->lim;
+  if (b->armed && lim != NULL && b->s != NULL && b->ctx >= 0) {
     dev_state_t *d = lim->dev[b->dev];
     if (d != NULL) {
       pthread_mutex_lock(&d->mu);
@@ -932,12 +939,39 @@ static void disarm_stale(vgpu_limiter_t *lim) {
       pthread_mutex_unlock(&d->mu);
     }
   }
+  if (b->armed) tls_open--;
   memset(b, 0, sizeof(*b));
+}
+
+/* The open bracket of (lim, dev, stream) on this thread, or NULL. */
+static bracket_t *bracket_find(const vgpu_limiter_t *lim, int dev, CUstream stream) {
+  for (int i = 0; i < MAX_BRACKETS; i++) {
+    bracket_t *b = &tls_brackets[i];
+    if (b->armed && b->lim == lim && b->dev == dev && b->stream == stream) return b;
+  }
+  return NULL;
+}
+
+/* A slot for a new bracket: a stale one for the same stream (its launch failed), else a free
+ * one, else the oldest (bounded). */
+static bracket_t *bracket_new(vgpu_limiter_t *lim, int dev, CUstream stream) {
+  bracket_t *b = bracket_find(lim, dev, stream);
+  if (b != NULL) {
+    disarm(b);
+    return b;
+  }
+  for (int i = 0; i < MAX_BRACKETS; i++)
+    if (!tls_brackets[i].armed) return &tls_brackets[i];
+  disarm(&tls_brackets[0]);
+  return &tls_brackets[0];
 }
 
 void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
   if (lim == NULL || dev < 0 || dev >= VGPU_MAX_DEVICES) return;
-  if (tls_bracket.armed) disarm_stale(lim);
+  if (tls_open > 0) { /* a failed launch on this stream left its bracket open */
+    bracket_t *stale = bracket_find(lim, dev, stream);
+    if (stale != NULL) disarm(stale);
+  }
   if (lim->cfg.policy == VGPU_LIMITER_POLICY_DISABLE) return;
   priority_gate(lim);
   int limit = effective_limit(lim, dev);
@@ -1016,9 +1050,13 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
     return;
   }
 
-  /* Arm the bracket: S on the launch's stream, right before the launch. */
-  bracket_t *b = &tls_bracket;
+  /* Arm the bracket: S on the launch's stream, right before the launch. The device lock is
+   * released around bracket_new (it may disarm a bracket of another device). */
+  pthread_mutex_unlock(&d->mu);
+  bracket_t *b = bracket_new(lim, dev, stream);
+  pthread_mutex_lock(&d->mu);
   memset(b, 0, sizeof(*b));
+  tls_open++;
   b->lim = lim;
   b->dev = dev;
   b->armed = 1;
@@ -1053,11 +1091,12 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
 }
 
 void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
-  bracket_t *b = &tls_bracket;
-  if (lim == NULL || !b->armed || b->lim != lim || b->dev != dev) return;
+  if (lim == NULL || tls_open == 0) return;
+  bracket_t *b = bracket_find(lim, dev, stream);
+  if (b == NULL) return;
   dev_state_t *d = lim->dev[dev];
   if (d == NULL) {
-    memset(b, 0, sizeof(*b));
+    disarm(b);
     return;
   }
   int64_t now = now_ns(lim);
@@ -1076,6 +1115,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     d->busy_ns += c;
     if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)c, __ATOMIC_RELAXED);
     memset(b, 0, sizeof(*b));
+    tls_open--;
     pthread_mutex_unlock(&d->mu);
     return;
   }
@@ -1130,6 +1170,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   }
   d->inflight_est_ns += est;
   memset(b, 0, sizeof(*b));
+  tls_open--;
   pthread_mutex_unlock(&d->mu);
 }
 
@@ -1207,7 +1248,7 @@ void vgpu_limiter_before_launch(int dev, CUstream stream) {
 }
 
 void vgpu_limiter_after_launch(int dev, CUstream stream) {
-  if (!tls_bracket.armed) return;
+  if (tls_open == 0) return;
   vgpu_limiter_t *lim = __atomic_load_n(&g_limiter, __ATOMIC_ACQUIRE);
   if (lim != NULL) vgpu_limiter_after(lim, dev, stream);
 }
@@ -1228,7 +1269,8 @@ void vgpu_limiter_atfork_child(void) {
   /* The child cannot use the parent's CUDA objects; keep the config, drop per-device state
    * (leaked on purpose: its mutexes may have been held by threads that do not exist here). */
   vgpu_limiter_t *lim = __atomic_load_n(&g_limiter, __ATOMIC_ACQUIRE);
-  memset(&tls_bracket, 0, sizeof(tls_bracket));
+  memset(tls_brackets, 0, sizeof(tls_brackets));
+  tls_open = 0;
   if (lim == NULL) return;
   for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
     lim->dev[i] = NULL;

@@ -321,6 +321,38 @@ static void test_failed_launches_and_dead_context(void) {
   sim_region_free(r);
 }
 
+/* cuLaunchCooperativeKernelMultiDevice style: brackets for several streams opened before one
+ * launch call and closed after it; every entry is measured. */
+static void test_interleaved_brackets(void) {
+  sim_reset();
+  sim_region_t r = sim_region_new(50);
+  vgpu_limiter_t *lim = new_limiter(&r, VGPU_LIMITER_POLICY_DEFAULT);
+  CUstream a = sim_stream_new(1), b = sim_stream_new(1);
+  SIM.win_a = SIM.now;
+  SIM.win_b = SIM.now + 1000000 * MS;
+  for (int i = 0; i < 200; i++) {
+    vgpu_limiter_before(lim, 0, a);
+    vgpu_limiter_before(lim, 0, b);
+    sim_launch(a, 300 * US);
+    sim_launch(b, 300 * US);
+    vgpu_limiter_after(lim, 0, a);
+    vgpu_limiter_after(lim, 0, b);
+    des_wait(4 * US);
+  }
+  SIM.now += 100 * MS;
+  vgpu_limiter_poll(lim, 0);
+  vgpu_limiter_stats_t st;
+  vgpu_limiter_stats(lim, 0, &st);
+  printf("  interleaved brackets: charged %.1f ms, truth %.1f ms, in flight %lu\n",
+         (double)st.busy_ns / MS, (double)SIM.busy[1] / MS, (unsigned long)st.in_flight);
+  CHECK(st.in_flight == 0, "in flight %lu", (unsigned long)st.in_flight);
+  CHECK(fabs((double)st.busy_ns - (double)SIM.busy[1]) <= 0.01 * (double)SIM.busy[1],
+        "charged %.1f vs truth %.1f", (double)st.busy_ns / MS, (double)SIM.busy[1] / MS);
+  vgpu_limiter_destroy(lim);
+  CHECK(SIM.events_live == 0, "events leaked: %d", SIM.events_live);
+  sim_region_free(r);
+}
+
 static void test_standalone_without_region(void) {
   const int64_t dur[3] = {50 * US, 2 * MS, 1200 * US};
   sim_reset();
@@ -436,6 +468,7 @@ int main(void) {
   test_fast_path_and_counters();
   test_capture_is_not_throttled();
   test_failed_launches_and_dead_context();
+  test_interleaved_brackets();
   test_standalone_without_region();
   test_threads_consistent();
   return test_summary("limiter_sharing_test");
