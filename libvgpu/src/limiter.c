@@ -162,6 +162,7 @@ struct vgpu_limiter {
   vgpu_limiter_config_t cfg;
   pthread_mutex_t alloc_mu;
   dev_state_t *dev[VGPU_MAX_DEVICES];
+  dev_state_t *orphan[VGPU_MAX_DEVICES]; /* the parent's state after fork: never touched again */
   uint64_t fast_launches[VGPU_MAX_DEVICES]; /* launches seen while unlimited (atomic) */
   uint64_t fast_flushed[VGPU_MAX_DEVICES];
 };
@@ -1273,6 +1274,7 @@ void vgpu_limiter_atfork_child(void) {
   tls_open = 0;
   if (lim == NULL) return;
   for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
+    if (lim->dev[i] != NULL) lim->orphan[i] = lim->dev[i];
     lim->dev[i] = NULL;
     lim->fast_launches[i] = lim->fast_flushed[i] = 0;
   }
