@@ -1,0 +1,26 @@
+# vgpu-exporter image: the exporter on a jlink'ed Java 25 runtime, plus libvgpu.so, shrreg-tool and
+# vgpu-install for the chart's installer mode. Everything is prepared outside (deploy/image/build.sh
+# stages it under deploy/image/target/context), so the build needs no network:
+#   docker build --network none --build-arg BASE_IMAGE=vgpu-base:local -t vgpu-exporter:0.1.0 \
+#     -f Dockerfile deploy/image/target/context
+# BASE_IMAGE needs only glibc (the default is deploy/image/build-base.sh's FROM-scratch base:
+# the host's glibc, ld.so and an /etc/passwd with uid 65534). Any glibc distro image works too.
+ARG BASE_IMAGE=vgpu-base:local
+FROM ${BASE_IMAGE}
+
+COPY jre/ /opt/vgpu-exporter/jre/
+COPY lib/ /opt/vgpu-exporter/lib/
+COPY exporter.jar /opt/vgpu-exporter/exporter.jar
+COPY vgpu/ /opt/vgpu/
+
+# Same JVM footprint flags as bin/vgpu-exporter; /tmp is where JNA unpacks its stub (an emptyDir
+# in the chart, whose root filesystem is read-only).
+ENV JDK_JAVA_OPTIONS="-XX:+UseSerialGC -Xms16m -Xmx64m -XX:MaxMetaspaceSize=64m -XX:ReservedCodeCacheSize=32m -Xss512k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+ExitOnOutOfMemoryError -Djava.io.tmpdir=/tmp -Djna.tmpdir=/tmp" \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=utility
+
+# Read-only mode runs as nobody; the chart switches to uid 0 only for write-back modes.
+USER 65534:65534
+EXPOSE 9394
+ENTRYPOINT ["/opt/vgpu-exporter/jre/bin/java", "-jar", "/opt/vgpu-exporter/exporter.jar"]
+CMD ["serve"]

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# `make image-test`: proves the container image here, offline. Installs docker.io if missing,
+# starts a private dockerd by hand (own socket and data root, no bridge, no iptables), builds the
+# base and the image with --network none, runs the exporter image on a fixture cache root with
+# host networking exactly as the chart's read-only mode runs it (non-root, read-only root
+# filesystem, no capabilities, read-only cache mount), scrapes /metrics and lints it with promtool,
+# runs the installer entrypoint against a scratch "host" directory, and reports image size and the
+# exporter's idle RSS. Slow (a few minutes); not part of `make test`.
+set -uo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$repo/deploy/image/target/image-test"
+sock=/run/vgpu-docker.sock
+image="${IMAGE:-vgpu-exporter:0.1.0}"
+name=vgpu-image-test
+port="${PORT:-19494}"
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+finish() {
+  echo "image-test: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}
+
+if ! command -v dockerd >/dev/null 2>&1 && [ ! -x /usr/sbin/dockerd ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "image-test: docker.io missing and not root" >&2; exit 1; }
+  echo "image-test: installing docker.io"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+fi
+dockerd_bin="$(command -v dockerd || echo /usr/sbin/dockerd)"
+docker=(/usr/bin/docker -H "unix://$sock")
+
+started_dockerd=""
+if ! "${docker[@]}" info >/dev/null 2>&1; then
+  mkdir -p /var/lib/vgpu-docker /run/vgpu-docker
+  "$dockerd_bin" --host "unix://$sock" --data-root /var/lib/vgpu-docker --exec-root /run/vgpu-docker \
+    --pidfile /run/vgpu-docker.pid --bridge none --iptables=false --ip6tables=false --ip-masq=false \
+    >/var/log/vgpu-dockerd.log 2>&1 &
+  started_dockerd=$!
+  for _ in $(seq 60); do "${docker[@]}" info >/dev/null 2>&1 && break; sleep 1; done
+fi
+cleanup() {
+  "${docker[@]}" rm -f "$name" >/dev/null 2>&1
+  [ -n "${demo_pid:-}" ] && kill "$demo_pid" 2>/dev/null
+  if [ -n "$started_dockerd" ]; then
+    kill "$started_dockerd" 2>/dev/null
+    wait "$started_dockerd" 2>/dev/null
+  fi
+}
+trap cleanup EXIT
+"${docker[@]}" info >/dev/null 2>&1 && ok "dockerd up ($("${docker[@]}" version -f '{{.Server.Version}}'), storage $("${docker[@]}" info -f '{{.Driver}}'))" \
+  || { bad "dockerd did not start: see /var/log/vgpu-dockerd.log"; finish; }
+
+if "$repo/deploy/image/build.sh" "${docker[@]}"; then ok "image $image built with --network none"; else bad "image build"; finish; fi
+size="$("${docker[@]}" image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1f MB", $1/1e6}')"
+
+# A fixture node: the demo's cache files (real v1.2 regions written for real processes), copied.
+rm -rf "$work"
+mkdir -p "$work/live" "$work/fixture" "$work/host-vgpu"
+"$repo/bin/vgpu-exporter" demo --port "$((port + 1))" --duration 30s --path.cache-root="$work/live" \
+  >"$work/demo.log" 2>&1 &
+demo_pid=$!
+for _ in $(seq 30); do [ "$(find "$work/live" -name '*.cache' 2>/dev/null | wc -l)" -gt 0 ] && break; sleep 1; done
+sleep 3
+cp -r "$work/live/." "$work/fixture/"
+kill "$demo_pid" 2>/dev/null
+wait "$demo_pid" 2>/dev/null
+demo_pid=""
+dirs="$(find "$work/fixture" -mindepth 1 -maxdepth 1 -type d -name '*_*' | wc -l)"
+chmod -R a+rX "$work/fixture"
+[ "$dirs" -gt 0 ] && ok "fixture cache root with $dirs container directories" || { bad "no fixture cache files (see $work/demo.log)"; finish; }
+
+# The exporter as the chart's read-only mode runs it.
+"${docker[@]}" rm -f "$name" >/dev/null 2>&1
+"${docker[@]}" run -d --name "$name" --network host --pid host --read-only --tmpfs /tmp:size=16m \
+  --user 65534:65534 --cap-drop ALL --security-opt no-new-privileges \
+  -v "$work/fixture:/usr/local/vgpu/containers:ro" "$image" \
+  serve --web.listen-port="$port" --kubernetes=false --nvml=false --attribution.feedback=false \
+  --node-name=image-test >/dev/null || { bad "docker run"; finish; }
+ready=""
+for _ in $(seq 60); do
+  code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")"
+  [ "$code" = 200 ] && { ready=1; break; }
+  sleep 0.5
+done
+[ -n "$ready" ] && ok "/readyz 200 from the container" || { bad "/readyz never 200 (last $code)"; "${docker[@]}" logs "$name" 2>&1 | tail -20; finish; }
+curl -s "http://127.0.0.1:$port/healthz" -o /dev/null -w '%{http_code}' | grep -q 200 && ok "/healthz 200" || bad "/healthz"
+curl -s "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
+# One vgpu_container_region_info series per container directory with a readable region.
+ctrs="$(grep -c '^vgpu_container_region_info{' "$work/metrics.txt")"
+[ "$ctrs" -eq "$dirs" ] && ok "/metrics exports all $dirs fixture containers" || bad "/metrics has $ctrs containers, fixture has $dirs"
+grep -q '^vgpu_container_memory_used_bytes{.*node="image-test"' "$work/metrics.txt" && ok "per-container memory labelled with the node" || bad "no vgpu_container_memory_used_bytes for node image-test"
+promtool check metrics <"$work/metrics.txt" >"$work/promtool.txt" 2>&1 && ok "promtool check metrics" || { bad "promtool check metrics"; head "$work/promtool.txt"; }
+pid="$("${docker[@]}" inspect -f '{{.State.Pid}}' "$name")"
+uid="$(awk '/^Uid:/{print $2}' "/proc/$pid/status")"
+[ "$uid" = 65534 ] && ok "runs as uid 65534" || bad "runs as uid $uid"
+sleep 5
+rss="$(awk '/^VmRSS:/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")"
+
+# The installer entrypoint against a scratch host directory.
+if "${docker[@]}" run --rm --network none --read-only --user 0:0 --cap-drop ALL --security-opt no-new-privileges \
+     -v "$work/host-vgpu:/usr/local/vgpu" --entrypoint /opt/vgpu/bin/vgpu-install "$image" \
+     --to=/usr/local/vgpu --preload /opt/vgpu/lib/libvgpu.so /opt/vgpu/bin/shrreg-tool >"$work/install.log" 2>&1 \
+   && cmp -s "$work/host-vgpu/libvgpu.so" "$repo/libvgpu/build/libvgpu.so" \
+   && cmp -s "$work/host-vgpu/shrreg-tool" "$repo/libvgpu/build/shrreg-tool" \
+   && [ -x "$work/host-vgpu/shrreg-tool" ] \
+   && grep -qx /usr/local/vgpu/libvgpu.so "$work/host-vgpu/ld.so.preload"; then
+  ok "installer placed libvgpu.so, shrreg-tool and ld.so.preload (no capabilities)"
+else
+  bad "installer"; cat "$work/install.log"
+fi
+"$work/host-vgpu/shrreg-tool" --version >/dev/null 2>&1; rc=$?
+[ "$rc" -ne 126 ] && [ "$rc" -ne 127 ] && ok "installed shrreg-tool runs on the host (exit $rc)" || bad "installed shrreg-tool does not run (exit $rc)"
+
+echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers)"
+finish
