@@ -87,6 +87,8 @@ run oom_log LIBCUDA_LOG_LEVEL=4 --stderr 'HAMI-core Info.*Initialized' --stderr 
 run oom_log --no-stderr 'HAMI-core (Info|Debug)'
 run disabled CUDA_DISABLE_CONTROL=true
 run runtime_limit
+run ctor VGPU_CTOR_ALLOC=1
+run nvml_v2_getproc_v1 FAKE_NVML_CONFIG="$NV"
 
 # A pre-existing file of another layout (HAMi-core's 2026-03 "v1.1-broken") is left untouched.
 if [ -z "$FILTER" ] || [[ version_mismatch == *$FILTER* ]]; then

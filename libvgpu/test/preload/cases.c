@@ -19,6 +19,9 @@
 #undef cuGetProcAddress
 
 unsigned long fakeCudaLaunchCount(void);
+extern CUdeviceptr vgpu_ctor_ptr; /* libctor.so */
+extern int vgpu_ctor_rc;
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 
 static CUcontext setup(int dev) {
@@ -657,6 +660,48 @@ static int case_runtime_limit(void) {
   return 0;
 }
 
+/* A library constructor allocated before main (VGPU_CTOR_ALLOC=1): counted, freeable. */
+static int case_ctor(void) {
+  CHECK(vgpu_ctor_rc == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 24 * MiB);
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 48 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemFree(vgpu_ctor_ptr) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 0);
+  return 0;
+}
+
+/* NVML _v2 memory info and cuGetProcAddress v1 (CUDA 11.3-11.x callers). */
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvml_mem_v2_t;
+static int case_nvml_v2_getproc_v1(void) {
+  setup(0);
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 10 * MiB) == CUDA_SUCCESS);
+  void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+  CHECK(h != NULL);
+  int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
+  int (*get)(unsigned, void **) = (int (*)(unsigned, void **))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+  int (*mem2)(void *, nvml_mem_v2_t *) = (int (*)(void *, nvml_mem_v2_t *))dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
+  CHECK(init && get && mem2 && in_libvgpu((void *)mem2));
+  CHECK(init() == 0);
+  void *dev = NULL;
+  CHECK(get(0, &dev) == 0);
+  nvml_mem_v2_t m = {.version = (unsigned)(sizeof(nvml_mem_v2_t) | (2u << 24))};
+  CHECK(mem2(dev, &m) == 0);
+  CHECK_EQ_U(m.total, 64 * MiB);
+  CHECK_EQ_U(m.used, 10 * MiB);
+  CHECK_EQ_U(m.free, 54 * MiB);
+  CHECK_EQ_U(m.reserved, 0);
+  void *fn = NULL;
+  CHECK(cuGetProcAddress("cuMemAlloc", &fn, 11030, 0) == CUDA_SUCCESS);
+  CHECK(in_libvgpu(fn));
+  CHECK(((CUresult(*)(CUdeviceptr *, size_t))fn)(&a, 60 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -674,7 +719,8 @@ int main(int argc, char **argv) {
       {"cvd_uuid", case_cvd_uuid},     {"nvml", case_nvml},
       {"nvml_only", case_nvml_only},   {"unlimited", case_unlimited},
       {"oom_log", case_oom_log},       {"disabled", case_disabled},
-      {"runtime_limit", case_runtime_limit},
+      {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor},
+      {"nvml_v2_getproc_v1", case_nvml_v2_getproc_v1},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);
