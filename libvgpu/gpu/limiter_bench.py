@@ -156,7 +156,7 @@ class Proc:
         if preload:
             env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = cache
             env["GPU_CORE_UTILIZATION_POLICY"] = "force"  # no HAMi monitor here to flip it
-            env.setdefault("LIBCUDA_LOG_LEVEL", "1")
+            env.setdefault("LIBCUDA_LOG_LEVEL", "0")
             if limit:
                 env["CUDA_DEVICE_SM_LIMIT"] = str(limit)
         self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)

@@ -5,6 +5,7 @@
 # ~2.5 minute subset. Other knobs: BENCH_SETTLE, BENCH_MEASURE, BENCH_ONLY=<regex> (limiter_bench.py).
 #   usage (repo root, on the GPU machine):  bash libvgpu/gpu/limiter_bench.sh
 set -euo pipefail
+export PATH=/usr/local/cuda/bin:$PATH
 here="$(cd "$(dirname "$0")" && pwd)"
 lib="$(dirname "$here")"
 build="$lib/build"
