@@ -23,6 +23,12 @@
  *       `fail * 15` GPU lost: every device query fails, init/shutdown/strings still work).
  *       <function> also matches its versioned variants (nvmlInit matches nvmlInit_v2 and
  *       nvmlInitWithFlags; nvmlDeviceGetMemoryInfo matches nvmlDeviceGetMemoryInfo_v2).
+ *   mig <parent> <j> uuid=<u> [name=<n>] [total=<bytes>] [used=<bytes>]
+ *       MIG device j (0..7) of physical GPU <parent>: the parent then reports MIG mode enabled
+ *       and hands out a handle for it; per-process and device utilization on a MIG handle return
+ *       NVML_ERROR_NOT_SUPPORTED, as on real drivers.
+ *   migprocess <parent> <j> pid=<pid> used=<bytes>
+ *       a compute process on that MIG device.
  *   option v3_stride=<16|24|32>     bytes per entry written by *_v3 running-process calls
  *                                   (24 = nvmlProcessInfo_v2_t, 32 = the R535.54 struct)
  *   option driver=<version>         string returned by nvmlSystemGetDriverVersion
@@ -109,6 +115,7 @@ _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "utilization sample
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "memory v2");
 
 #define FAKE_MAX_DEVICES 16
+#define FAKE_MAX_MIG 8
 #define FAKE_MAX_PROCS 256
 #define FAKE_MAX_SAMPLES 4096
 #define FAKE_MAX_FAILS 64
@@ -123,6 +130,7 @@ struct fake_proc {
 
 struct fake_device {
   int present;
+  int is_mig;
   unsigned int index;
   char uuid[FAKE_NAME_LEN];
   char name[FAKE_NAME_LEN];
@@ -144,6 +152,7 @@ struct fake_fail {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_device g_devices[FAKE_MAX_DEVICES];
+static struct fake_device g_migs[FAKE_MAX_DEVICES][FAKE_MAX_MIG];
 static int g_device_count;
 static struct fake_sample g_samples[FAKE_MAX_SAMPLES];
 static int g_nsamples;
@@ -190,6 +199,7 @@ static int parse_device_index(const char *s, int *out) {
 
 static void reset_state(void) {
   memset(g_devices, 0, sizeof g_devices);
+  memset(g_migs, 0, sizeof g_migs);
   g_device_count = 0;
   g_nsamples = 0;
   g_nfails = 0;
@@ -266,6 +276,62 @@ static void parse_line(const char *path, int lineno, char *line) {
     if (!have_pid) { note(path, lineno, "process without pid"); return; }
     if (g_devices[i].nprocs >= FAKE_MAX_PROCS) { note(path, lineno, "too many processes"); return; }
     g_devices[i].procs[g_devices[i].nprocs++] = p;
+  } else if (strcmp(tokens[0], "mig") == 0 || strcmp(tokens[0], "migprocess") == 0) {
+    int i;
+    unsigned int j;
+    if (n < 3 || parse_device_index(tokens[1], &i) != 0 || parse_uint(tokens[2], &j) != 0 || j >= FAKE_MAX_MIG) {
+      note(path, lineno, "bad mig index");
+      return;
+    }
+    struct fake_device *m = &g_migs[i][j];
+    if (strcmp(tokens[0], "mig") == 0) {
+      struct fake_device d = {0};
+      d.present = 1;
+      d.is_mig = 1;
+      d.index = (unsigned)i;
+      snprintf(d.name, sizeof d.name, "Fake MIG");
+      int have_uuid = 0;
+      for (int k = 3; k < n; k++) {
+        const char *v;
+        int bad = 0;
+        if ((v = kv(tokens[k], "uuid"))) {
+          if (strlen(v) == 0 || strlen(v) >= sizeof d.uuid) bad = 1; else snprintf(d.uuid, sizeof d.uuid, "%s", v);
+          have_uuid = 1;
+        } else if ((v = kv(tokens[k], "name"))) {
+          if (strlen(v) >= sizeof d.name) bad = 1; else snprintf(d.name, sizeof d.name, "%s", v);
+        } else if ((v = kv(tokens[k], "total"))) {
+          bad = parse_ull(v, &d.total);
+        } else if ((v = kv(tokens[k], "used"))) {
+          bad = parse_ull(v, &d.used);
+        } else {
+          bad = 1;
+        }
+        if (bad) { note(path, lineno, "bad mig attribute"); return; }
+      }
+      if (!have_uuid) { note(path, lineno, "mig needs uuid"); return; }
+      d.nprocs = m->nprocs;
+      memcpy(d.procs, m->procs, sizeof d.procs);
+      *m = d;
+    } else {
+      struct fake_proc p = {0, 0, 0, 0};
+      int have_pid = 0;
+      for (int k = 3; k < n; k++) {
+        const char *v;
+        int bad = 0;
+        if ((v = kv(tokens[k], "pid"))) {
+          bad = parse_uint(v, &p.pid) || p.pid == 0;
+          have_pid = 1;
+        } else if ((v = kv(tokens[k], "used"))) {
+          bad = parse_ull(v, &p.used);
+        } else {
+          bad = 1;
+        }
+        if (bad) { note(path, lineno, "bad migprocess attribute"); return; }
+      }
+      if (!have_pid) { note(path, lineno, "migprocess without pid"); return; }
+      if (m->nprocs >= FAKE_MAX_PROCS) { note(path, lineno, "too many processes"); return; }
+      m->procs[m->nprocs++] = p;
+    }
   } else if (strcmp(tokens[0], "sample") == 0) {
     int i;
     if (n < 2 || parse_device_index(tokens[1], &i) != 0) { note(path, lineno, "bad device index"); return; }
@@ -399,8 +465,18 @@ static nvmlReturn_t leave(nvmlReturn_t r) {
 }
 
 static nvmlReturn_t check_device(nvmlDevice_t d) {
-  if (d < g_devices || d >= g_devices + FAKE_MAX_DEVICES) return NVML_ERROR_INVALID_ARGUMENT;
+  int physical = d >= g_devices && d < g_devices + FAKE_MAX_DEVICES;
+  int mig = d >= &g_migs[0][0] && d < &g_migs[0][0] + FAKE_MAX_DEVICES * FAKE_MAX_MIG;
+  if (!physical && !mig) return NVML_ERROR_INVALID_ARGUMENT;
+  if (mig && !g_devices[d->index].present) return NVML_ERROR_GPU_IS_LOST;
   return d->present ? NVML_SUCCESS : NVML_ERROR_GPU_IS_LOST;
+}
+
+static int mig_count(nvmlDevice_t d) {
+  int n = 0;
+  if (d->is_mig) return 0;
+  for (int j = 0; j < FAKE_MAX_MIG; j++) n += g_migs[d->index][j].present;
+  return n;
 }
 
 #define ENTER(fn, dev_call)                  \
@@ -542,6 +618,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
   ENTER_DEVICE("nvmlDeviceGetUtilizationRates", d);
   if (!u) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
   u->gpu = d->util;
   u->memory = d->memutil;
   return leave(NVML_SUCCESS);
@@ -550,23 +627,25 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtili
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
   ENTER_DEVICE("nvmlDeviceGetMigMode", d);
   if (!current || !pending) return leave(NVML_ERROR_INVALID_ARGUMENT);
-  *current = 0; /* NVML_DEVICE_MIG_DISABLE */
-  *pending = 0;
+  if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
+  *current = mig_count(d) > 0 ? 1 : 0; /* NVML_DEVICE_MIG_ENABLE : _DISABLE */
+  *pending = *current;
   return leave(NVML_SUCCESS);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count) {
   ENTER_DEVICE("nvmlDeviceGetMaxMigDeviceCount", d);
   if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
-  *count = 0;
+  *count = mig_count(d) > 0 ? FAKE_MAX_MIG : 0;
   return leave(NVML_SUCCESS);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index, nvmlDevice_t *mig) {
-  (void)index;
-  (void)mig;
   ENTER_DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", d);
-  return leave(NVML_ERROR_NOT_FOUND);
+  if (!mig || d->is_mig || index >= FAKE_MAX_MIG) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (!g_migs[d->index][index].present) return leave(NVML_ERROR_NOT_FOUND);
+  *mig = &g_migs[d->index][index];
+  return leave(NVML_SUCCESS);
 }
 
 /* Writes the device's processes with the given stride; NVML's two-call sizing protocol. */
@@ -610,6 +689,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlPro
                                                          unsigned int *count, unsigned long long lastSeenTimeStamp) {
   ENTER_DEVICE("nvmlDeviceGetProcessUtilization", d);
   if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
   int dev = (int)(d - g_devices);
   unsigned int n = 0;
   for (int i = 0; i < g_nsamples; i++)

@@ -351,6 +351,25 @@ class ReconcilerTest {
         .isCloseTo(0.50, within(1e-6));
   }
 
+  /** NVML has no per-process utilization on MIG devices: unknown, but memory is still known. */
+  @Test
+  void reconcile_containerOnMigDevice_utilizationUnsupportedMemoryAttributed() {
+    ContainerKey k = key(1, "main");
+    w.podProcess(7951, 1, 1, 1, 1);
+    Path r = w.region(k, spec("MIG-aaaa").slot(1, 7951, 1, usage(0, GIB, 0)).build());
+    NvmlSnapshot nvml =
+        w.gpu(0, GPU0, 0)
+            .nvmlLine("mig 0 0 uuid=MIG-aaaa total=" + 10 * GIB + " used=" + GIB)
+            .nvmlLine("migprocess 0 0 pid=7951 used=" + 2 * GIB)
+            .poll();
+
+    DeviceAttribution d = device(reconcile(nvml, input(k, 1, r)), k, 0);
+
+    assertThat(nvml.gpus()).extracting(g -> g.identity().uuid()).containsExactly(GPU0, "MIG-aaaa");
+    assertThat(d.unknown()).contains(UnknownReason.NVML_UNSUPPORTED);
+    assertThat(d.nvmlMemoryBytes()).hasValue(2 * GIB);
+  }
+
   @Test
   void reconcile_regionUuidUnknownToNvml_unknownGpuNotInNvml() {
     ContainerKey k = key(1, "main");

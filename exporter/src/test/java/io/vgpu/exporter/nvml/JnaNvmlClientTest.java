@@ -75,6 +75,27 @@ class JnaNvmlClientTest {
   }
 
   @Test
+  void migDevices_migEnabled_enumeratesHandlesAndTheirProcesses() {
+    FakeNvml fake =
+        FakeNvml.in(dir)
+            .write(
+                TWO_GPUS,
+                "mig 1 0 uuid=MIG-aaaa name=1g.10gb total=10737418240 used=1073741824",
+                "mig 1 3 uuid=MIG-bbbb total=10737418240 used=0",
+                "migprocess 1 0 pid=5151 used=1073741824");
+    init(fake);
+    List<DeviceHandle> migs = client.migDevices(handle(1)).orElse(List.of());
+    assertThat(migs).extracting(DeviceHandle::migIndex).containsExactly(0, 3);
+    assertThat(client.identity(migs.getFirst()))
+        .isEqualTo(NvmlResult.ok(new GpuIdentity(1, 0, "MIG-aaaa", "1g.10gb")));
+    assertThat(client.runningProcesses(migs.getFirst()))
+        .isEqualTo(NvmlResult.ok(List.of(new RunningProcess(5151, OptionalLong.of(1073741824)))));
+    assertThat(client.processUtilization(migs.getFirst(), 0))
+        .isEqualTo(NvmlResult.err("nvmlDeviceGetProcessUtilization", NvmlReturn.NOT_SUPPORTED));
+    assertThat(client.migDevices(handle(0))).isEqualTo(NvmlResult.ok(List.of()));
+  }
+
+  @Test
   void deviceQuery_beforeInit_returnsUninitialized() {
     FakeNvml.in(dir).write(TWO_GPUS);
     client = FakeNvml.in(dir).client();
