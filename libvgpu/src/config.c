@@ -16,7 +16,7 @@
 
 #include "vgpu.h"
 
-__thread int vgpu_hook_depth;
+__thread int vgpu_hook_depth __attribute__((tls_model("initial-exec")));
 
 uint64_t vgpu_now_realtime_ns(void) {
   struct timespec ts;

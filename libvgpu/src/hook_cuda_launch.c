@@ -59,11 +59,14 @@ static int gate_device(void) {
   if (__atomic_load_n(&g_limiter_state, __ATOMIC_ACQUIRE) == 0) limiter_setup();
   if (g_limiter_state != 1) return -1;
   struct vgpu_region_map *m = vgpu_state_region(false);
-  if (m) { /* no SM limit anywhere in the container: skip the per-launch device lookup */
+  if (m) { /* no SM limit on any of the container's devices: skip the per-launch device lookup */
+    uint64_t n = __atomic_load_n(&m->r->device_num, __ATOMIC_RELAXED);
+    if (n == 0 || n > VGPU_MAX_DEVICES) n = VGPU_MAX_DEVICES;
+    const uint64_t *lim = m->r->sm_limit;
     bool any = false;
-    for (int d = 0; d < VGPU_MAX_DEVICES && !any; d++) {
-      uint64_t l = __atomic_load_n(&m->r->sm_limit[d], __ATOMIC_RELAXED);
-      any = l > 0 && l < 100;
+    for (uint64_t d = 0; d < n; d++) {
+      uint64_t l = __atomic_load_n(&lim[d], __ATOMIC_RELAXED);
+      any |= l - 1 < 99; /* 1..99 */
     }
     if (!any) return -1;
   }

@@ -79,7 +79,7 @@ void vgpu_config_parse(struct vgpu_config *cfg, const char *(*get)(const char *n
 
 /* ---- reentrancy guard: calls the real driver makes back into exported names pass straight
  * through (libcuda may call its own exported symbols through the PLT). */
-extern __thread int vgpu_hook_depth;
+extern __thread int vgpu_hook_depth __attribute__((tls_model("initial-exec")));
 #define VGPU_GUARD_ENTER() (vgpu_hook_depth++ == 0)
 #define VGPU_GUARD_LEAVE() (vgpu_hook_depth--)
 
