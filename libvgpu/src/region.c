@@ -286,7 +286,20 @@ bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
     vgpu_region_lock(m);
     return false;
   }
-  int rc = pthread_mutex_lock(mu);
+  /* A live holder normally keeps it for microseconds; one that is stopped (SIGSTOP, a debugger)
+   * would block everyone, so say so every 10 s the way HAMi-core's users grep for. */
+  int rc = pthread_mutex_trylock(mu);
+  for (unsigned waited = 0; rc == EBUSY; waited += 10) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    rc = pthread_mutex_timedlock(mu, &deadline);
+    if (rc == ETIMEDOUT) {
+      VGPU_LOG_WARN("Lock shrreg timeout after %u ms (reservation lock), owner tid=%d, retrying",
+                    (waited + 10) * 1000, (int)mu->__data.__owner);
+      rc = EBUSY;
+    }
+  }
   if (rc == EOWNERDEAD) {
     /* The holder died between summing and adding to its own slot: nothing shared is half-done
      * beyond that slot, which its seqlock protects and the sweep will free. */
