@@ -6,6 +6,7 @@
  * Destroying or resetting a context releases its allocations, which the driver frees with it.
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "hook.h"
 #if __has_include("limiter.h")
@@ -22,6 +23,14 @@ static struct {
   uint64_t bytes;
   uintptr_t ctx;
 } g_primary[VGPU_MAX_CUDA_DEVICES];
+
+/* A forked child has no context yet: its first retain is counted again. */
+static void ctx_atfork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_ctx_mu = fresh;
+  memset(g_primary, 0, sizeof g_primary);
+}
+__attribute__((constructor)) static void ctx_ctor(void) { pthread_atfork(NULL, NULL, ctx_atfork_child); }
 
 struct ctx_measure {
   bool fixed;

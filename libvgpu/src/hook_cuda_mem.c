@@ -230,19 +230,27 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
 
 VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   VGPU_HOOK_BEGIN(cuMemPoolDestroy, (pool));
+  pthread_mutex_lock(&g_pool_mu); /* nobody queries the pool while it goes away */
   CUresult rc = VGPU_CALL_REAL(cuMemPoolDestroy, (pool));
   if (rc == CUDA_SUCCESS) {
-    pthread_mutex_lock(&g_pool_mu);
     for (int i = 0; i < g_npools; i++) {
       if (g_pools[i].pool != pool) continue;
       vgpu_mem_release(g_pools[i].ridx, g_pools[i].accounted, VGPU_MEM_DATA);
       g_pools[i] = g_pools[--g_npools];
       break;
     }
-    pthread_mutex_unlock(&g_pool_mu);
   }
+  pthread_mutex_unlock(&g_pool_mu);
   return rc;
 }
+
+/* A forked child owns none of the parent's pools (nor their counted bytes). */
+static void pools_atfork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_pool_mu = fresh;
+  g_npools = 0;
+}
+__attribute__((constructor)) static void mem_ctor(void) { pthread_atfork(NULL, NULL, pools_atfork_child); }
 
 /* ---- virtual memory management */
 

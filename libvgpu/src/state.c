@@ -295,9 +295,6 @@ void vgpu_state_kernel_launched(void) {
   __atomic_store_n(&g_map.r->last_kernel_time, now, __ATOMIC_RELEASE);
 }
 
-/* Weak: the memory hooks refresh pool reservations from the heartbeat when linked in. */
-__attribute__((weak)) void vgpu_pools_refresh(void) {}
-
 static void *heartbeat_main(void *arg) {
   (void)arg;
   unsigned tick = 0;
@@ -313,7 +310,7 @@ static void *heartbeat_main(void *arg) {
       vgpu_region_lock(&g_map);
       sweep_locked(&g_map, slot, NULL);
       vgpu_region_unlock(&g_map);
-      vgpu_pools_refresh();
+      /* No driver calls from this thread: it may run while the driver tears down at exit. */
     }
   }
   return NULL;

@@ -68,7 +68,7 @@ run getproc
 run getproc_fallback FAKE_CUDA_TRAMPOLINES=1
 run threads LIBCUDA_LOG_LEVEL=0
 run processes LIBCUDA_LOG_LEVEL=0
-run fork
+run fork LIBVGPU_CONTEXT_SIZE=8m
 run sigkill LIBCUDA_LOG_LEVEL=0 SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-300}
 run dead_memory
 run launch

@@ -393,27 +393,29 @@ static int case_processes(void) {
 }
 
 /* fork: the child is its own process in the region; the parent's count is untouched. */
-static int case_fork(void) {
+static int case_fork(void) { /* LIBVGPU_CONTEXT_SIZE=8m: each process's context counts 8 MiB */
   setup(0);
   CUdeviceptr a;
   CHECK(cuMemAlloc(&a, 16 * MiB) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 24 * MiB);
   pid_t pid = fork();
   if (pid == 0) {
     setup(0);
     CUdeviceptr b;
-    CHECK(test_my_used(0, 2) == 0);
+    CHECK_EQ_U(test_my_used(0, 2), 0);  /* the parent's allocations are not the child's */
+    CHECK_EQ_U(test_my_used(0, 0), 8 * MiB); /* its own primary context counts again */
     CHECK(cuMemAlloc(&b, 8 * MiB) == CUDA_SUCCESS);
     CHECK_EQ_U(test_my_used(0, 2), 8 * MiB);
-    CHECK_EQ_U(test_used(0), 24 * MiB);
-    CHECK(cuMemAlloc(&b, 48 * MiB) == CUDA_ERROR_OUT_OF_MEMORY); /* parent's 16 count */
+    CHECK_EQ_U(test_used(0), 40 * MiB);
+    CHECK(cuMemAlloc(&b, 32 * MiB) == CUDA_ERROR_OUT_OF_MEMORY); /* the parent's 24 count */
     exit(0); /* a clean exit frees the slot at once (an _exit is covered by dead_memory) */
   }
   int st;
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  CHECK_EQ_U(test_used(0), 16 * MiB);
+  CHECK_EQ_U(test_used(0), 24 * MiB);
   CHECK_EQ_U(test_my_used(0, 2), 16 * MiB);
   CHECK(cuMemFree(a) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 0);
+  CHECK_EQ_U(test_used(0), 8 * MiB);
   return 0;
 }
 
