@@ -34,13 +34,12 @@ public class RealProcScanBenchmark {
 
   @Setup(Level.Trial)
   public void startProcesses() throws IOException, InterruptedException {
-    int before = ProcFs.host().listPids().length;
     spawner =
         new ProcessBuilder(
                 "sh", "-c", "for i in $(seq " + extraProcesses + "); do sleep 300 & done; wait")
             .start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (ProcFs.host().listPids().length < before + extraProcesses) {
+    while (spawner.descendants().count() < extraProcesses) {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("could not start " + extraProcesses + " processes");
       }
@@ -52,9 +51,10 @@ public class RealProcScanBenchmark {
 
   @TearDown(Level.Trial)
   public void stopProcesses() throws InterruptedException {
+    // the shell waits for its sleeps, so it reaps them as they die; then it exits itself
     spawner.descendants().forEach(ProcessHandle::destroyForcibly);
+    spawner.waitFor(60, TimeUnit.SECONDS);
     spawner.destroyForcibly();
-    spawner.waitFor(30, TimeUnit.SECONDS);
   }
 
   /** A fresh resolver's first scan of the real /proc. */
