@@ -1,8 +1,9 @@
 /*
  * hook_cuda_ctx.c — contexts count too: the primary context of each device once while retained,
  * and every context from cuCtxCreate. Their size is LIBVGPU_CONTEXT_SIZE when set (reserved
- * before creation, so a context that does not fit fails with OUT_OF_MEMORY), else what NVML
- * reports for this process after minus before the creation (added after the fact).
+ * before creation), else what NVML reports for this process after minus before the creation
+ * (reserved right after). Either way a context that does not fit the container's limit fails with
+ * CUDA_ERROR_OUT_OF_MEMORY, as on a full GPU.
  * Destroying or resetting a context releases its allocations, which the driver frees with it.
  */
 #include <pthread.h>
@@ -50,6 +51,10 @@ static int ctx_pre(int ridx, struct ctx_measure *m) {
 }
 
 /* After: the bytes this context is charged with (already in the slot on return). */
+#define CTX_DOES_NOT_FIT UINT64_MAX
+
+/* Returns CTX_DOES_NOT_FIT when a measured context would take the container over its limit:
+ * the caller undoes the creation and reports OUT_OF_MEMORY, as a full GPU would. */
 static uint64_t ctx_post(int ridx, const struct ctx_measure *m, bool ok) {
   const struct vgpu_config *cfg = vgpu_config_get();
   if (m->fixed) {
@@ -61,9 +66,8 @@ static uint64_t ctx_post(int ridx, const struct ctx_measure *m, bool ok) {
   if (!vgpu_nvml_process_used(ridx, &after) || after <= m->before) return 0;
   uint64_t size = after - m->before;
   if (size > VGPU_MAX_CONTEXT_BYTES) return 0; /* someone else's allocation, not our context */
-  vgpu_mem_add(ridx, size, VGPU_MEM_CONTEXT);
   VGPU_LOG_DEBUG("context on device %d measured at %llu bytes", ridx, (unsigned long long)size);
-  return size;
+  return vgpu_mem_reserve(ridx, size, VGPU_MEM_CONTEXT) == 0 ? size : CTX_DOES_NOT_FIT;
 }
 
 static void drop_ctx_allocations(uintptr_t ctx) {
@@ -89,7 +93,15 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUresult rc = VGPU_CALL_REAL(cuDevicePrimaryCtxRetain, (pctx, dev));
-  if (first) g_primary[dev].bytes = ctx_post(ridx, &m, rc == CUDA_SUCCESS);
+  if (first) {
+    uint64_t bytes = ctx_post(ridx, &m, rc == CUDA_SUCCESS);
+    if (bytes == CTX_DOES_NOT_FIT) {
+      VGPU_CALL_REAL(cuDevicePrimaryCtxRelease_v2, (dev));
+      pthread_mutex_unlock(&g_ctx_mu);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g_primary[dev].bytes = bytes;
+  }
   if (rc == CUDA_SUCCESS) {
     g_primary[dev].refs++;
     if (pctx) g_primary[dev].ctx = (uintptr_t)*pctx;
@@ -143,6 +155,10 @@ static void ctx_created(int ridx, CUcontext ctx, uint64_t bytes) {
   CUresult rc = VGPU_CALL_REAL(name, args);                                                        \
   uint64_t bytes = ctx_post(ridx, &m, rc == CUDA_SUCCESS);                                         \
   pthread_mutex_unlock(&g_ctx_mu);                                                                 \
+  if (bytes == CTX_DOES_NOT_FIT) {                                                                 \
+    VGPU_CALL_REAL(cuCtxDestroy_v2, (*pctx));                                                      \
+    return CUDA_ERROR_OUT_OF_MEMORY;                                                               \
+  }                                                                                                \
   if (rc == CUDA_SUCCESS && pctx) ctx_created(ridx, *pctx, bytes);                                 \
   return rc
 
