@@ -17,10 +17,24 @@ static CUcontext setup(CUdevice *dev) {
   return ctx;
 }
 
+/* VGPU_TEST_BARRIER=<prefix>: announce "<prefix>.<pid>" once the context exists, then wait for
+ * "<prefix>.go" so several processes start allocating together. */
+static void barrier(void) {
+  const char *b = getenv("VGPU_TEST_BARRIER");
+  if (!b) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s.%d", b, (int)getpid());
+  FILE *f = fopen(path, "w");
+  if (f) fclose(f);
+  snprintf(path, sizeof path, "%s.go", b);
+  for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++) usleep(10000);
+}
+
 static int do_oom(size_t chunk, int hold) {
   CUdevice dev;
   setup(&dev);
   long long ctx_nvml = nvml_self_used(dev);
+  barrier();
   size_t n = 0;
   CUdeviceptr p;
   CUresult rc;

@@ -134,10 +134,12 @@ fi
 # 6. Two processes share one limit: both allocate until OOM at the same time and hold.
 cache=$OUT/two.cache
 rm -f "$cache"
-for i in 1 2; do
+for i in 1 2; do # both create their contexts first, then allocate together (barrier files)
   env LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
-    LIBCUDA_LOG_LEVEL=0 "$OUT/mem_driver" oom $CHUNK_MIB 4 > "$OUT/two.$i.txt" &
+    LIBCUDA_LOG_LEVEL=0 VGPU_TEST_BARRIER="$OUT/two.barrier" "$OUT/mem_driver" oom $CHUNK_MIB 4 > "$OUT/two.$i.txt" &
 done
+for _ in $(seq 600); do [ "$(ls "$OUT"/two.barrier.* 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+touch "$OUT/two.barrier.go"
 wait
 a1=$(field allocated "$(grep RESULT "$OUT/two.1.txt")"); a2=$(field allocated "$(grep RESULT "$OUT/two.2.txt")")
 t1=$(field tracked_all "$(grep RESULT "$OUT/two.1.txt")"); t2=$(field tracked_all "$(grep RESULT "$OUT/two.2.txt")")
