@@ -1,9 +1,10 @@
 /*
  * vgpu-install: the libvgpu installer DaemonSet's only process.
  *
- *   vgpu-install --to=DIR [--preload] [--wait] FILE...
+ *   vgpu-install --to=DIR [--preload] [--wait] FILE[:NAME]...
  *
- * Copies each FILE into DIR under its base name. Each copy is written to a temporary file in DIR,
+ * Copies each FILE into DIR under NAME (default: its base name), e.g.
+ * /opt/vgpu/lib/libvgpu.so:libvgpu.so.v2.7.0 for a device plugin that mounts a versioned name. Each copy is written to a temporary file in DIR,
  * fsync'ed and renamed over the old name, so a process that already mapped the old libvgpu.so
  * keeps its (unlinked) copy and no process ever maps a half-written library: copying over the
  * file in place would truncate pages under running CUDA programs and crash them.
@@ -94,7 +95,7 @@ int main(int argc, char **argv) {
     } else { first_file = i; break; }
   }
   if (to == NULL || to[0] != '/' || first_file >= argc) {
-    fprintf(stderr, "usage: vgpu-install --to=/ABSOLUTE/DIR [--preload] [--wait] FILE...\n");
+    fprintf(stderr, "usage: vgpu-install --to=/ABSOLUTE/DIR [--preload] [--wait] FILE[:NAME]...\n");
     return 2;
   }
   if (mkdir(to, 0755) != 0 && errno != EEXIST) {
@@ -110,23 +111,37 @@ int main(int argc, char **argv) {
 
   const char *library = NULL;
   for (int i = first_file; i < argc; i++) {
-    int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+    char src[PATH_MAX];
+    if (snprintf(src, sizeof src, "%s", argv[i]) >= (int)sizeof src) {
+      fprintf(stderr, "vgpu-install: path too long: %s\n", argv[i]);
+      return 2;
+    }
+    /* FILE:NAME — the colon must come after the last slash, so paths with colons still work. */
+    const char *name = NULL;
+    char *colon = strrchr(src, ':');
+    if (colon != NULL && colon > strrchr(src, '/')) {
+      *colon = '\0';
+      name = colon + 1;
+    }
+    if (name == NULL) name = basename(src);
+    if (name[0] == '\0' || strchr(name, '/') != NULL || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+      fprintf(stderr, "vgpu-install: bad target name in %s\n", argv[i]);
+      return 2;
+    }
+    int fd = open(src, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      fprintf(stderr, "vgpu-install: cannot read %s: %s\n", argv[i], fd < 0 ? strerror(errno) : "not a regular file");
+      fprintf(stderr, "vgpu-install: cannot read %s: %s\n", src, fd < 0 ? strerror(errno) : "not a regular file");
       return 1;
     }
-    char copy[PATH_MAX];
-    snprintf(copy, sizeof copy, "%s", argv[i]);
-    const char *name = basename(copy);
     int rc = install_atomically(to, name, fd, NULL, 0, st.st_mode & 0755);
     close(fd);
     if (rc != 0) return 1;
-    if (strncmp(name, "libvgpu.so", 10) == 0) library = argv[i];
+    if (strcmp(name, "libvgpu.so") == 0) library = name;
   }
   if (preload) {
     if (library == NULL) {
-      fprintf(stderr, "vgpu-install: --preload needs libvgpu.so among the files\n");
+      fprintf(stderr, "vgpu-install: --preload needs a file installed as libvgpu.so\n");
       return 2;
     }
     char line[PATH_MAX + 16];

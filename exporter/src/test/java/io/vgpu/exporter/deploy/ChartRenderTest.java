@@ -313,7 +313,10 @@ class ChartRenderTest {
     assertThat(pod.getSecurityContext().getRunAsUser()).isZero();
     assertThat(ctr.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
     assertThat(command)
-        .contains("--to=/usr/local/vgpu", "/opt/vgpu/lib/libvgpu.so", "/opt/vgpu/bin/shrreg-tool");
+        .contains(
+            "--to=/usr/local/vgpu",
+            "/opt/vgpu/lib/libvgpu.so:libvgpu.so",
+            "/opt/vgpu/bin/shrreg-tool");
     assertThat(command.contains("--preload"))
         .isEqualTo(Boolean.TRUE.equals(c.sets().get("installer.writePreload")));
     VolumeMount m = mountOf(ctr, "host-dir");

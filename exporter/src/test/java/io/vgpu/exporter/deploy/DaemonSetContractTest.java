@@ -13,10 +13,10 @@ import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.cli.Cli;
 import io.vgpu.exporter.config.Endpoints;
 import io.vgpu.exporter.config.ExporterConfig;
-import io.vgpu.exporter.config.Flag;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.deploy.HelmChart.Combination;
 import io.vgpu.exporter.deploy.HelmChart.Mode;
@@ -26,11 +26,10 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The exporter DaemonSet the chart renders must match what the exporter actually reads and serves:
@@ -39,10 +38,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * checked against the resolved values and {@link Endpoints}, not against copies of them.
  */
 class DaemonSetContractTest {
-  /** The flags that make the exporter write into cache files or directories. */
-  private static final List<Flag<Boolean>> WRITE_FLAGS =
-      List.of(Flags.ATTRIBUTION_FEEDBACK, Flags.ATTRIBUTION_REPAIR_HOSTPID, Flags.STALE_REMOVE);
-
   private static final String DOWNWARD_NODE_NAME = "gpu-node-7";
 
   static List<Combination> exporterCombinations() {
@@ -70,18 +65,35 @@ class DaemonSetContractTest {
     return ExporterConfig.resolve(HelmChart.flagsOf(ctr.getArgs()), environmentOf(ctr));
   }
 
-  @Test
-  void writeFlags_everyFlagThatNeedsWritableRegions_isKnownToTheChartTests() {
-    // A new flag whose description says it maps read-write must be added to WRITE_FLAGS (and the
-    // chart's writeBack values), or the chart would mount the cache root read-only under it.
-    Set<String> writing =
-        Flags.ALL.stream()
-            .filter(f -> f.description().matches("(?is).*(read-write|writable mount).*"))
-            .map(Flag::name)
-            .collect(Collectors.toSet());
+  /**
+   * Whether the exporter writes into the cache root under this config: its attribution service's
+   * own decision ({@link AttributionService.Settings#writes()}) or stale-directory removal.
+   */
+  private static boolean exporterWrites(ExporterConfig config) {
+    AttributionService.Settings d = AttributionService.Settings.defaults();
+    AttributionService.Settings attribution =
+        new AttributionService.Settings(
+            d.interval(),
+            d.feedbackInterval(),
+            config.get(Flags.ATTRIBUTION_FEEDBACK),
+            config.get(Flags.ATTRIBUTION_REPAIR_HOSTPID),
+            d.excludeZombieMemory(),
+            d.reconciler());
+    return attribution.writes() || config.get(Flags.STALE_REMOVE);
+  }
 
-    assertThat(writing)
-        .containsExactlyInAnyOrderElementsOf(WRITE_FLAGS.stream().map(Flag::name).toList());
+  @ParameterizedTest
+  @ValueSource(strings = {"feedback", "hostPidRepair", "removeStaleDirs"})
+  void writeBackSwitch_eachChartSwitchAlone_makesTheExporterWriteAndTheMountReadWrite(String key) {
+    Container off = exporterContainer(new Combination("plain", Mode.PLAIN, Map.of()));
+    Container on =
+        exporterContainer(
+            new Combination(key, Mode.PLAIN, Map.of("exporter.writeBack." + key, true)));
+
+    assertThat(exporterWrites(resolve(off))).isFalse();
+    assertThat(exporterWrites(resolve(on))).as("writeBack.%s turns on a write mode", key).isTrue();
+    assertThat(on.getVolumeMounts())
+        .anyMatch(m -> m.getName().equals("cache-root") && !m.getReadOnly());
   }
 
   @ParameterizedTest
@@ -156,7 +168,7 @@ class DaemonSetContractTest {
     PodSpec pod = ds.getSpec().getTemplate().getSpec();
     Container ctr = pod.getContainers().getFirst();
     ExporterConfig config = resolve(ctr);
-    boolean writes = WRITE_FLAGS.stream().anyMatch(config::get);
+    boolean writes = exporterWrites(config);
     String cacheRoot = config.cacheRoot().toString();
 
     VolumeMount mount =
@@ -209,7 +221,7 @@ class DaemonSetContractTest {
     ExporterConfig config =
         resolve(exporterContainer(new Combination("plain", Mode.PLAIN, Map.of())));
 
-    assertThat(WRITE_FLAGS).noneMatch(config::get);
+    assertThat(exporterWrites(config)).isFalse();
   }
 
   private static Container exporterContainer(Combination c) {

@@ -93,7 +93,15 @@ final class HelmChart {
         new Combination(
             "installer-only",
             Mode.INSTALLER,
-            Map.of("exporter.enabled", false, "installer.writePreload", true)));
+            Map.of(
+                "exporter.enabled",
+                false,
+                "installer.writePreload",
+                true,
+                "installer.libraryNames[0]",
+                "libvgpu.so",
+                "installer.libraryNames[1]",
+                "libvgpu.so.v2.7.0")));
   }
 
   static Path repoRoot() {
