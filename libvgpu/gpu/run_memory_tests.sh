@@ -165,7 +165,9 @@ bench() { # mode n preload?
   local env=()
   [ "$3" = 1 ] && env=(LD_PRELOAD="$LIB" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m"
     CUDA_DEVICE_MEMORY_SHARED_CACHE="$OUT/bench.cache" LIBCUDA_LOG_LEVEL=0)
-  env "${env[@]}" "$OUT/bench" "$1" "$2" | sed -nE 's/.*us_per_op=([0-9.]+).*/\1/p'
+  local v
+  v=$(env "${env[@]}" "$OUT/bench" "$1" "$2" | sed -nE 's/.*us_per_op=([0-9.]+).*/\1/p')
+  echo "${v:-NA}"
 }
 for r in $(seq "$ROUNDS"); do
   for mode in launch alloc; do
@@ -178,13 +180,17 @@ stats() { # values... -> "median min max"
   printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'
 }
 for mode in launch alloc; do
+  goal=2; [ $mode = alloc ] && goal=5
+  if [[ "${R[$mode.0]} ${R[$mode.1]}" == *NA* ]]; then
+    row "overhead $mode (goal <= +$goal %)" FAIL "a benchmark run produced no number: base [${R[$mode.0]}] libvgpu [${R[$mode.1]}]"
+    continue
+  fi
   read -r bm bmin bmax <<< "$(stats ${R[$mode.0]})"
   read -r pm pmin pmax <<< "$(stats ${R[$mode.1]})"
   pairs=()
   b=(${R[$mode.0]}); p=(${R[$mode.1]})
   for i in "${!b[@]}"; do pairs+=("$(awk -v x="${p[$i]}" -v y="${b[$i]}" 'BEGIN { printf "%.2f", (x / y - 1) * 100 }')"); done
   read -r om omin omax <<< "$(stats "${pairs[@]}")"
-  goal=2; [ $mode = alloc ] && goal=5
   verdict=PASS; awk -v o="$om" -v g=$goal 'BEGIN { exit !(o > g) }' && verdict=FAIL
   label="overhead $mode (goal <= +$goal %)"
   [ $mode = launch ] && what="empty-kernel launch" || what="1 MiB cudaMalloc+cudaFree"

@@ -767,3 +767,21 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver
 FAKE_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t flags) {
   return cuGetProcAddress_v2(symbol, pfn, ver, flags, NULL);
 }
+
+/* ---- a few more entry points so the GPU test programs (libvgpu/gpu) also run on the fake */
+
+FAKE_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
+  *pStr = error == CUDA_SUCCESS ? "no error" : error == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : "fake error";
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags option) {
+  (void)prop; (void)option;
+  *g = 2u << 20;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
+                                           CUstream s) {
+  (void)p; (void)n; (void)loc; (void)flags; (void)s;
+  return CUDA_SUCCESS;
+}
