@@ -49,17 +49,17 @@ VGPU_NO_SANITIZE static const struct hook_entry *find_hook(const char *symbol) {
   return NULL;
 }
 
-/* RTLD_NEXT is relative to the caller, which glibc finds from its return address: that lookup
- * must be a tail call (a jump, not a call) so the return address stays the application's.
- * The attribute forces sibling-call optimisation even in -O0/-O1 (sanitizer) builds. */
+/* glibc resolves RTLD_NEXT, and RTLD_DEFAULT's local scope, from the caller's return address: every
+ * lookup we do not change must be a tail call (a jump, not a call) so the caller stays the
+ * application's. The attribute forces sibling calls even in -O0/-O1 (sanitizer) builds. */
 __attribute__((optimize("optimize-sibling-calls"))) VGPU_NO_SANITIZE VGPU_EXPORT void *dlsym(void *handle,
-                                                                           const char *symbol) {
+                                                                                            const char *symbol) {
   void *(*real_dlsym)(void *, const char *) = vgpu_real_dlsym_fn();
-  if (handle == RTLD_NEXT || !real_dlsym) return real_dlsym ? real_dlsym(handle, symbol) : NULL;
-  void *real = real_dlsym(handle, symbol);
-  if (!real) return NULL;
-  const struct hook_entry *e = find_hook(symbol);
-  return e ? e->hook : real;
+  if (!real_dlsym) return NULL;
+  const struct hook_entry *e = handle == RTLD_NEXT ? NULL : find_hook(symbol);
+  if (!e) return real_dlsym(handle, symbol);
+  /* A hooked name: answer with the hook only where the real lookup finds the symbol at all. */
+  return real_dlsym(handle, symbol) ? e->hook : NULL;
 }
 
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags) {
