@@ -67,9 +67,14 @@ public final class HttpServer implements AutoCloseable {
                           .result(ContainersView.json(states.build())));
               cfg.routes.get(
                   Endpoints.LANDING,
-                  ctx ->
-                      ctx.contentType("text/html; charset=utf-8")
-                          .result(LandingPage.html(states.build(), readiness.verdict(), version)));
+                  ctx -> {
+                    // The operator status page (issue 8): containers, attribution, doctor verdicts.
+                    Readiness.Verdict v = readiness.verdict();
+                    ctx.contentType("text/html; charset=utf-8")
+                        .result(
+                            io.vgpu.exporter.ops.StatusPage.standard()
+                                .html(states.build(), v.ready(), v.reasons(), version));
+                  });
             });
   }
 

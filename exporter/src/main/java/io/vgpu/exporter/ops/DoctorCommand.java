@@ -95,7 +95,7 @@ public final class DoctorCommand implements Callable<Integer> {
             () ->
                 noNvml
                     ? NvmlSnapshot.unavailable(
-                        Clock.systemUTC().instant(), "disabled with --no-nvml")
+                        Clock.systemUTC().instant(), NodeEvidence.NVML_NOT_QUERIED)
                     : NodeOptions.sampleNvml(nvmlLibrary, sampleWindow),
             () -> meta,
             Clock.systemUTC(),

@@ -118,8 +118,9 @@ public final class EvidenceCollector {
         done.add(new NodeEvidence.Container(c.key(), c.dir(), regions));
       }
       done.sort(Comparator.comparing(NodeEvidence.Container::key));
-      return new NodeEvidence(
-          clock.instant(), window, done, processes(nv), nv, node.get(), thresholds);
+      List<NodeEvidence.PodProcess> procs = new ArrayList<>(processes(nv));
+      procs.addAll(verifiedRecordedHostPids(done, procs));
+      return new NodeEvidence(clock.instant(), window, done, procs, nv, node.get(), thresholds);
     } finally {
       opened.forEach(Open::close);
       containersFiles.clear();
@@ -127,6 +128,60 @@ public final class EvidenceCollector {
   }
 
   private final Map<Path, List<Open>> containersFiles = new HashMap<>();
+
+  /**
+   * Slots whose process is not found through pod cgroups (no Kubernetes, or a runtime whose cgroups
+   * we do not parse): the recorded host pid counts when that process lives in a nested pid
+   * namespace whose innermost pid is the slot's pid (the exporter's own liveness rule). A
+   * host-namespace process is never accepted this way: there pid == hostpid holds trivially, which
+   * is exactly HAMi's wrong-hostpid signature.
+   */
+  List<NodeEvidence.PodProcess> verifiedRecordedHostPids(
+      List<NodeEvidence.Container> containers, List<NodeEvidence.PodProcess> known) {
+    List<NodeEvidence.PodProcess> out = new ArrayList<>();
+    for (NodeEvidence.Container c : containers) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isEmpty() || r.inode() < 0) {
+          continue;
+        }
+        for (var slot : r.latest().get().processes()) {
+          boolean matched =
+              known.stream()
+                  .anyMatch(
+                      p ->
+                          p.podUid().equals(c.key().podUid())
+                              && p.maps(r)
+                              && p.containerPid() == slot.pid());
+          if (matched || slot.hostPid() <= 0) {
+            continue;
+          }
+          Optional<ProcessInfo> info = procFs.readProcess(slot.hostPid());
+          if (info.isEmpty()
+              || info.get().nsPids().size() < 2
+              || info.get().innermostPid() != slot.pid()) {
+            continue;
+          }
+          if (info.get().cgroup().podUid().isPresent()
+              && !info.get().cgroup().podUid().get().equals(c.key().podUid())) {
+            continue; // another pod's process: never attribute across pods
+          }
+          out.add(
+              new NodeEvidence.PodProcess(
+                  slot.hostPid(),
+                  info.get().startTimeTicks(),
+                  slot.pid(),
+                  c.key().podUid(),
+                  info.get().cgroup().containerId(),
+                  List.of(),
+                  Set.of(r.inode()),
+                  false,
+                  Optional.empty(),
+                  Map.of()));
+        }
+      }
+    }
+    return out;
+  }
 
   /** Resolves a target to container directories and their cache files. */
   static void containerDirs(Path target, Map<Path, List<Path>> out) {

@@ -32,11 +32,20 @@ public final class HostPidWrongCheck implements DoctorCheck {
         (c, r) -> {
           List<String> wrong = new ArrayList<>();
           List<String> unknown = new ArrayList<>();
+          List<String> suspect = new ArrayList<>();
           boolean sameAsPid = false;
           int checked = 0;
           for (ProcessSlot slot : Checks.latest(r).processes()) {
             var p = e.processOfSlot(c, r, slot);
             if (p.isEmpty()) {
+              if (e.fateOf(c, r, slot) == NodeEvidence.SlotFate.UNKNOWN) {
+                suspect.add(
+                    "slot "
+                        + slot.slotIndex()
+                        + ": recorded host pid "
+                        + slot.hostPid()
+                        + " equals the container pid, and no process in a nested pid namespace has that host pid");
+              }
               continue;
             }
             checked++;
@@ -76,6 +85,14 @@ public final class HostPidWrongCheck implements DoctorCheck {
                         : "recorded host pids point at other processes",
                     ev,
                     "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (it learns host pids from NSpid or from the exporter) or run the exporter with host-pid write-back; HAMi-core cannot fix it in place."));
+          } else if (!suspect.isEmpty()) {
+            out.add(
+                finding(
+                    Severity.WARN,
+                    subject,
+                    "hostpid == container pid: probably the zero-utilization bug (the process itself is not visible to confirm)",
+                    suspect,
+                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (host pid from NSpid) or the exporter's host-pid write-back."));
           } else if (!unknown.isEmpty()) {
             out.add(
                 finding(

@@ -39,6 +39,9 @@ public record NodeEvidence(
     Optional<NodeMeta> node,
     Thresholds thresholds) {
 
+  /** The NVML status reason meaning "NVML was deliberately not asked" (checks skip, not fail). */
+  public static final String NVML_NOT_QUERIED = "not queried";
+
   public NodeEvidence {
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(window, "window");
@@ -47,6 +50,11 @@ public record NodeEvidence(
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(node, "node");
     Objects.requireNonNull(thresholds, "thresholds");
+  }
+
+  /** Whether NVML was asked at all. */
+  public boolean nvmlQueried() {
+    return nvml.status().up() || !NVML_NOT_QUERIED.equals(nvml.status().reason());
   }
 
   /** Pod UIDs seen in container directories or owning GPU processes, sorted. */
@@ -202,6 +210,30 @@ public record NodeEvidence(
         .filter(p -> p.maps(r) && p.containerPid() == slot.pid())
         .filter(p -> recordedStart == 0 || p.startTimeTicks() == recordedStart)
         .findFirst();
+  }
+
+  /** What became of a slot's process. */
+  public enum SlotFate {
+    /** A live process of the pod maps the region with this pid. */
+    ALIVE,
+    /** The pod's processes are visible and none is this one. */
+    GONE,
+    /**
+     * Not found, but the pod's processes are not visible here and the slot carries HAMi's hostpid
+     * == pid signature: it may be alive. Never cleaned up.
+     */
+    UNKNOWN
+  }
+
+  /** The fate of one slot (see {@link SlotFate}). */
+  public SlotFate fateOf(Container c, Region r, ProcessSlot slot) {
+    if (processOfSlot(c, r, slot).isPresent()) {
+      return SlotFate.ALIVE;
+    }
+    boolean podVisible =
+        processesOf(c.key().podUid()).stream()
+            .anyMatch(p -> p.usesGpu() || !p.vgpuLibraries().isEmpty());
+    return !podVisible && slot.hostPid() == slot.pid() ? SlotFate.UNKNOWN : SlotFate.GONE;
   }
 
   /** The live process holding a container pid in region {@code r}, if any. */

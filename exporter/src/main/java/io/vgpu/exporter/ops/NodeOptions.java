@@ -38,7 +38,7 @@ public final class NodeOptions {
   EvidenceCollector filesOnly() {
     return new EvidenceCollector(
         procFs(),
-        () -> NvmlSnapshot.unavailable(Clock.systemUTC().instant(), "not queried"),
+        () -> NvmlSnapshot.unavailable(Clock.systemUTC().instant(), NodeEvidence.NVML_NOT_QUERIED),
         Optional::empty,
         Clock.systemUTC(),
         Duration.ZERO,

@@ -21,6 +21,9 @@ public final class NvmlErrorsCheck implements DoctorCheck {
 
   @Override
   public List<Finding> evaluate(NodeEvidence e) {
+    if (!e.nvmlQueried()) {
+      return List.of(skip(Checks.NODE, "NVML not queried"));
+    }
     var status = e.nvml().status();
     if (status.up()) {
       return List.of(

@@ -85,7 +85,16 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
         List<Integer> pids = new ArrayList<>();
         List<String> details = new ArrayList<>();
         for (ProcessSlot s : r.latest().get().processes()) {
-          if (e.processOfSlot(c, r, s).isEmpty()) {
+          NodeEvidence.SlotFate fate = e.fateOf(c, r, s);
+          if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+            skipped.add(
+                r.path()
+                    + ": slot "
+                    + s.slotIndex()
+                    + " (pid "
+                    + s.pid()
+                    + ") cannot be judged; kept");
+          } else if (fate == NodeEvidence.SlotFate.GONE) {
             pids.add(s.pid());
             details.add(
                 "slot "

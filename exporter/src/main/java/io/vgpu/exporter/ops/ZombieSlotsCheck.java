@@ -30,8 +30,19 @@ public final class ZombieSlotsCheck implements DoctorCheck {
           long bytes = 0;
           List<String> ev = new ArrayList<>();
           int dead = 0;
+          List<String> unknown = new ArrayList<>();
           for (ProcessSlot slot : Checks.latest(r).processes()) {
-            if (e.processOfSlot(c, r, slot).isEmpty()) {
+            NodeEvidence.SlotFate fate = e.fateOf(c, r, slot);
+            if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+              unknown.add(
+                  "slot "
+                      + slot.slotIndex()
+                      + ": container pid "
+                      + slot.pid()
+                      + " recorded host pid "
+                      + slot.hostPid()
+                      + " (== pid) and the pod's processes are not visible: alive or gone cannot be told");
+            } else if (fate == NodeEvidence.SlotFate.GONE) {
               dead++;
               bytes += slot.totalBytes();
               ev.add(
@@ -44,6 +55,16 @@ public final class ZombieSlotsCheck implements DoctorCheck {
                       + ") is gone, holds "
                       + Checks.mib(slot.totalBytes()));
             }
+          }
+          if (dead == 0 && !unknown.isEmpty()) {
+            out.add(
+                finding(
+                    Severity.WARN,
+                    Checks.container(c),
+                    unknown.size() + " slot(s) cannot be judged",
+                    unknown,
+                    "Run the exporter with the host's /proc (hostPID: true) so the pod's processes are visible; check 9 covers the wrong host pid."));
+            return;
           }
           if (dead == 0) {
             out.add(

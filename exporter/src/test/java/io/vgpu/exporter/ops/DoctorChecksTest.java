@@ -249,6 +249,37 @@ class DoctorChecksTest {
     assertThat(fx.verdict(8)).isEqualTo(Severity.FAIL);
   }
 
+  @Test
+  void zombieSlots_noPodProcessesVisibleButVerifiedHostPid_alive() {
+    Path region =
+        fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
+    fx.process(2005, 5).outsidePods().write();
+    assertThat(fx.verdict(8)).isEqualTo(Severity.OK);
+    assertThat(fx.verdict(9)).isEqualTo(Severity.OK);
+    assertThat(region).exists();
+  }
+
+  @Test
+  void zombieSlots_hostPidEqualsPidAndPodInvisible_cannotJudgeWarnsAndCleanupKeepsIt() {
+    fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
+    assertThat(fx.verdict(8)).isEqualTo(Severity.WARN);
+    assertThat(fx.findings(8).getFirst().summary()).contains("cannot be judged");
+    assertThat(fx.verdict(9)).isEqualTo(Severity.WARN);
+    RepairPlan plan = RepairPlan.cleanup(fx.evidence());
+    assertThat(plan.actions()).isEmpty();
+    assertThat(plan.skipped()).anyMatch(l -> l.contains("cannot be judged"));
+  }
+
+  @Test
+  void zombieSlots_hostNamespaceProcessWithSamePid_notMistakenForTheSlot() {
+    // pid 5 exists in the host namespace, but a host process never verifies a slot (pid == hostpid
+    // trivially).
+    fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
+    fx.process(5, 5).outsidePods().write();
+    assertThat(fx.evidence().processes()).isEmpty();
+    assertThat(fx.verdict(8)).isEqualTo(Severity.WARN);
+  }
+
   // 9 -----------------------------------------------------------------------------------------
   @Test
   void hostPidWrong_recordedRight_ok() {

@@ -215,7 +215,7 @@ class OpsCommandsTest {
     fx.process(1007, 7).gpu(region).write();
     String handshake = "hami.io/node-handshake=" + (System.currentTimeMillis() / 1000);
     String register = "hami.io/node-nvidia-register=[{\"id\":\"" + GPU0 + "\",\"count\":10}]";
-    Result noNvml =
+    Result healthy =
         cli(
             node(
                 "doctor",
@@ -226,9 +226,24 @@ class OpsCommandsTest {
                 handshake,
                 "--annotation",
                 register));
-    assertThat(noNvml.code()).as(noNvml.out()).isEqualTo(2);
-    assertThat(noNvml.out()).contains("[FAIL] 13 nvml-errors").contains("verdict: FAIL");
-    Result json =
+    assertThat(healthy.code()).as(healthy.out()).isZero();
+    assertThat(healthy.out()).contains("[SKIP] 13 nvml-errors").contains("verdict: OK");
+
+    fx.region(OpsFixture.UID_B, "side", OpsFixture.v12(GIB, 0).ownerPid(99).build());
+    Result broken =
+        cli(
+            node(
+                "doctor",
+                "--no-nvml",
+                "--window",
+                "0s",
+                "--annotation",
+                handshake,
+                "--annotation",
+                register));
+    assertThat(broken.code()).as(broken.out()).isEqualTo(2);
+    assertThat(broken.out()).contains("[FAIL]  5 lock-dead-holder").contains("verdict: FAIL");
+    Result onlyA =
         cli(
             node(
                 "doctor",
@@ -242,9 +257,11 @@ class OpsCommandsTest {
                 handshake,
                 "--annotation",
                 register));
-    assertThat(json.out())
-        .contains("\"verdict\":\"fail\"")
-        .contains("\"check\":9,\"id\":\"hostpid-wrong\",\"severity\":\"ok\"");
+    assertThat(onlyA.code()).isZero();
+    assertThat(onlyA.out())
+        .contains("\"verdict\":\"ok\"")
+        .contains("\"check\":9,\"id\":\"hostpid-wrong\",\"severity\":\"ok\"")
+        .doesNotContain(OpsFixture.UID_B);
     Result bad = cli(node("doctor", "--window", "soon"));
     assertThat(bad.code()).isEqualTo(3);
   }

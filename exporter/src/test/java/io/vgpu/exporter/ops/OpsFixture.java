@@ -113,6 +113,7 @@ final class OpsFixture {
     final List<String> maps = new ArrayList<>();
     final Map<String, String> env = new HashMap<>();
     String ldSoPreload = "/usr/local/vgpu/libvgpu.so\n";
+    boolean outsidePods;
 
     Proc(int hostPid, int containerPid) {
       this.hostPid = hostPid;
@@ -152,6 +153,12 @@ final class OpsFixture {
 
     Proc env(String k, String v) {
       env.put(k, v);
+      return this;
+    }
+
+    /** A process outside Kubernetes' cgroups (plain container runtime, demo, tests). */
+    Proc outsidePods() {
+      this.outsidePods = true;
       return this;
     }
 
@@ -200,11 +207,13 @@ final class OpsFixture {
                 + chain
                 + "\nThreads:\t1\n";
         String cgroup =
-            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-                + podUid.replace('-', '_')
-                + ".slice/cri-containerd-"
-                + containerId
-                + ".scope\n";
+            outsidePods
+                ? "0::/system.slice/containerd.service\n"
+                : "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+                    + podUid.replace('-', '_')
+                    + ".slice/cri-containerd-"
+                    + containerId
+                    + ".scope\n";
         Files.writeString(dir.resolve("stat"), stat);
         Files.writeString(dir.resolve("status"), status);
         Files.writeString(dir.resolve("cgroup"), cgroup);
