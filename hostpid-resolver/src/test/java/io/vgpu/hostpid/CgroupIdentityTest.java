@@ -163,6 +163,66 @@ class CgroupIdentityTest {
     assertThat(CgroupIdentity.parse(v1(path, "/"))).isEqualTo(CgroupIdentity.unknown());
   }
 
+  static Stream<Arguments> relativeSystemdPaths() {
+    String scope = "/cri-containerd-" + CID + ".scope";
+    return Stream.of(
+        Arguments.of(
+            "common ancestor is the root's child",
+            "/../../../kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+                + UID_
+                + ".slice"
+                + scope,
+            "burstable"),
+        Arguments.of(
+            "common ancestor is kubepods.slice",
+            "/../../../kubepods-burstable.slice/kubepods-burstable-pod" + UID_ + ".slice" + scope,
+            "burstable"),
+        Arguments.of(
+            "common ancestor is the QoS slice",
+            "/../../kubepods-besteffort-pod" + UID_ + ".slice" + scope,
+            "besteffort"),
+        Arguments.of(
+            "guaranteed pod seen from a burstable one",
+            "/../../../kubepods-pod" + UID_ + ".slice" + scope,
+            "guaranteed"),
+        Arguments.of(
+            "kubelet-prefixed slices",
+            "/../../kubelet-kubepods-besteffort-pod" + UID_ + ".slice" + scope,
+            "besteffort"));
+  }
+
+  /** Seen from inside a cgroup namespace, systemd slice names still say where they are. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("relativeSystemdPaths")
+  void parse_relativeSystemdPath_returnsPod(String name, String path, String qos) {
+    CgroupIdentity identity = CgroupIdentity.parse("0::" + path + "\n");
+
+    assertThat(identity)
+        .isEqualTo(CgroupIdentity.kubepods(UID, Optional.of(CID), Optional.of("containerd"), qos));
+  }
+
+  /** Relative cgroupfs paths, or host paths, hide whether kubepods is above them: unknown. */
+  @Test
+  void parse_relativePathWithoutSelfDescribingSlices_returnsUnknown() {
+    String[] paths = {
+      "/../../../burstable/pod" + UID + "/" + CID,
+      "/../../pod" + UID + "/" + CID,
+      "/../cri-containerd-" + CID + ".scope",
+      "/../../../system.slice/containerd.service",
+      "/..",
+      "/../",
+      "/../kubepods-burstable-pod" + UID_ + ".slice/../x",
+      "/../../kubepods-besteffort-pod" + UID_ + ".slice/kubepods-burstable-pod" + UID_ + ".slice",
+      "/../mykubepods-besteffort-pod" + UID_ + ".slice/cri-containerd-" + CID + ".scope",
+      "/a/../kubepods.slice",
+    };
+    for (String path : paths) {
+      assertThat(CgroupIdentity.parse("0::" + path + "\n"))
+          .as(path)
+          .isEqualTo(CgroupIdentity.unknown());
+    }
+  }
+
   @Test
   void parse_hostPaths_returnsHost() {
     assertThat(CgroupIdentity.parse("0::/\n")).isEqualTo(CgroupIdentity.host());

@@ -26,6 +26,8 @@ import java.util.Optional;
  * </ul>
  *
  * A runtime helper such as {@code crio-conmon-<id>.scope} is not a container and parses as unknown.
+ * Paths relative to the reader's cgroup namespace ({@code /../..}) are read only where systemd
+ * slice names make them unambiguous; see {@link #parseRelative}.
  */
 public final class CgroupParser {
 
@@ -92,10 +94,13 @@ public final class CgroupParser {
     if (path.isEmpty() || path.charAt(0) != '/') {
       return CgroupIdentity.unknown();
     }
+    List<String> segments = split(path);
+    if (segments.contains("..")) {
+      return parseRelative(segments);
+    }
     if (!path.contains(MARKER)) {
       return CgroupIdentity.host();
     }
-    List<String> segments = split(path);
     int marker = -1;
     for (int i = 0; i < segments.size(); i++) {
       if (isMarker(segments.get(i))) {
@@ -118,6 +123,50 @@ public final class CgroupParser {
     return markerSegment.equals(MARKER)
         ? parseCgroupfs(rest)
         : parseSystemd(markerSegment.substring(0, markerSegment.length() - SLICE.length()), rest);
+  }
+
+  /**
+   * A path seen from inside a cgroup namespace (the reader is not in the host's): it climbs out of
+   * the reader's root with {@code ..} segments and so hides every name above the common ancestor.
+   * Only systemd slice names survive that, because each one spells out its whole ancestry ({@code
+   * kubepods-burstable-pod<uid>.slice} can only live in {@code kubepods-burstable.slice} in {@code
+   * kubepods.slice}). Anything else, cgroupfs paths included, is unknown, never host.
+   */
+  private static CgroupIdentity parseRelative(List<String> segments) {
+    int first = 0;
+    while (first < segments.size() && segments.get(first).equals("..")) {
+      first++;
+    }
+    List<String> rest = segments.subList(first, segments.size());
+    if (rest.isEmpty() || rest.contains("..")) {
+      return CgroupIdentity.unknown();
+    }
+    String top = rest.getFirst();
+    int at = top.indexOf(MARKER);
+    if (!top.endsWith(SLICE) || at < 0 || top.indexOf(MARKER, at + 1) >= 0) {
+      return CgroupIdentity.unknown();
+    }
+    if (at > 0 && top.charAt(at - 1) != '-') {
+      return CgroupIdentity.unknown();
+    }
+    String base = top.substring(0, at + MARKER.length());
+    for (String segment : rest.subList(1, rest.size())) {
+      if (segment.contains(MARKER) && !segment.startsWith(base + "-")) {
+        return CgroupIdentity.unknown();
+      }
+    }
+    if (top.equals(base + SLICE)) {
+      return parseSystemd(base, rest.subList(1, rest.size()));
+    }
+    for (String qos : List.of(CgroupIdentity.QOS_BURSTABLE, CgroupIdentity.QOS_BESTEFFORT)) {
+      if (top.startsWith(base + "-" + qos + "-pod")) {
+        List<String> withParent = new ArrayList<>(rest.size() + 1);
+        withParent.add(base + "-" + qos + SLICE);
+        withParent.addAll(rest);
+        return parseSystemd(base, withParent);
+      }
+    }
+    return parseSystemd(base, rest); // starts at the QoS slice or a guaranteed pod slice
   }
 
   private static boolean isMarker(String segment) {
