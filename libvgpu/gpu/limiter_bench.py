@@ -4,10 +4,23 @@
 Every cell starts saturating limiter_bench processes (with libvgpu preloaded unless it is a
 baseline), measures from outside by NVML (per-process SM utilization for the processes' HOST pids,
 polled with a timestamp cursor) and by throughput relative to the unlimited baseline, and prints
-one table. Environment:
+one table. Columns per group of processes (one container, or the processes of one cell):
+  thr    throughput / unlimited baseline of the same shape: the GPU time that did useful work
+         (fixed-work kernels, no two contexts run at once without MPS). The primary share.
+  chg    what the limiter charged: delta of ext.devices[0].busy_ns in the group's cache file over
+         the window (the limiter's own view; compare with thr and dev)
+  dev    NVML device utilization (time with any kernel resident, all contexts)
+  busy   device-busy share of the group: dev for a one-group cell; with several groups dev split
+         in proportion to the groups' throughput (time-slice switch overhead shared pro rata)
+  NVML   sum over the group's host pids of NVML per-process SM utilization. Unreliable under
+         time-slicing between contexts: "!" marks a cell whose per-pid sum exceeds the device's
+         utilization (impossible for disjoint time slices) or whose split contradicts throughput.
+Environment:
   BENCH_QUICK=1     a subset (about 2.5 minutes)
   BENCH_SETTLE=2    seconds before the window     BENCH_MEASURE=8   window length
-  BENCH_ONLY=regex  run only cases whose name matches (baselines always run)
+  BENCH_ONLY=regex  run only cases whose name matches (the unlimited no-library baselines always
+                    run; e.g. BENCH_ONLY='container-|two-containers' is the multi-process set,
+                    about 2.5 minutes)
   BENCH_FAKE=1      no GPU: a fake workload and no NVML, to test this script itself
 """
 import json
@@ -32,6 +45,9 @@ SETTLE = float(os.environ.get("BENCH_SETTLE", "2"))
 MEASURE = float(os.environ.get("BENCH_MEASURE", "5" if QUICK else "8"))
 ONLY = os.environ.get("BENCH_ONLY")
 SM_LIMIT_OFFSET = 1728  # vgpu_region_t.sm_limit[0], see include/vgpu/vgpu_region.h
+# ext.devices[0].busy_ns: VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices) (448)
+# + offsetof(vgpu_ext_device_t, busy_ns) (40); see include/vgpu/vgpu_region.h
+BUSY_NS_OFFSET = 2008960 + 448 + 40
 
 try:
     if FAKE:
@@ -192,6 +208,25 @@ def fresh_cache(tag):
     return path
 
 
+def charged_ns(cache):
+    """The limiter's published busy_ns of device 0 in a cache file, or None."""
+    if not cache:
+        return None
+    try:
+        with open(cache, "rb") as f:
+            f.seek(BUSY_NS_OFFSET)
+            raw = f.read(8)
+        return struct.unpack("<Q", raw)[0] if len(raw) == 8 else None
+    except OSError:
+        return None
+
+
+def sleep_until_us(t_us):
+    delay = t_us / 1e6 - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
 def set_sm_limit(cache, limit):
     with open(cache, "r+b") as f:
         f.seek(SM_LIMIT_OFFSET)
@@ -207,15 +242,18 @@ BASE = {}
 def run(name, groups, change=None):
     """groups: list of (label, limit, [Proc kwargs...]); change: (seconds after t0, group, limit).
     Returns nothing; appends one table row per group."""
-    if ONLY and not re.search(ONLY, name) and not name.startswith("baseline"):
-        return
+    if ONLY and not re.search(ONLY, name):
+        # Baselines are the throughput reference: the no-library ones always run.
+        if not (name.startswith("baseline") and groups[0][0] == "nopreload"):
+            return
     log(f"case {name}")
     try:
         _run(name, groups, change)
     except Exception as exc:  # one broken cell must not cost the rest of the matrix
         log(f"  FAILED: {exc}")
         for label, limit, _ in groups:
-            ROWS.append((name, label + " FAILED", limit, None, None, None, ""))
+            ROWS.append(dict(name=name, label=label + " FAILED", limit=limit, nv=None, thr=None,
+                             dev=None, chg=None, busy=None, nv_bad=False, per_proc=[], pids=""))
 
 
 def _run(name, groups, change):
@@ -234,11 +272,16 @@ def _run(name, groups, change):
         b = min(t0s) + int(SETTLE * 1e6) + int(MEASURE * 1e6)
         if change is not None:
             at, gi, new_limit = change
-            delay = min(t0s) / 1e6 + at - time.time()
-            if delay > 0:
-                time.sleep(delay)
+            sleep_until_us(min(t0s) + int(at * 1e6))
             set_sm_limit(started[gi][2][0].cache, new_limit)
             log(f"  sm_limit -> {new_limit} at t0+{at}s")
+        # The limiter's own account over the window, read from each group's cache file.
+        sleep_until_us(a)
+        chg_a = [(charged_ns(procs[0].cache) if procs[0].cache else None) for _, _, procs in started]
+        ta = time.time()
+        sleep_until_us(b)
+        chg_b = [(charged_ns(procs[0].cache) if procs[0].cache else None) for _, _, procs in started]
+        tb = time.time()
         for _, _, procs in started:
             for p in procs:
                 p.finish()
@@ -248,17 +291,44 @@ def _run(name, groups, change):
             for p in procs:
                 if p.p.poll() is None:
                     p.p.kill()
-    for label, limit, procs in started:
+    dev = sampler.device(a, b)
+    cells = []
+    for gi, (label, limit, procs) in enumerate(started):
         per_s = sum(p.result["per_s"] for p in procs)
         shape = procs[0].shape
         if name.startswith("baseline") and label == "nopreload":
             BASE[shape] = per_s
         thr = 100.0 * per_s / BASE[shape] if BASE.get(shape) else None
         nv = sampler.share([p.host_pid for p in procs], a, b)
-        dev = sampler.device(a, b)
-        ROWS.append((name, label, limit, nv, thr, dev,
-                     ",".join(str(p.host_pid) for p in procs)))
-        log(f"  {label}: limit {limit} nvml {fmt(nv)} thr {fmt(thr)} dev {fmt(dev)}")
+        chg = None
+        if chg_a[gi] is not None and chg_b[gi] is not None and tb > ta:
+            chg = 100.0 * (chg_b[gi] - chg_a[gi]) / ((tb - ta) * 1e9)
+        per_proc = [100.0 * p.result["per_s"] / BASE[shape] for p in procs] if BASE.get(shape) else []
+        cells.append(dict(name=name, label=label, limit=limit, nv=nv, thr=thr, dev=dev, chg=chg,
+                          per_proc=per_proc, pids=",".join(str(p.host_pid) for p in procs)))
+    # Device-busy share per group: all of it for one group; split by throughput for several.
+    thr_sum = sum(c["thr"] for c in cells if c["thr"] is not None)
+    for c in cells:
+        if dev is None or c["thr"] is None:
+            c["busy"] = None
+        elif len(cells) == 1:
+            c["busy"] = dev
+        else:
+            c["busy"] = dev * c["thr"] / thr_sum if thr_sum > 0 else None
+    # NVML per-process plausibility: disjoint time slices cannot sum above the device's busy
+    # time, and a group cannot do more useful work (thr) than the GPU time NVML gives it.
+    nv_sum = sum(c["nv"] for c in cells if c["nv"] is not None)
+    for c in cells:
+        bad = False
+        if dev is not None and c["nv"] is not None:
+            bad = nv_sum > dev + 3.0
+            if c["thr"] is not None and c["limit"] and c["thr"] > c["nv"] + 5.0:
+                bad = True
+        c["nv_bad"] = bad
+        ROWS.append(c)
+        log(f"  {c['label']}: limit {c['limit']} thr {fmt(c['thr'])} chg {fmt(c['chg'])} "
+            f"dev {fmt(dev)} busy {fmt(c['busy'])} nvml {fmt(c['nv'])}{' (!)' if bad else ''} "
+            f"per-process thr {' '.join(fmt(x) for x in c['per_proc'])}")
 
 
 def fmt(v):
@@ -284,8 +354,15 @@ def main():
     c = fresh_cache("multi2")
     run("container-2proc-short", [("2 procs", 50, [dict(shape="short", limit=50, cache=c)] * 2)])
     if not QUICK:
+        c = fresh_cache("multi2long")
+        run("container-2proc-long", [("2 procs", 50, [dict(shape="long", limit=50, cache=c)] * 2)])
         c = fresh_cache("multi4")
         run("container-4proc-mixed", [("4 procs", 30, [dict(shape="mixed", limit=30, cache=c)] * 4)])
+        # What time-slicing between two contexts costs by itself (no library, no limit): the
+        # device is busy 100 %, the useful work (thr, summed) shows the switch overhead.
+        for shape in ("short", "long"):
+            run(f"container-2proc-{shape}-nolimit",
+                [("2 procs, no lib", None, [dict(shape=shape, limit=None, cache=None, preload=False)] * 2)])
     two_shapes = ["short"] if QUICK else ["short", "long"]
     for shape in two_shapes:
         ca, cb = fresh_cache(f"two{shape}a"), fresh_cache(f"two{shape}b")
@@ -303,21 +380,31 @@ def main():
     SETTLE = saved
 
     print()
-    print(f"SM limiter benchmark on {GPU_NAME}; window {SETTLE:g} s settle + {MEASURE:g} s; "
-          f"NVML = per-process SM util of the host pids; thr = throughput / unlimited baseline")
-    hdr = f"{'case':30} {'group':16} {'limit':>5} {'NVML %':>7} {'thr %':>7} {'err NVML':>9} {'err thr':>8} {'dev %':>6}"
+    print(f"SM limiter benchmark on {GPU_NAME}{DRIVER}; window {SETTLE:g} s settle + {MEASURE:g} s")
+    print("thr = throughput / unlimited baseline (primary); chg = busy the limiter charged; "
+          "dev = NVML device util; busy = device-busy share (dev, split by thr between groups); "
+          "NVML = per-process SM util of the host pids, ! = implausible (see limiter_bench.py)")
+    hdr = (f"{'case':30} {'group':16} {'limit':>5} {'thr %':>6} {'err':>6} {'chg %':>6} {'dev %':>6} "
+           f"{'busy %':>6} {'err':>6} {'NVML %':>7} {'err':>6}")
     print(hdr)
     print("-" * len(hdr))
-    worst = 0.0
-    for name, label, limit, nv, thr, dev, _pids in ROWS:
-        en = (nv - limit) if (limit and nv is not None) else None
-        et = (thr - limit) if (limit and thr is not None) else None
-        for e in (en, et):
-            if e is not None:
-                worst = max(worst, abs(e))
-        print(f"{name:30} {label:16} {limit if limit else '-':>5} {fmt(nv):>7} {fmt(thr):>7} "
-              f"{'' if en is None else f'{en:+.1f}':>9} {'' if et is None else f'{et:+.1f}':>8} {fmt(dev):>6}")
-    print(f"worst |error|: {worst:.1f} pp (goal: 5); matrix took {time.time() - START:.0f} s")
+    worst = {"thr": 0.0, "busy": 0.0, "nvml": 0.0}
+
+    def err(v, limit, key):
+        if not limit or v is None:
+            return ""
+        worst[key] = max(worst[key], abs(v - limit))
+        return f"{v - limit:+.1f}"
+
+    for c in ROWS:
+        limit = c["limit"]
+        nv = fmt(c["nv"]) + ("!" if c.get("nv_bad") else "")
+        print(f"{c['name']:30} {c['label']:16} {limit if limit else '-':>5} {fmt(c['thr']):>6} "
+              f"{err(c['thr'], limit, 'thr'):>6} {fmt(c['chg']):>6} {fmt(c['dev']):>6} "
+              f"{fmt(c.get('busy')):>6} {err(c.get('busy'), limit, 'busy'):>6} {nv:>7} "
+              f"{err(c['nv'], limit, 'nvml'):>6}")
+    print(f"worst |error| (goal: 5 pp): thr {worst['thr']:.1f}, busy {worst['busy']:.1f}, "
+          f"NVML {worst['nvml']:.1f}; matrix took {time.time() - START:.0f} s")
 
 
 def fake_bench(shape, limit, settle, measure, total, cache):
@@ -332,7 +419,7 @@ def fake_bench(shape, limit, settle, measure, total, cache):
         os.makedirs(os.path.dirname(cache), exist_ok=True)
         if not os.path.exists(cache):
             with open(cache, "wb") as f:
-                f.write(b"\0" * 4096)
+                f.write(b"\0" * (BUSY_NS_OFFSET + 8))
                 f.seek(SM_LIMIT_OFFSET)
                 f.write(struct.pack("<Q", limit))
     work, t = 0.0, 0.0
@@ -346,6 +433,12 @@ def fake_bench(shape, limit, settle, measure, total, cache):
                 cur = struct.unpack("<Q", f.read(8))[0] or 100
         if settle <= t < settle + measure:
             work += 0.05 * min(cur, 100)
+        if cache:  # the limiter's published busy_ns, roughly (racy between fake processes)
+            with open(cache, "r+b") as f:
+                f.seek(BUSY_NS_OFFSET)
+                busy = struct.unpack("<Q", f.read(8))[0]
+                f.seek(BUSY_NS_OFFSET)
+                f.write(struct.pack("<Q", busy + int(0.05e9 * min(cur, 100) / 100)))
     print("RESULT " + json.dumps({"pid": os.getpid(), "shape": shape, "batches": int(work),
                                   "window_s": measure, "per_s": work / measure, "t0_us": t0}))
 
@@ -357,10 +450,17 @@ if __name__ == "__main__":
     START = time.time()
     WORKDIR = tempfile.mkdtemp(prefix="limiter-bench-")
     if FAKE:
-        IPUS, GPU_NAME = 1.0, "fake GPU"
+        IPUS, GPU_NAME, DRIVER = 1.0, "fake GPU", ""
     else:
         out = subprocess.run([BENCH, "--calibrate"], capture_output=True, text=True, check=True).stdout
         m = re.search(r"ipus=([0-9.]+) gpu=\"([^\"]*)\"", out)
         IPUS, GPU_NAME = float(m.group(1)), m.group(2)
+        DRIVER = ""
+        try:
+            DRIVER = ", driver " + subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            pass
         log(out.strip())
     main()

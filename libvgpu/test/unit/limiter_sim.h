@@ -14,6 +14,13 @@
  * The clock only moves when the test says so (CPU cost of a launch) or when the limiter sleeps
  * (with a nanosleep-like overshoot), so runs are deterministic. The simulator accounts every
  * context's true execution time inside a measurement window, independently of the limiter.
+ *
+ * Optional context-switch cost (SIM.switch_ns, 0 by default): loading another context than the
+ * last one that ran (saving the preempted one, restoring the next) keeps the GPU busy for that
+ * long with no context resident: no kernel progresses and no event completes, as on real
+ * hardware where a time-slice switch costs tens of microseconds of save/restore. The simulator
+ * accounts that time separately (SIM.switch_busy), so a test can tell the device's busy time
+ * (kernels + switches, what NVML's device utilization sees) from the kernels' execution time.
  */
 #ifndef LIMITER_SIM_H
 #define LIMITER_SIM_H
@@ -62,6 +69,7 @@ typedef struct {
   int64_t launch_latency_ns; /* host submit -> earliest kernel start */
   int64_t queue_cap_ns;      /* the driver blocks a launch while a context has this much queued */
   int64_t timeslice_ns;
+  int64_t switch_ns;         /* GPU time a switch to another context costs (0 = free) */
   double gpu_clock_ppm;      /* the GPU timer runs this much fast (+) or slow (-) vs the host */
   int current_ctx;           /* context current on "the" thread (1-based) */
   sim_stream_t streams[SIM_MAX_STREAMS];
@@ -77,11 +85,15 @@ typedef struct {
   int64_t gpu_t;                     /* engine time: everything before it is decided */
   int resident;
   int64_t slice_start;
+  int last_loaded;       /* context whose state is on the GPU (0 = none yet) */
+  int64_t switch_until;  /* a context switch keeps the engine busy until then */
+  long switches;
   sim_slice_t *log;
   long nlog, caplog;
   /* measurement window and per-context execution time inside it */
   int64_t win_a, win_b;
   int64_t busy[SIM_MAX_PROCS + 1];
+  int64_t switch_busy; /* context-switch time inside the window */
   /* hook run on every limiter sleep (tests flip region fields from here) */
   void (*on_sleep)(void *arg);
   void *on_sleep_arg;
@@ -119,7 +131,9 @@ static void sim_log(int64_t t, int owner) {
 
 static void sim_account(int ctx, int64_t a, int64_t b) {
   int64_t lo = a > SIM.win_a ? a : SIM.win_a, hi = b < SIM.win_b ? b : SIM.win_b;
-  if (hi > lo && ctx >= 0 && ctx <= SIM_MAX_PROCS) SIM.busy[ctx] += hi - lo;
+  if (hi <= lo) return;
+  if (ctx >= 0 && ctx <= SIM_MAX_PROCS) SIM.busy[ctx] += hi - lo;
+  if (ctx < 0) SIM.switch_busy += hi - lo;
 }
 
 /* Head kernel of a context, or NULL. */
@@ -135,6 +149,13 @@ static void des_wait(int64_t dt);
 static void sim_advance(int64_t to) {
   while (SIM.gpu_t < to) {
     int64_t t = SIM.gpu_t;
+    if (t < SIM.switch_until) { /* saving / restoring contexts: busy, nobody resident */
+      int64_t end = SIM.switch_until < to ? SIM.switch_until : to;
+      sim_log(t, -1);
+      sim_account(-1, t, end);
+      SIM.gpu_t = end;
+      continue;
+    }
     int ready[SIM_MAX_PROCS + 1] = {0}, nready = 0;
     int64_t next_ready = INT64_MAX;
     for (int c = 1; c <= SIM_MAX_PROCS; c++) {
@@ -165,6 +186,15 @@ static void sim_advance(int64_t to) {
       if (pick != r) SIM.slice_start = t;
       r = SIM.resident = pick;
       others = nready - 1;
+      if (SIM.switch_ns > 0 && pick != SIM.last_loaded) {
+        if (SIM.last_loaded != 0) { /* the first context ever loaded costs nothing */
+          SIM.switch_until = t + SIM.switch_ns;
+          SIM.slice_start = SIM.switch_until;
+          SIM.switches++;
+        }
+        SIM.last_loaded = pick;
+        if (SIM.switch_until > t) continue;
+      }
     }
     sim_log(t, r);
     sim_kernel_t *h = sim_head(r);
