@@ -1,0 +1,175 @@
+package io.vgpu.exporter.reliability;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.attribution.AttributionModule;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.testing.Await;
+import io.vgpu.exporter.testing.Samples;
+import io.vgpu.exporter.testing.TestRegions;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The real exporter, assembled exactly as {@code serve} assembles it (ExporterApp + the NVML and
+ * attribution module), listening on an ephemeral port over a temp cache root, with one healthy
+ * neighbour container whose values every hostile test asserts exactly.
+ */
+final class LiveExporter implements AutoCloseable {
+  static final String HEALTHY_UID = "aaaaaaaa-0000-4000-8000-000000000001";
+  static final String HEALTHY_CTR = "healthy";
+
+  /** The neighbour: 1 device, 4096 MiB limit, 30 % SM, two running slots of 700 MiB each. */
+  static final long HEALTHY_LIMIT = 4096 * TestRegions.MIB;
+
+  static final long HEALTHY_USED = 2 * 700 * TestRegions.MIB;
+
+  final Path root;
+  final ExporterApp app;
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  private LiveExporter(Path root, ExporterApp app) {
+    this.root = root;
+    this.app = app;
+  }
+
+  /** Flags a test starts from: no Kubernetes, no NVML, fast rescans, read-only (no feedback). */
+  static Map<String, String> baseFlags(Path root) {
+    Map<String, String> flags = new HashMap<>();
+    flags.put("path.cache-root", root.toString());
+    flags.put("node-name", "rel-node");
+    flags.put("kubernetes", "false");
+    flags.put("nvml", "false");
+    flags.put("attribution.feedback", "false");
+    // Attribution judges the fixture's made-up pids as zombies (not in any pod on this host) and
+    // would drop them from used memory; the region-only path keeps the neighbour's values exact.
+    flags.put("collectors.disabled", "attribution");
+    flags.put("discovery.rescan-interval", "200ms");
+    flags.put("web.listen-address", "127.0.0.1");
+    flags.put("web.listen-port", "0");
+    return flags;
+  }
+
+  static void writeHealthy(Path root) throws IOException {
+    TestRegions.write(
+        root,
+        HEALTHY_UID,
+        HEALTHY_CTR,
+        "a.cache",
+        TestRegions.spec(1, 4096, 30, new int[] {101, 102}, 700, 12, true));
+  }
+
+  static LiveExporter start(Path root, Map<String, String> overrides) {
+    return start(root, overrides, null);
+  }
+
+  static LiveExporter start(Path root, Map<String, String> overrides, PodMetadataSource metadata) {
+    Map<String, String> flags = baseFlags(root);
+    flags.putAll(overrides);
+    ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
+    ExporterApp.Builder b =
+        AttributionModule.install(ExporterApp.builder(config), config, InstantSource.system());
+    if (metadata != null) {
+      b.metadata(metadata);
+    }
+    ExporterApp app = AttributionModule.wire(b.build()).start();
+    return new LiveExporter(root, app);
+  }
+
+  HttpResponse<String> get(String path) throws IOException, InterruptedException {
+    return send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30)).GET().build());
+  }
+
+  HttpResponse<String> send(HttpRequest request) throws IOException, InterruptedException {
+    return http.send(request, HttpResponse.BodyHandlers.ofString());
+  }
+
+  URI uri(String path) {
+    return URI.create("http://127.0.0.1:" + app.port() + path);
+  }
+
+  Samples scrape() throws IOException, InterruptedException {
+    HttpResponse<String> r = get("/metrics");
+    assertThat(r.statusCode()).as("/metrics status").isEqualTo(200);
+    return Samples.parse(r.body());
+  }
+
+  /** Waits for a discovery pass that started after now (so files written before are seen). */
+  void awaitPass() {
+    long gen = app.discovery().current().generation();
+    app.discovery().requestRescan();
+    Await.until(Duration.ofSeconds(20), () -> app.discovery().current().generation() > gen + 1);
+  }
+
+  double parseErrors(String reason) throws IOException, InterruptedException {
+    return scrape().value("vgpu_exporter_parse_errors_total", "reason", reason);
+  }
+
+  /** The neighbour's metrics, exactly as written. */
+  static void assertHealthyNeighbour(Samples s) {
+    String[] k = {"pod_uid", HEALTHY_UID, "container", HEALTHY_CTR, "device_index", "0"};
+    assertThat(s.value("vgpu_container_memory_used_bytes", k)).isEqualTo((double) HEALTHY_USED);
+    assertThat(s.value("vgpu_container_memory_limit_bytes", k)).isEqualTo((double) HEALTHY_LIMIT);
+    assertThat(s.value("vgpu_container_sm_limit_ratio", k)).isEqualTo(0.30);
+    assertThat(
+            s.value(
+                "vgpu_container_memory_breakdown_bytes",
+                "pod_uid",
+                HEALTHY_UID,
+                "device_index",
+                "0",
+                "kind",
+                "data"))
+        .isEqualTo((double) (2 * 698 * TestRegions.MIB));
+    assertThat(
+            s.value(
+                "vgpu_container_processes",
+                "pod_uid",
+                HEALTHY_UID,
+                "container",
+                HEALTHY_CTR,
+                "state",
+                "running"))
+        .isEqualTo(2);
+  }
+
+  /** Every /proc/self/fd target and every mapped file of this JVM. */
+  static List<String> openedPaths() throws IOException {
+    List<String> out = new java.util.ArrayList<>();
+    try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+      for (Path fd : fds.toList()) {
+        try {
+          out.add(Files.readSymbolicLink(fd).toString());
+        } catch (IOException e) {
+          // closed between list and readlink
+        }
+      }
+    }
+    for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+      int slash = line.indexOf('/');
+      if (slash > 0) {
+        out.add(line.substring(slash));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    app.close();
+    http.close();
+  }
+}
