@@ -161,9 +161,20 @@ static void start_heartbeat_locked(void) {
   pthread_attr_destroy(&attr);
 }
 
+/* Our slot can only be taken from us by a process that judged us dead: one in another pid
+ * namespace after our heartbeat stalled for over a second (SIGSTOP, a debugger, a frozen cgroup).
+ * Then we must not write into what may now be someone else's slot: register again. */
+static bool slot_lost(int s) {
+  return __atomic_load_n(&g_map.r->procs[s].pid, __ATOMIC_ACQUIRE) != g_slot_pid;
+}
+
 int vgpu_state_slot(void) {
   int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-  if (s >= 0) return s;
+  if (s >= 0 && !slot_lost(s)) return s;
+  if (s >= 0 && __atomic_compare_exchange_n(&g_slot, &s, -1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    VGPU_LOG_WARN("slot %d was freed by another process while this one (pid %d) lived; registering "
+                  "again, earlier allocations are no longer counted",
+                  s, (int)g_slot_pid);
   if (__atomic_load_n(&g_slot_failed, __ATOMIC_ACQUIRE)) return -1;
   pthread_mutex_lock(&g_state_mu);
   if (g_slot < 0 && !g_slot_failed) {
@@ -268,7 +279,7 @@ void vgpu_mem_add(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
 void vgpu_mem_release(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
   if (ridx < 0 || ridx >= VGPU_MAX_DEVICES || bytes == 0) return;
   int slot = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-  if (slot < 0) return;
+  if (slot < 0 || slot_lost(slot)) return;
   pthread_mutex_lock(&g_write_mu);
   vgpu_slot_add(&g_map, slot, ridx, kind, -(int64_t)bytes);
   pthread_mutex_unlock(&g_write_mu);
@@ -302,7 +313,7 @@ static void *heartbeat_main(void *arg) {
     struct timespec ts = {0, HEARTBEAT_PERIOD_NS};
     nanosleep(&ts, NULL);
     int slot = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-    if (slot < 0 || g_slot_pid != getpid()) break;
+    if (slot < 0 || slot_lost(slot)) continue; /* exiting, or about to register again */
     if (g_map.ext)
       __atomic_store_n(&g_map.ext->slots[slot].heartbeat_ns, vgpu_now_realtime_ns(),
                        __ATOMIC_RELEASE);

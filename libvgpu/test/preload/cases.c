@@ -704,6 +704,31 @@ static int case_nvml_v2_getproc_v1(void) {
   return 0;
 }
 
+/* Another process freed our slot (it judged us dead, e.g. from another pid namespace while we
+ * were stopped): we register again instead of writing into what may be someone else's slot. */
+static int case_slot_lost(void) {
+  setup(0);
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 8 * MiB) == CUDA_SUCCESS);
+  int fd = open(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), O_RDWR);
+  vgpu_region_t *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  CHECK(r != MAP_FAILED);
+  int mine = -1;
+  for (int i = 0; i < r->proc_num; i++)
+    if (r->procs[i].pid == getpid()) mine = i;
+  CHECK(mine >= 0);
+  __atomic_store_n(&r->procs[mine].status, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&r->procs[mine].pid, 0, __ATOMIC_RELEASE);
+  memset(r->procs[mine].used, 0, sizeof r->procs[mine].used);
+  CHECK(cuMemAlloc(&b, 4 * MiB) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 4 * MiB); /* a fresh slot, holding only what came after */
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);  /* an old allocation's release clamps, never wraps */
+  CHECK(test_used(0) <= 4 * MiB);
+  CHECK(cuMemFree(b) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -721,7 +746,7 @@ int main(int argc, char **argv) {
       {"cvd_uuid", case_cvd_uuid},     {"nvml", case_nvml},
       {"nvml_only", case_nvml_only},   {"unlimited", case_unlimited},
       {"oom_log", case_oom_log},       {"disabled", case_disabled},
-      {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor},
+      {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor}, {"slot_lost", case_slot_lost},
       {"nvml_v2_getproc_v1", case_nvml_v2_getproc_v1},
   };
   if (argc != 2) {
