@@ -4,6 +4,7 @@
 # run, a run-time limit change) and prints one table. About 6-7 minutes; BENCH_QUICK=1 for a
 # ~2.5 minute subset. Other knobs: BENCH_SETTLE, BENCH_MEASURE, BENCH_ONLY=<regex> (limiter_bench.py).
 #   usage (repo root, on the GPU machine):  bash libvgpu/gpu/limiter_bench.sh
+#   multi-process cells only (~2.5 min):    BENCH_ONLY='container-|two-containers' bash libvgpu/gpu/limiter_bench.sh
 set -euo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 here="$(cd "$(dirname "$0")" && pwd)"
