@@ -21,7 +21,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -265,11 +264,6 @@ public final class AttributionService implements AutoCloseable {
   /** The number of read-write mappings held (0 without write flags). */
   public int writableMappings() {
     return writeBack == null ? 0 : writeBack.mapped();
-  }
-
-  /** For tests: the container's attribution in the latest result. */
-  Optional<ContainerAttribution> container(ContainerKey key) {
-    return latest.container(key);
   }
 
   @Override

@@ -19,7 +19,7 @@ import java.util.Optional;
  * @param recentKernel the region's {@code recent_kernel} (min over files: negative = blocked)
  * @param priority the region's {@code priority}
  * @param memoryIdleSeconds how long the container has held device memory without a kernel (0 when
- *     it holds none); empty when nothing ever told us about its kernels
+ *     it holds none; counted from when the exporter first saw it if no kernel was ever reported)
  * @param leakSuspected {@code memoryIdleSeconds} reached the configured leak threshold
  * @param priorityBlockedSeconds total time seen blocked by priority (recent_kernel < 0)
  * @param overSmLimitSeconds total time seen above the SM limit, by device index

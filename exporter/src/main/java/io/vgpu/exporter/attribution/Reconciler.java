@@ -3,7 +3,6 @@ package io.vgpu.exporter.attribution;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
-import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.HostPidResolver;
 import io.vgpu.hostpid.PidResolution;
 import io.vgpu.hostpid.ProcFsUnavailableException;
@@ -57,8 +56,8 @@ import java.util.TreeSet;
  * samples counts 0. It is unknown, with a reason, when NVML is unavailable, does not know the GPU
  * or its per-process utilization, or when one of the container's live slots is unresolved.
  *
- * <p>Not thread safe only in the sense that {@link HostPidResolver} must be; the class is
- * stateless.
+ * <p>Stateless and thread safe (the resolver it is given is thread safe); all memory between runs
+ * travels in {@link History}.
  */
 public final class Reconciler {
   /**
@@ -564,16 +563,5 @@ public final class Reconciler {
       return exists.computeIfAbsent(
           hostPid, p -> hostPid > 0 && pids.procFs().startTimeTicks(p).isPresent());
     }
-  }
-
-  /** NVML's used memory of a set of host pids on one GPU (for tests and tools). */
-  static long memoryOf(GpuSnapshot gpu, Set<Integer> hostPids) {
-    long sum = 0;
-    for (RunningProcess p : gpu.processes().orElse(List.of())) {
-      if (hostPids.contains(p.pid())) {
-        sum = saturated(sum, p.usedBytes().orElse(0));
-      }
-    }
-    return sum;
   }
 }
