@@ -244,8 +244,9 @@ static int parse_args(int argc, char **argv, options_t *o) {
       if (list == NULL) return fail(EXIT_IO, "out of memory");
       for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         if (o->npids >= VGPU_MAX_PROCS || parse_int_range(tok, 1, INT32_MAX, &o->pids[o->npids]) != 0) {
+          int rc = fail(EXIT_USAGE, "--pids: '%s' is not a pid", tok); /* tok lives in list: report first */
           free(list);
-          return fail(EXIT_USAGE, "--pids: '%s' is not a pid", tok);
+          return rc;
         }
         o->npids++;
       }
@@ -396,7 +397,10 @@ static int region_open(region_t *r, const char *path, int rw) {
     return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
   }
   r->lay = shrreg_detect_layout(r->base, r->size, &why);
-  if (r->lay == NULL) return fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
+  if (r->lay == NULL) {
+    fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
+    return EXIT_BAD_LAYOUT;
+  }
   if (r->lay->id == SHRREG_V1_2 && r->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
     vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(r->base + VGPU_EXT_OFFSET);
     uint32_t ext_size = __atomic_load_n(&ext->size, __ATOMIC_RELAXED);
@@ -570,6 +574,7 @@ static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap
   int d;
   int i;
   memset(snap, 0, sizeof *snap);
+  if (L == NULL) return EXIT_BAD_LAYOUT;
   snap->major = L->off_major == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_major);
   snap->minor = L->off_minor == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_minor);
   snap->owner_pid = rd64(r, L->off_owner_pid);
@@ -1058,6 +1063,7 @@ static int cmd_version(const options_t *o) {
   int rc;
   loaded_library(lib, sizeof lib);
   rc = region_open(&r, o->file, 0);
+  if (rc == EXIT_OK && r.lay == NULL) rc = EXIT_BAD_LAYOUT;
   if (o->json) {
     jw_t w = {stdout, 0, {1}};
     jw_open(&w, NULL, '{');
@@ -1114,6 +1120,7 @@ static int cmd_version(const options_t *o) {
 static int open_for_write(region_t *r, const options_t *o) {
   int rc = region_open(r, o->file, 1);
   if (rc != EXIT_OK) return rc;
+  if (r->lay == NULL) return EXIT_BAD_LAYOUT;
   if (!r->lay->writable)
     return fail(EXIT_READ_ONLY, "%s: layout %s is read-only for this tool (only v1.1 and v1.2 are written; "
                                 "upgrade the library in this container and recreate the region)", o->file, r->lay->label);
