@@ -37,6 +37,38 @@ if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-loc
 else
   bad "dashboard type-check against @grafana/schema"; cat /tmp/test-deploy.$$
 fi
+# vgpu-install (the installer DaemonSet's process): atomic replacement and refusals.
+t="$(mktemp -d)"
+if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.c; then
+  ok
+  mkdir -p "$t/src" "$t/host"
+  head -c 1048576 /dev/urandom >"$t/src/libvgpu.so"
+  printf '#!/bin/sh\necho tool\n' >"$t/src/shrreg-tool"; chmod 755 "$t/src/shrreg-tool"
+  "$t/vgpu-install" --to="$t/host" --preload "$t/src/libvgpu.so" "$t/src/libvgpu.so:libvgpu.so.v2.7.0" "$t/src/shrreg-tool" >/dev/null \
+    && cmp -s "$t/src/libvgpu.so" "$t/host/libvgpu.so" && cmp -s "$t/src/libvgpu.so" "$t/host/libvgpu.so.v2.7.0" \
+    && [ -x "$t/host/shrreg-tool" ] && [ "$(cat "$t/host/ld.so.preload")" = "$t/host/libvgpu.so" ] \
+    && ok || bad "vgpu-install: first install"
+  # A process holding the old library keeps its bytes; the path gets the complete new file.
+  cp "$t/host/libvgpu.so" "$t/old"
+  exec 3<"$t/host/libvgpu.so"
+  old_inode="$(stat -c %i "$t/host/libvgpu.so")"
+  head -c 2097152 /dev/urandom >"$t/src/libvgpu.so"
+  "$t/vgpu-install" --to="$t/host" "$t/src/libvgpu.so" >/dev/null \
+    && cmp -s /dev/fd/3 "$t/old" && cmp -s "$t/src/libvgpu.so" "$t/host/libvgpu.so" \
+    && [ "$(stat -c %i "$t/host/libvgpu.so")" != "$old_inode" ] \
+    && ok || bad "vgpu-install: replacement is not atomic (open copy changed or new file incomplete)"
+  exec 3<&-
+  [ -z "$(find "$t/host" -name '.*vgpu-install*')" ] && ok || bad "vgpu-install: temporary files left behind"
+  "$t/vgpu-install" --to=relative/dir "$t/src/libvgpu.so" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "vgpu-install: relative --to accepted"
+  "$t/vgpu-install" --to="$t/host" "$t/src/libvgpu.so:.." >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "vgpu-install: target name .. accepted"
+  "$t/vgpu-install" --to="$t/host" --preload "$t/src/shrreg-tool" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "vgpu-install: --preload without libvgpu.so accepted"
+  "$t/vgpu-install" --to="$t/host" "$t/src/missing.so" >/dev/null 2>&1; [ $? -eq 1 ] && ok || bad "vgpu-install: missing file not an I/O error"
+  [ "$(ls -A "$t" | tr '\n' ' ')" = "host old src vgpu-install " ] && ok || bad "vgpu-install: wrote outside --to: $(ls -A "$t")"
+else
+  bad "vgpu-install does not compile"
+fi
+rm -rf "$t"
+
 rm -f /tmp/test-deploy.$$
 echo "deploy: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
