@@ -148,8 +148,8 @@ public final class Flags {
   public static final Flag<String> NVML_LIBRARY =
       new Flag<>(
           "nvml.library",
-          "NVML library name or path loaded through JNA.",
-          "nvidia-ml",
+          "NVML library soname or path loaded through JNA (the driver ships only the .so.1).",
+          "libnvidia-ml.so.1",
           List.of(),
           Parsers::string,
           "LIB");
