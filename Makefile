@@ -32,6 +32,8 @@ libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
 test: deps ## everything: C suite, Java suite (with format and static checks), scripts
 	$(need_jdk)
 	$(MAKE) -C libvgpu all test
+	FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh
+	libvgpu/test/stress/run.sh
 	$(MVN) install
 	@scripts/test-scripts.sh
 	@scripts/test-deploy.sh
@@ -63,6 +65,18 @@ lint: ## format checks and static analysis without the tests
 	$(need_jdk)
 	$(MVN) -q spotless:check
 	$(MAKE) -C libvgpu lint
+
+stress: ## long reliability runs: libvgpu 32 procs x 8 threads x 60 s with SIGKILLs, fuzzers 300 s each, 10 000 cache dirs
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	@scripts/stress.sh
+
+soak: ## 30-minute soak of the exporter process under 100 concurrent scrapers (RSS/fd slope); SOAK_SECONDS=60 for the load run
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	@scripts/soak.sh
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (slow; not in test)
 	$(need_jdk)

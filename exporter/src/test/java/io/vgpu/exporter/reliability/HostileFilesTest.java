@@ -333,7 +333,7 @@ class HostileFilesTest {
    */
   @Test
   void manyContainerDirectories_discoveredWithBoundedHeapAndMappings() throws Exception {
-    int n = Integer.getInteger("vgpu.reliability.containers", 10_000);
+    int n = Integer.getInteger("vgpu.reliability.containers", 2_000);
     byte[] region = validRegion();
     long t0 = System.nanoTime();
     for (int i = 0; i < n; i++) {
