@@ -33,6 +33,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import tools.jackson.core.type.TypeReference;
 
 /** helm lint + helm template of every documented values combination, checked object by object. */
 class ChartRenderTest {
@@ -230,8 +231,8 @@ class ChartRenderTest {
                 assertThat(e).containsEntry("path", "/metrics");
                 assertThat(e).containsEntry("honorLabels", true);
               });
-      assertThat((List<String>) sm.get("spec", "namespaceSelector", "matchNames"))
-          .containsExactly(HelmChart.NAMESPACE);
+      List<String> namespaces = sm.get("spec", "namespaceSelector", "matchNames");
+      assertThat(namespaces).containsExactly(HelmChart.NAMESPACE);
     }
   }
 
@@ -249,7 +250,9 @@ class ChartRenderTest {
     }
     var serialization = new KubernetesSerialization();
     Path rulesFile = HelmChart.repoRoot().resolve("deploy/rules/vgpu-exporter.rules.yaml");
-    Map<String, Object> source = serialization.unmarshal(Files.readString(rulesFile), Map.class);
+    Map<String, Object> source =
+        serialization.unmarshal(
+            Files.readString(rulesFile), new TypeReference<Map<String, Object>>() {});
     Object renderedGroups = rules.getFirst().get("spec", "groups");
 
     assertThat(renderedGroups).isEqualTo(source.get("groups"));
@@ -321,7 +324,7 @@ class ChartRenderTest {
         .isEqualTo(Boolean.TRUE.equals(c.sets().get("installer.writePreload")));
     VolumeMount m = mountOf(ctr, "host-dir");
     assertThat(m.getMountPath()).isEqualTo("/usr/local/vgpu");
-    assertThat(m.getReadOnly()).isNotEqualTo(Boolean.TRUE);
+    assertThat(m.getReadOnly()).isNotEqualTo(true);
     assertThat(pod.getVolumes())
         .singleElement()
         .satisfies(v -> assertThat(v.getHostPath().getPath()).isEqualTo("/usr/local/vgpu"));

@@ -196,7 +196,7 @@ class DaemonSetContractTest {
     assertThat(ctr.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
     assertThat(ctr.getVolumeMounts()).anyMatch(m -> m.getMountPath().equals("/tmp"));
     if (config.kubernetes()) {
-      assertThat(pod.getAutomountServiceAccountToken()).isNotEqualTo(Boolean.FALSE);
+      assertThat(pod.getAutomountServiceAccountToken()).isNotEqualTo(false);
       assertThat(HelmChart.ofType(objects, ClusterRoleBinding.class))
           .anyMatch(
               b ->

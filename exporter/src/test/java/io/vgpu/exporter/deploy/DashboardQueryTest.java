@@ -24,6 +24,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -115,8 +116,12 @@ class DashboardQueryTest {
     }
     assertThat(gpus).as("the demo's containers name their GPUs").isNotEmpty();
     nvmlScript = Executors.newSingleThreadScheduledExecutor();
-    nvmlScript.scheduleAtFixedRate(
-        () -> writeNvmlScript(nvmlConfig, gpus, demo.toHandle()), 0, 500, TimeUnit.MILLISECONDS);
+    ScheduledFuture<?> script =
+        nvmlScript.scheduleAtFixedRate(
+            () -> writeNvmlScript(nvmlConfig, gpus, demo.toHandle()),
+            0,
+            500,
+            TimeUnit.MILLISECONDS);
 
     int promPort = freePort();
     startPrometheus(tmp, exporterPort, promPort);
@@ -168,6 +173,9 @@ class DashboardQueryTest {
       Thread.sleep(1000);
     } while (System.nanoTime() < deadline);
 
+    if (script.isDone()) {
+      script.get(); // the NVML script writer died: surface why
+    }
     assertThat(empty)
         .as(
             "dashboard queries with no data after %ds of scraping the demo (demo log: %s)",

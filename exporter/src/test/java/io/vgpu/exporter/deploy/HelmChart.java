@@ -141,7 +141,7 @@ final class HelmChart {
   /** Splits a multi-document YAML stream; documents that are only comments are dropped. */
   static List<String> documents(String yaml) {
     List<String> out = new ArrayList<>();
-    for (String doc : DOCUMENT_SEPARATOR.split(yaml)) {
+    for (String doc : DOCUMENT_SEPARATOR.splitAsStream(yaml).toList()) {
       boolean empty =
           doc.lines().map(String::strip).allMatch(l -> l.isEmpty() || l.startsWith("#"));
       if (!empty) {
