@@ -56,6 +56,8 @@ def main():
 
     failures = []
     report = []
+    summary = defaultdict(list)   # name -> [(exporter, nvml, nvml_mem - region_mem)]
+    sums = []
 
     def check(ok, what):
         report.append(('PASS ' if ok else 'FAIL ') + what)
@@ -97,6 +99,8 @@ def main():
                 continue
             got[name] = exp
             total += exp
+            ctx = (nvml_mem - region_mem) if nvml_mem is not None and region_mem is not None else None
+            summary[name].append((exp, ref, ctx))
             check(abs(exp - ref) <= TOLERANCE,
                   f'{name}: exporter {exp:.3f} within 5 pp of NVML {ref:.3f} for host pid {pid}')
             check(hami is not None and abs(hami - 100 * exp) <= 0.5,
@@ -116,6 +120,7 @@ def main():
         dev_mean = sum(dev) / len(dev) / 100.0 if dev else None
         report.append(f'sum of containers {total:.3f}; exporter GPU {gpu}; probe device mean '
                       f'{dev_mean if dev_mean is None else round(dev_mean, 3)}')
+        sums.append((total, gpu[0] if gpu else None, dev_mean))
         check(bool(gpu) and total <= gpu[0] + TOLERANCE,
               f'sum {total:.3f} does not exceed the GPU utilization {gpu} (+5 pp)')
         if 'idle' in got:
@@ -124,6 +129,19 @@ def main():
             check(got['busy'] >= 0.30, f'busy does not read 0 ({got["busy"]:.3f})')
         if 'medium' in got:
             check(got['medium'] > got.get('idle', 0), f'medium ({got["medium"]:.3f}) reads above idle')
+    report.append('')
+    report.append(f'=== summary over {len(scrapes)} scrapes, window {window:.0f} s')
+    for name, rows in summary.items():
+        e = sum(r[0] for r in rows) / len(rows)
+        n = sum(r[1] for r in rows) / len(rows)
+        worst = max(abs(r[0] - r[1]) for r in rows)
+        ctxs = [r[2] for r in rows if r[2] is not None]
+        ctx = f'{sum(ctxs) / len(ctxs) / 2**20:.0f} MiB' if ctxs else '-'
+        report.append(f'{name:8} exporter {e:.3f}  NVML {n:.3f}  max |diff| {worst:.3f}  '
+                      f'NVML-region memory (context) {ctx}')
+    if sums:
+        report.append('sum of containers ' + ', '.join(f'{t:.3f}' for t, _, _ in sums)
+                      + '; GPU ' + ', '.join('-' if g is None else f'{g:.3f}' for _, g, _ in sums))
     print('\n'.join(report))
     print(f'\n{len(failures)} failure(s)')
     for f in failures:

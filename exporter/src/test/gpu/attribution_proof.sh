@@ -159,6 +159,10 @@ for i in $(seq "$SCRAPES"); do
   sleep "$GAP"
 done
 fetch "http://127.0.0.1:$PORT/api/v1/containers" >"$out/containers.json" 2>/dev/null || true
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv >>"$out/nvidia-smi.txt" 2>&1 || true
+fi
 
 log "analysing"
 set +e
