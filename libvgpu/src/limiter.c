@@ -19,7 +19,7 @@
  *    the container's measured share over >= 1 s windows, only while the container is held back
  *    (conditional integration), clamped to +-VGPU_LIMITER_TRIM_MAX, reset on a limit change.
  *
- * Shared state: ext->devices[dev].unused holds the container's TAT in CLOCK_MONOTONIC ns (one
+ * Shared state: ext->devices[dev].limiter_bucket holds the container's TAT in CLOCK_MONOTONIC ns (one
  * 64-bit CAS per update); 0 or a value beyond the sanity bound reads as "now".
  */
 #ifndef _GNU_SOURCE
@@ -795,7 +795,7 @@ static dev_state_t *dev_get(vgpu_limiter_t *lim, int dev) {
       pthread_mutex_init(&d->mu, NULL);
       if (lim->cfg.ext != NULL) {
         d->xd = &lim->cfg.ext->devices[dev];
-        d->bucket = &d->xd->unused;
+        d->bucket = &d->xd->limiter_bucket;
       } else {
         d->bucket = &d->local_bucket;
       }

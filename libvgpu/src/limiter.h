@@ -8,7 +8,7 @@
  * (overlapping streams count once), and stretches in which another context held the GPU (found by
  * late "heartbeat" events on an idle internal stream) are not charged. The charge goes into a
  * virtual-time token bucket (GCRA) kept in the region's extension block
- * (ext->devices[dev].unused, CLOCK_MONOTONIC ns), so every process of the container draws from the
+ * (ext->devices[dev].limiter_bucket, CLOCK_MONOTONIC ns), so every process of the container draws from the
  * same budget. Launches are admitted while the container's charged work plus this process's
  * in-flight estimate stays within a short burst of its entitlement; a slow integral trim (bounded,
  * frozen while not saturated) corrects residual bias. With no SM limit the hooks only read a few

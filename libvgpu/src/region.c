@@ -75,13 +75,13 @@ static void write_new_region(struct vgpu_region_map *m, const struct vgpu_region
   STORE(&r->initialized_flag, VGPU_REGION_MAGIC); /* last: readers see a complete header */
 }
 
-_Static_assert(sizeof(pthread_mutex_t) <= sizeof(((vgpu_region_ext_t *)0)->unused),
+_Static_assert(sizeof(pthread_mutex_t) <= sizeof(((vgpu_region_ext_t *)0)->reserve_mutex),
               "the reservation mutex fits the extension's spare words");
 
 static pthread_mutex_t *reserve_mutex(struct vgpu_region_map *m) {
   if (!m->ext || !(__atomic_load_n(&m->ext->flags, __ATOMIC_ACQUIRE) & VGPU_EXT_FLAG_RESERVE_MUTEX))
     return NULL;
-  return (pthread_mutex_t *)(void *)m->ext->unused;
+  return (pthread_mutex_t *)(void *)m->ext->reserve_mutex;
 }
 
 /* Caller holds the init lock. */
@@ -90,8 +90,8 @@ static void init_reserve_mutex(vgpu_region_ext_t *e) {
   pthread_mutexattr_init(&a);
   pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
   pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-  memset(e->unused, 0, sizeof e->unused);
-  bool ok = pthread_mutex_init((pthread_mutex_t *)(void *)e->unused, &a) == 0;
+  memset(e->reserve_mutex, 0, sizeof e->reserve_mutex);
+  bool ok = pthread_mutex_init((pthread_mutex_t *)(void *)e->reserve_mutex, &a) == 0;
   pthread_mutexattr_destroy(&a);
   if (ok) __atomic_fetch_or(&e->flags, VGPU_EXT_FLAG_RESERVE_MUTEX, __ATOMIC_RELEASE);
 }
@@ -316,7 +316,7 @@ bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
 
 void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex) {
   if (mutex)
-    pthread_mutex_unlock((pthread_mutex_t *)(void *)m->ext->unused);
+    pthread_mutex_unlock((pthread_mutex_t *)(void *)m->ext->reserve_mutex);
   else
     vgpu_region_unlock(m);
 }

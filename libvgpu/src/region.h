@@ -81,7 +81,7 @@ void vgpu_region_unlock(struct vgpu_region_map *m);
  * caller already holds the slot lock); pass the value back to unlock. */
 bool vgpu_region_reserve_lock(struct vgpu_region_map *m);
 void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex);
-#define VGPU_EXT_FLAG_RESERVE_MUTEX 1u /* ext->flags: ext->unused holds the reservation mutex */
+#define VGPU_EXT_FLAG_RESERVE_MUTEX 1u /* ext->flags: ext->reserve_mutex holds the reservation mutex */
 
 /* pthread_atfork support: 0 = prepare (take the in-process lock), 1 = parent/child (release). */
 void vgpu_region_atfork(int phase);

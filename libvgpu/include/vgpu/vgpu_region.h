@@ -103,7 +103,7 @@ typedef struct {
   uint64_t launches_total;      /* launches seen by the limiter */
   uint64_t busy_ns;             /* GPU busy time the limiter measured for this container */
   uint64_t limiter_window_ppm;  /* last window's measured share, parts per million */
-  uint64_t unused;
+  uint64_t limiter_bucket;      /* limiter's shared token-bucket state (see libvgpu/src/limiter.c) */
 } vgpu_ext_device_t; /* 64 bytes */
 
 typedef struct {
@@ -128,7 +128,9 @@ typedef struct {
   uint64_t lock_holder_since_ns; /* when the current slot-table lock holder took it, 0 if free */
   int32_t lock_holder_pid;       /* container pid of the current holder, 0 if free */
   int32_t pad0;
-  uint64_t unused[6];
+  /* Robust process-shared pthread_mutex_t of the allocation path, valid when flags bit 0 is set
+   * (VGPU_EXT_FLAG_RESERVE_MUTEX); 48 bytes so it fits glibc's 40-byte mutex. */
+  uint64_t reserve_mutex[6];
   vgpu_ext_device_t devices[VGPU_MAX_DEVICES];
   vgpu_ext_slot_t slots[VGPU_MAX_PROCS];
 } vgpu_region_ext_t;

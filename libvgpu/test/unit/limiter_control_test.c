@@ -190,7 +190,7 @@ static void test_corrupt_bucket_recovers(void) {
   app_t a;
   app_init(&a, &SHORT, 1);
   uint32_t now_us = (uint32_t)(SIM.now / 1000);
-  r.ext->devices[0].unused = (uint64_t)(now_us + 0x7fffffffu) | ((uint64_t)(now_us + 0x7fffffffu) << 32);
+  r.ext->devices[0].limiter_bucket = (uint64_t)(now_us + 0x7fffffffu) | ((uint64_t)(now_us + 0x7fffffffu) << 32);
   int64_t t0 = SIM.now;
   app_launch(lim, &a, &SHORT, 1);
   int64_t first = SIM.now - t0;
