@@ -256,6 +256,9 @@ public final class EvidenceCollector {
         o.error =
             Optional.of(
                 e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
+      } catch (RuntimeException e) {
+        // A hostile file must cost one region, never the whole report.
+        o.error = Optional.of("unreadable: " + e);
       }
       return o;
     }
@@ -265,7 +268,7 @@ public final class EvidenceCollector {
       if (resample && file != null) {
         try {
           second = Optional.of(file.snapshot());
-        } catch (RegionException e) {
+        } catch (RuntimeException e) {
           second = Optional.empty();
         }
       }
