@@ -53,6 +53,13 @@ def main():
         elif f[0] == 'U':
             device.append((int(f[1]), int(f[3])))
     newest_sample = sorted(ts for s in samples.values() for ts, _ in s)
+    # NVML's per-process samples: one per sampling period (~200 ms) for each process that ran in
+    # it. When processes time-slice the GPU a process has samples only for its own periods, so the
+    # mean over ITS samples reads ~99 % for everyone; the reference is the sum over the window
+    # divided by the number of device periods in it (periods without a sample count as idle).
+    stamps = sorted(set(newest_sample))
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    period_us = gaps[len(gaps) // 2] if gaps else 200_000
 
     failures = []
     report = []
@@ -81,7 +88,7 @@ def main():
             unknown = [l.get('reason') for l, v in series.get('vgpu_container_sm_utilization_unknown', [])
                        if l.get('pod_uid') == uid and v == 1]
             window_samples = [sm for ts, sm in samples[pid] if end - w_us < ts <= end]
-            ref = (sum(window_samples) / len(window_samples) / 100.0) if window_samples else 0.0
+            ref = min(1.0, sum(window_samples) / 100.0 / (w_us / period_us))
             region = value(series, 'vgpu_container_region_sm_utilization_ratio', pod_uid=uid)
             hami = value(series, 'hami_container_device_utilization_ratio', container=name)
             nvml_mem = value(series, 'vgpu_container_nvml_memory_used_bytes', pod_uid=uid)

@@ -8,18 +8,22 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 
 /**
  * Per-process SM utilization of one GPU averaged over a sliding time window, from NVML's
  * per-process samples.
  *
  * <p>Each sample reports the share of its sample period during which the process had kernels
- * running, so it covers the time back to the process's previous sample, capped at 1.5 sample
- * periods (the period is estimated from the samples, NVML emits one every ~200 ms on current
- * drivers). Time no sample covers counts as idle: NVML stops emitting samples for a process that
- * launches nothing. The window ends at the newest sample of the device (NVML publishes samples a
- * little late; ending at "now" would bias every value low), or at "now" once the device has been
- * silent for longer than two periods and at least 2 s.
+ * running, so it covers the time back to the process's previous sample, capped at one sample period
+ * (the period is the device's sampling interval, estimated from the timestamps of all its samples;
+ * NVML emits one every ~200 ms on current drivers). The cap matters when processes time-slice one
+ * GPU: each then gets samples only for the periods it ran in, and letting a sample cover the whole
+ * gap to its predecessor would inflate a process that runs one period in four. Time no sample
+ * covers counts as idle: NVML stops emitting samples for a process that launches nothing. The
+ * window ends at the newest sample of the device (NVML publishes samples a little late; ending at
+ * "now" would bias every value low), or at "now" once the device has been silent for longer than
+ * two periods and at least 2 s.
  *
  * <p>Not thread safe: owned by the sampler thread.
  */
@@ -68,7 +72,7 @@ final class UtilizationWindow {
     long end =
         lastSeenMicros >= nowMicros - silentAfter ? Math.min(nowMicros, lastSeenMicros) : nowMicros;
     long start = end - windowMicros;
-    long cap = period + period / 2;
+    long cap = period;
     prune(start - 2 * cap);
     Map<Integer, Double> out = new HashMap<>();
     for (Map.Entry<Integer, Deque<ProcessSample>> e : byPid.entrySet()) {
@@ -101,20 +105,20 @@ final class UtilizationWindow {
     byPid.values().removeIf(q -> q.peekLast().timestampMicros() < before);
   }
 
-  /** Median gap between consecutive samples of the same process. */
+  /** Median gap between the device's consecutive sample timestamps, over all processes. */
   private long estimatePeriod() {
-    List<Long> gaps = new ArrayList<>();
-    for (Deque<ProcessSample> q : byPid.values()) {
-      long previous = -1;
-      for (ProcessSample s : q) {
-        if (previous >= 0) {
-          gaps.add(s.timestampMicros() - previous);
-        }
-        previous = s.timestampMicros();
-      }
-    }
-    if (gaps.size() < 3) {
+    TreeSet<Long> stamps = new TreeSet<>();
+    byPid.values().forEach(q -> q.forEach(s -> stamps.add(s.timestampMicros())));
+    if (stamps.size() < 4) {
       return DEFAULT_PERIOD_MICROS;
+    }
+    List<Long> gaps = new ArrayList<>(stamps.size());
+    long previous = -1;
+    for (long t : stamps) {
+      if (previous >= 0) {
+        gaps.add(t - previous);
+      }
+      previous = t;
     }
     gaps.sort(null);
     return Math.clamp(gaps.get(gaps.size() / 2), MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);

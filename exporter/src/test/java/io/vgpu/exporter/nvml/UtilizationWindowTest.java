@@ -35,6 +35,27 @@ class UtilizationWindowTest {
     assertThat(avg.get(11)).isCloseTo(0.20, within(1e-9));
   }
 
+  /**
+   * Time-sliced processes (seen on an H200, driver 580): NVML gives each ~200 ms period to the
+   * process that ran in it, so a process running one period in four has samples 800 ms apart. Each
+   * sample covers one period, not the gap to the previous one, so the shares add up to the device's
+   * busy time instead of overshooting it.
+   */
+  @Test
+  void averages_timeSlicedProcesses_shareAddsUpToTheDevice() {
+    UtilizationWindow w = new UtilizationWindow(Duration.ofSeconds(10));
+    List<ProcessSample> samples = new ArrayList<>();
+    for (int i = 0; i <= 100; i++) {
+      long t = T0 + i * PERIOD;
+      samples.add(new ProcessSample(i % 4 == 3 ? 31 : 30, t, 99, 0));
+    }
+    w.add(samples);
+    Map<Integer, Double> avg = w.averages(T0 + 100 * PERIOD);
+    assertThat(avg.get(30)).isCloseTo(0.99 * 0.75, within(0.02));
+    assertThat(avg.get(31)).isCloseTo(0.99 * 0.25, within(0.02));
+    assertThat(avg.get(30) + avg.get(31)).isLessThanOrEqualTo(1.0);
+  }
+
   @Test
   void averages_processBusyForHalfTheWindow_readsHalf() {
     UtilizationWindow w = new UtilizationWindow(Duration.ofSeconds(4));
