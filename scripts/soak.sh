@@ -6,7 +6,7 @@
 # SOAK_INTERVAL. Prints wrk's latency distribution, errors, and the least-squares slope of RSS
 # (KiB/min) and fds (per min) over the run after the first 20 % (warm-up).
 # Fails on any wrk socket error or non-2xx response, on an exporter exit, or when fds grow by more
-# than SOAK_MAX_FD_GROWTH over the run.
+# than SOAK_MAX_FD_GROWTH over the second half of the run.
 #   make soak                                  30 minutes (the issue's soak)
 #   SOAK_SECONDS=60 scripts/soak.sh            the issue's 60 s load run (100 scrapers, 200 containers)
 set -euo pipefail
@@ -21,7 +21,11 @@ command -v wrk >/dev/null || { echo "soak: wrk missing (make deps)"; exit 1; }
 libvgpu/test/stress/run.sh build >/dev/null
 work=$(mktemp -d /tmp/vgpu-soak.XXXXXX)
 pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  wait 2>/dev/null
+  if [ "${SOAK_KEEP:-}" = 1 ]; then echo "soak: kept $work"; else rm -rf "$work"; fi
+}
 trap cleanup EXIT
 libvgpu/build/stress/mknode "$work/containers" "$CONTAINERS"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -51,7 +55,7 @@ while kill -0 $wrk_pid 2>/dev/null; do
 done
 wait $wrk_pid || true
 cat "$work/wrk.txt"
-awk -v warm=0.2 'NR>1 {t[n]=$1; r[n]=$2; f[n]=$3; n++}
+awk -v warm=0.2 'BEGIN {n=0} NR>1 {t[n]=$1; r[n]=$2; f[n]=$3; n++}
   END {
     s=int(n*warm); m=n-s; if (m<2) {print "soak: too few samples for a slope"; exit}
     for(i=s;i<n;i++){st+=t[i]; sr+=r[i]; sf+=f[i]}
@@ -63,9 +67,16 @@ awk -v warm=0.2 'NR>1 {t[n]=$1; r[n]=$2; f[n]=$3; n++}
   }
   function maxr(a,n,  i,x){x=0; for(i=0;i<n;i++) if(a[i]>x) x=a[i]; return x}' "$work/samples.txt"
 errors=$(grep -E 'Socket errors|Non-2xx' "$work/wrk.txt" || true)
-fd_first=$(awk 'NR==2{print $3}' "$work/samples.txt")
+# fds half-way (wrk's connections are all open by then) against the last sample
+n_samples=$(( $(wc -l < "$work/samples.txt") - 1 ))
+fd_first=$(awk -v k=$(( n_samples / 2 + 1 )) 'NR==k{print $3}' "$work/samples.txt")
 fd_last=$(tail -1 "$work/samples.txt" | awk '{print $3}')
-if [ -n "$errors" ]; then echo "soak: FAIL: $errors"; exit 1; fi
+if [ -n "$errors" ]; then
+  echo "soak: FAIL: $errors"
+  echo "soak: exporter log (errors, deduplicated):"
+  grep -iE 'error|exception|warn' "$work/exporter.log" | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -10
+  exit 1
+fi
 if [ $(( fd_last - fd_first )) -gt "$MAX_FD_GROWTH" ]; then echo "soak: FAIL: fds grew $fd_first -> $fd_last"; exit 1; fi
 kill -0 "$pid" 2>/dev/null || { echo "soak: FAIL: exporter exited"; exit 1; }
 echo "soak: PASS"
