@@ -70,6 +70,8 @@ typedef struct {
   int host_pids;
   int npids;            /* --pids: slots the caller judged dead (node-side use) */
   int pids[VGPU_MAX_PROCS];
+  int64_t pid_hostpids[VGPU_MAX_PROCS]; /* -1: not given */
+  int64_t pid_starts[VGPU_MAX_PROCS];   /* -1: not given */
   int holder;           /* --holder: the dead holder the caller judged, 0 when not given */
   int observe_ms;
   int lock_timeout_ms;
@@ -100,8 +102,9 @@ static void usage(FILE *out) {
           "  --file PATH        region file (default: $CUDA_DEVICE_MEMORY_SHARED_CACHE, else %s)\n"
           "  --json             machine-readable output\n"
           "  --host             judge liveness by recorded host pids (when run on the node)\n"
-          "  --pids P1,P2       --cleanup: drop exactly these container pids' slots; the caller (the\n"
-          "                     node-side `vgpu-exporter cleanup`) has judged them dead\n"
+          "  --pids P[:H[:T]],...  --cleanup: free exactly these container pids' slots (the node-side\n"
+          "                     `vgpu-exporter cleanup` judged them dead); with H (recorded host pid)\n"
+          "                     and T (recorded start ticks) only if the slot is still unchanged\n"
           "  --holder PID       --force-unlock: release only if PID holds the lock; the caller has\n"
           "                     judged PID dead in the container's pid namespace\n"
           "  --proc-root DIR    procfs to judge liveness from (default /proc)\n"
@@ -243,7 +246,30 @@ static int parse_args(int argc, char **argv, options_t *o) {
       list = strdup(argv[++i]);
       if (list == NULL) return fail(EXIT_IO, "out of memory");
       for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (o->npids >= VGPU_MAX_PROCS || parse_int_range(tok, 1, INT32_MAX, &o->pids[o->npids]) != 0) {
+        /* PID[:HOSTPID[:START_TICKS]]: the slot as the caller saw it; freed only if unchanged. */
+        char *f1 = strchr(tok, ':');
+        int bad = 0;
+        uint64_t v;
+        if (o->npids >= VGPU_MAX_PROCS) {
+          int rc = fail(EXIT_USAGE, "--pids: more than %d entries", VGPU_MAX_PROCS);
+          free(list);
+          return rc;
+        }
+        o->pid_hostpids[o->npids] = -1;
+        o->pid_starts[o->npids] = -1;
+        if (f1 != NULL) {
+          char *f2;
+          *f1++ = '\0';
+          f2 = strchr(f1, ':');
+          if (f2 != NULL) *f2++ = '\0';
+          if (parse_u64(f1, &v) != 0 || v > INT32_MAX) bad = 1;
+          else o->pid_hostpids[o->npids] = (int64_t)v;
+          if (f2 != NULL) {
+            if (parse_u64(f2, &v) != 0 || v > INT64_MAX) bad = 1;
+            else o->pid_starts[o->npids] = (int64_t)v;
+          }
+        }
+        if (bad || parse_int_range(tok, 1, INT32_MAX, &o->pids[o->npids]) != 0) {
           int rc = fail(EXIT_USAGE, "--pids: '%s' is not a pid", tok); /* tok lives in list: report first */
           free(list);
           return rc;
@@ -1308,7 +1334,14 @@ static int cmd_cleanup(const options_t *o) {
     if (o->npids > 0) {
       int k;
       int listed = 0;
-      for (k = 0; k < o->npids; k++) listed |= o->pids[k] == s.pid;
+      for (k = 0; k < o->npids; k++) {
+        if (o->pids[k] != s.pid) continue;
+        /* A slot that changed since the caller judged it (re-registered by a new process with the
+         * same container pid) is not the one the caller saw: keep it. */
+        if (o->pid_hostpids[k] >= 0 && o->pid_hostpids[k] != s.hostpid) continue;
+        if (o->pid_starts[k] >= 0 && s.has_ext && (uint64_t)o->pid_starts[k] != s.start_ticks) continue;
+        listed = 1;
+      }
       if (!listed) continue;
       s.live = LIVE_GONE;
     } else {

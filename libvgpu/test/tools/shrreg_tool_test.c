@@ -566,6 +566,28 @@ static void test_cleanup(void) {
     CHECK(r.rc == 0 && strcmp(jq(r.out, "sorted(x['pid'] for x in d['dropped'])"), "[11, 13]") == 0, "--pids: %s %s", r.out, r.err);
     RUN(&r, "--json", "--file", p);
     CHECK(strcmp(jq(r.out, "[x['pid'] for x in d['processes']]"), "[12]") == 0, "--pids survivors: %s", jq(r.out, "d['processes']"));
+    /* A slot that changed since the caller judged it is kept. */
+    s.nslots = 2;
+    s.slots[0] = (fx_slot_t){21, 2021, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[1] = (fx_slot_t){22, 2022, 1, {100ull << 20, 0}, {0, 0}, 0};
+    CHECK(fx_write(p, &s) == 0, "fixture");
+    RUN(&r, "--cleanup", "--pids", "21:9999,22:2022", "--json", "--file", p);
+    CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[22]") == 0, "--pids with host pid guard: %s %s", r.out, r.err);
+    RUN(&r, "--cleanup", "--pids", "21:2021:5", "--file", p);
+    CHECK(r.rc == 0, "--pids with start ticks on a region without extension: rc=%d", r.rc);
+    RUN(&r, "--json", "--file", p);
+    CHECK(strcmp(jq(r.out, "len(d['processes'])"), "0") == 0, "start ticks ignored without extension: %s", jq(r.out, "d['processes']"));
+    {
+      fx_spec_t e = base_spec(FX_V1_2_EXT);
+      e.nslots = 2;
+      e.slots[0] = (fx_slot_t){31, 2031, 1, {100ull << 20, 0}, {0, 0}, 777};
+      e.slots[1] = (fx_slot_t){32, 2032, 1, {100ull << 20, 0}, {0, 0}, 888};
+      CHECK(fx_write(p, &e) == 0, "fixture");
+      RUN(&r, "--cleanup", "--pids", "31:2031:776,32:2032:888", "--json", "--file", p);
+      CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[32]") == 0, "--pids start-ticks guard: %s %s", r.out, r.err);
+    }
+    RUN(&r, "--cleanup", "--pids", "5:x", "--file", p);
+    CHECK(r.rc == 2, "--pids bad host pid: rc=%d", r.rc);
     RUN(&r, "--cleanup", "--pids", "1,x", "--file", p);
     CHECK(r.rc == 2, "--pids garbage: rc=%d", r.rc);
     RUN(&r, "--inspect", "--pids", "1", "--file", p);

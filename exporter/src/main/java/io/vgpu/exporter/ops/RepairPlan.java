@@ -43,12 +43,20 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
    * @param file the region
    * @param subject {@code <podUID>_<container>}
    * @param pids the dead slots' container pids (cleanup) or the dead holder (unlock)
+   * @param slotGuards per dead slot {@code pid:hostpid[:startTicks]} as judged, so shrreg-tool
+   *     frees a slot only if no new process re-registered it meanwhile (cleanup only)
    * @param details one line per slot or holder
    */
   public record Action(
-      Kind kind, Path file, String subject, List<Integer> pids, List<String> details) {
+      Kind kind,
+      Path file,
+      String subject,
+      List<Integer> pids,
+      List<String> slotGuards,
+      List<String> details) {
     public Action {
       pids = List.copyOf(pids);
+      slotGuards = List.copyOf(slotGuards);
       details = List.copyOf(details);
     }
 
@@ -58,7 +66,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
       if (kind == Kind.CLEANUP) {
         a.add("--cleanup");
         a.add("--pids");
-        a.add(String.join(",", pids.stream().map(String::valueOf).toList()));
+        a.add(String.join(",", slotGuards));
       } else {
         a.add("--force-unlock");
         a.add("--holder");
@@ -83,6 +91,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
           continue;
         }
         List<Integer> pids = new ArrayList<>();
+        List<String> guards = new ArrayList<>();
         List<String> details = new ArrayList<>();
         for (ProcessSlot s : r.latest().get().processes()) {
           NodeEvidence.SlotFate fate = e.fateOf(c, r, s);
@@ -96,6 +105,14 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
                     + ") cannot be judged; kept");
           } else if (fate == NodeEvidence.SlotFate.GONE) {
             pids.add(s.pid());
+            guards.add(
+                s.pid()
+                    + ":"
+                    + s.hostPid()
+                    + s.extension()
+                        .filter(x -> x.startTimeTicks() > 0)
+                        .map(x -> ":" + x.startTimeTicks())
+                        .orElse(""));
             details.add(
                 "slot "
                     + s.slotIndex()
@@ -106,7 +123,8 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
           }
         }
         if (!pids.isEmpty()) {
-          actions.add(new Action(Kind.CLEANUP, r.path(), Checks.container(c), pids, details));
+          actions.add(
+              new Action(Kind.CLEANUP, r.path(), Checks.container(c), pids, guards, details));
         }
       }
     }
@@ -141,6 +159,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
                 r.path(),
                 Checks.container(c),
                 List.of(h.get().containerPid()),
+                List.of(),
                 List.of(
                     "lock holder container pid "
                         + h.get().containerPid()

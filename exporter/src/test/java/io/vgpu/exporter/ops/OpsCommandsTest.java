@@ -152,7 +152,7 @@ class OpsCommandsTest {
     assertThat(dry.out())
         .contains("would free dead slots in " + region)
         .contains("container pid 8 gone")
-        .contains("--cleanup --pids 8")
+        .contains("--cleanup --pids 8:8")
         .contains("dry run");
     try (RegionFile f = RegionFile.openReadOnly(region)) {
       assertThat(f.snapshot().processes()).hasSize(2);
