@@ -8,7 +8,9 @@
  * L0 sizes, one short of a region, exact, larger), byte 1 picks the base (zeros or a valid region
  * made by libvgpu itself), the rest is a list of patches {offset:3 bytes, len:1 byte, bytes}
  * applied to the base (offsets scaled over the whole file, so headers, slots and the extension
- * all get hit). Files live on /dev/shm (tmpfs) when it exists.
+ * all get hit). Files live on /dev/shm (tmpfs) when it exists. Invariant besides "no crash":
+ * a file the opener refuses as another version or layout (E_VERSION) is left byte for byte as it
+ * was (never migrated half-way, never truncated).
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -84,7 +86,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (fd < 0) abort();
   if (fsize && write(fd, buf, fsize) != (ssize_t)fsize) abort();
   close(fd);
-  free(buf);
 
   struct vgpu_region_map m;
   int rc = vgpu_region_open_existing(&m, g_path, false);
@@ -100,9 +101,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int d = 0; d < VGPU_MAX_DEVICES; d++) (void)vgpu_region_used(&m, d);
     for (int s = 0; s < 4; s++) (void)vgpu_region_slot_alive(&m, s, vgpu_now_monotonic_ns());
     vgpu_region_close(&m);
-  } else if (rc != VGPU_REGION_E_VERSION && rc != VGPU_REGION_E_IO) {
+  } else if (rc == VGPU_REGION_E_VERSION) {
+    /* Another library's or layout's region is refused and left exactly as it was. */
+    struct stat st;
+    if (stat(g_path, &st) != 0 || (size_t)st.st_size != fsize) abort();
+    uint8_t *now = malloc(fsize ? fsize : 1);
+    int rfd = open(g_path, O_RDONLY | O_CLOEXEC);
+    if (!now || rfd < 0 || (fsize && read(rfd, now, fsize) != (ssize_t)fsize)) abort();
+    close(rfd);
+    if (fsize && memcmp(now, buf, fsize) != 0) {
+      fprintf(stderr, "region_fuzz: a refused region was modified\n");
+      abort();
+    }
+    free(now);
+  } else if (rc != VGPU_REGION_E_IO) {
     fprintf(stderr, "region_fuzz: unexpected open result %d\n", rc);
     abort();
   }
+  free(buf);
   return 0;
 }
