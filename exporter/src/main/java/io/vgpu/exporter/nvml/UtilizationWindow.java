@@ -105,20 +105,26 @@ final class UtilizationWindow {
     byPid.values().removeIf(q -> q.peekLast().timestampMicros() < before);
   }
 
-  /** Median gap between the device's consecutive sample timestamps, over all processes. */
+  /**
+   * Median gap between the device's sampling ticks. Processes' samples of one tick carry slightly
+   * different timestamps (tens of microseconds apart on an H200), so stamps closer than the
+   * shortest plausible period are one tick.
+   */
   private long estimatePeriod() {
     TreeSet<Long> stamps = new TreeSet<>();
     byPid.values().forEach(q -> q.forEach(s -> stamps.add(s.timestampMicros())));
-    if (stamps.size() < 4) {
-      return DEFAULT_PERIOD_MICROS;
-    }
     List<Long> gaps = new ArrayList<>(stamps.size());
-    long previous = -1;
+    long tick = -1;
     for (long t : stamps) {
-      if (previous >= 0) {
-        gaps.add(t - previous);
+      if (tick < 0) {
+        tick = t;
+      } else if (t - tick >= MIN_PERIOD_MICROS) {
+        gaps.add(t - tick);
+        tick = t;
       }
-      previous = t;
+    }
+    if (gaps.size() < 3) {
+      return DEFAULT_PERIOD_MICROS;
     }
     gaps.sort(null);
     return Math.clamp(gaps.get(gaps.size() / 2), MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);

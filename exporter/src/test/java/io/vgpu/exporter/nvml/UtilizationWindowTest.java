@@ -47,7 +47,13 @@ class UtilizationWindowTest {
     List<ProcessSample> samples = new ArrayList<>();
     for (int i = 0; i <= 100; i++) {
       long t = T0 + i * PERIOD;
-      samples.add(new ProcessSample(i % 4 == 3 ? 31 : 30, t, 99, 0));
+      // the slice owner's sample, plus a near-simultaneous 0 % sample of the other process, as
+      // NVML reports for a process resident but not running in that period
+      boolean bRuns = i % 4 == 3;
+      samples.add(new ProcessSample(bRuns ? 31 : 30, t, 99, 0));
+      if (i % 2 == 0) {
+        samples.add(new ProcessSample(bRuns ? 30 : 31, t + 37, 0, 0));
+      }
     }
     w.add(samples);
     Map<Integer, Double> avg = w.averages(T0 + 100 * PERIOD);
