@@ -528,9 +528,13 @@ class HostileFilesTest {
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
       stop.set(true);
-      thread.join(5000);
+      try {
+        thread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 }

@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
  * mode runs as an unprivileged user (uid 65534, no capabilities) over root-owned 0644 regions.
  */
 class LeastPrivilegeTest {
+  private static final Pattern WHITESPACE = Pattern.compile("\\s+");
+
   @TempDir Path dir;
   private LiveExporter ex;
   private Process child;
@@ -63,6 +66,11 @@ class LeastPrivilegeTest {
     return root;
   }
 
+  /** The permissions column of a /proc/<pid>/maps line ("r--s", "rw-s", ...). */
+  private static String perms(String mapsLine) {
+    return WHITESPACE.splitAsStream(mapsLine).skip(1).findFirst().orElse("");
+  }
+
   /** Region mappings of this JVM under {@code root}: "perms path" per mapping line. */
   private static List<String> regionMappings(Path root) throws IOException {
     List<String> out = new ArrayList<>();
@@ -70,7 +78,7 @@ class LeastPrivilegeTest {
     for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
       int slash = line.indexOf('/');
       if (slash > 0 && line.substring(slash).startsWith(prefix)) {
-        out.add(line.split("\\s+")[1] + " " + line.substring(slash));
+        out.add(perms(line) + " " + line.substring(slash));
       }
     }
     return out;
@@ -155,12 +163,13 @@ class LeastPrivilegeTest {
     Path cp = Files.createDirectories(dir.resolve("cp"));
     StringBuilder out = new StringBuilder();
     int i = 0;
-    for (String entry : System.getProperty("java.class.path").split(":")) {
+    for (String entry :
+        Pattern.compile(":").splitAsStream(System.getProperty("java.class.path")).toList()) {
       Path src = Path.of(entry);
       if (!Files.exists(src)) {
         continue;
       }
-      Path dst = cp.resolve((i++) + "-" + src.getFileName());
+      Path dst = cp.resolve(i++ + "-" + src.getFileName());
       if (Files.isDirectory(src)) {
         try (var walk = Files.walk(src)) {
           for (Path p : walk.toList()) {
@@ -266,7 +275,7 @@ class LeastPrivilegeTest {
     String maps = Files.readString(Path.of("/proc", Long.toString(child.pid()), "maps"));
     assertThat(maps.lines().filter(l -> l.contains(root.toString())).toList())
         .hasSize(2)
-        .allMatch(l -> l.split("\\s+")[1].equals("r--s"));
+        .allMatch(l -> perms(l).equals("r--s"));
     assertThat(Snapshots.tree(root)).isEqualTo(before);
   }
 }
