@@ -75,7 +75,18 @@ public final class NvmlSampler implements AutoCloseable {
   private final InstantSource clock;
   private final Map<Integer, LongAdder> errors = new ConcurrentHashMap<>();
   private final AtomicLong initAttempts = new AtomicLong();
+
+  /**
+   * NVML answers a per-process utilization query with each process's latest ~200 ms period only, so
+   * samples are collected this often (when the poll interval is longer) to see every period.
+   */
+  static final Duration SAMPLE_COLLECTION_INTERVAL = Duration.ofMillis(200);
+
   private final Map<String, UtilizationWindow> processWindows = new HashMap<>();
+
+  /** Devices whose per-process samples the fast poll collects, by UUID; rebuilt by every poll. */
+  private final Map<String, DeviceHandle> sampledDevices = new HashMap<>();
+
   private final Map<String, Deque<long[]>> deviceUtilization = new HashMap<>();
 
   private NvmlClient client;
@@ -136,6 +147,10 @@ public final class NvmlSampler implements AutoCloseable {
             });
     long period = settings.interval().toNanos();
     executor.scheduleWithFixedDelay(this::safePoll, 0, period, TimeUnit.NANOSECONDS);
+    long collect = collectionInterval().toNanos();
+    if (collect < period) {
+      executor.scheduleWithFixedDelay(this::safeCollect, collect, collect, TimeUnit.NANOSECONDS);
+    }
   }
 
   private void safePoll() {
@@ -149,6 +164,39 @@ public final class NvmlSampler implements AutoCloseable {
         goDown(clock.instant(), "poll", NvmlReturn.UNKNOWN);
       }
     }
+  }
+
+  private Duration collectionInterval() {
+    return settings.interval().compareTo(SAMPLE_COLLECTION_INTERVAL) < 0
+        ? settings.interval()
+        : SAMPLE_COLLECTION_INTERVAL;
+  }
+
+  private void safeCollect() {
+    try {
+      collectProcessSamples();
+    } catch (RuntimeException | LinkageError e) {
+      LOG.debug("collecting NVML process samples failed; the next poll reports it", e);
+    }
+  }
+
+  /**
+   * Between polls: adds each device's new per-process samples to its window, so every NVML sample
+   * period is seen even with a long poll interval. Errors are left for the next poll to count.
+   */
+  public synchronized void collectProcessSamples() {
+    if (!initialised) {
+      return;
+    }
+    sampledDevices.forEach(
+        (uuid, h) -> {
+          UtilizationWindow window = processWindows.get(uuid);
+          if (window != null
+              && client.processUtilization(h, window.lastSeenMicros())
+                  instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
+            window.add(ok.value());
+          }
+        });
   }
 
   /** One poll (or one re-initialisation attempt when down and the back-off has passed). */
@@ -189,6 +237,7 @@ public final class NvmlSampler implements AutoCloseable {
       return;
     }
     List<GpuSnapshot> gpus = new ArrayList<>();
+    sampledDevices.clear();
     NvmlResult.Err<?> fatal = null;
     for (int i = 0; i < n.value(); i++) {
       NvmlResult<DeviceHandle> handle = client.deviceHandle(i);
@@ -237,11 +286,13 @@ public final class NvmlSampler implements AutoCloseable {
     long nowMicros = now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
 
     UtilizationWindow window =
-        processWindows.computeIfAbsent(uuid, u -> new UtilizationWindow(settings.window()));
+        processWindows.computeIfAbsent(
+            uuid, u -> new UtilizationWindow(settings.window(), collectionInterval()));
     Optional<Map<Integer, Double>> perPid;
     NvmlResult<List<ProcessSample>> samples = client.processUtilization(h, window.lastSeenMicros());
     if (samples instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
       window.add(ok.value());
+      sampledDevices.put(uuid, h);
       perPid = Optional.of(window.averages(nowMicros));
     } else {
       countFailure(samples);
@@ -295,6 +346,7 @@ public final class NvmlSampler implements AutoCloseable {
     }
     initialised = false;
     processWindows.clear();
+    sampledDevices.clear();
     deviceUtilization.clear();
     consecutiveFailures++;
     long shift = Math.min(consecutiveFailures - 1, 20);

@@ -34,14 +34,28 @@ final class UtilizationWindow {
   private static final long SILENT_AFTER_MICROS = 2_000_000;
 
   private final long windowMicros;
+  private final long pollMicros;
   private final Map<Integer, Deque<ProcessSample>> byPid = new HashMap<>();
   private long lastSeenMicros;
 
   UtilizationWindow(Duration window) {
+    this(window, Duration.ZERO);
+  }
+
+  /**
+   * @param pollInterval how often the caller queries NVML. NVML answers each query with one sample
+   *     per process, the one of the latest period, so a sample then stands for the whole interval
+   *     since the previous query (a sampling estimate), not only for its own period.
+   */
+  UtilizationWindow(Duration window, Duration pollInterval) {
     if (window.isNegative() || window.isZero()) {
       throw new IllegalArgumentException("window must be positive, got " + window);
     }
+    if (pollInterval.isNegative()) {
+      throw new IllegalArgumentException("pollInterval must not be negative, got " + pollInterval);
+    }
     this.windowMicros = window.toNanos() / 1000;
+    this.pollMicros = pollInterval.toNanos() / 1000;
   }
 
   /** The newest sample timestamp seen: the {@code lastSeenTimeStamp} for the next query. */
@@ -72,7 +86,7 @@ final class UtilizationWindow {
     long end =
         lastSeenMicros >= nowMicros - silentAfter ? Math.min(nowMicros, lastSeenMicros) : nowMicros;
     long start = end - windowMicros;
-    long cap = period;
+    long cap = Math.max(period, pollMicros);
     prune(start - 2 * cap);
     Map<Integer, Double> out = new HashMap<>();
     for (Map.Entry<Integer, Deque<ProcessSample>> e : byPid.entrySet()) {

@@ -62,6 +62,28 @@ class UtilizationWindowTest {
     assertThat(avg.get(30) + avg.get(31)).isLessThanOrEqualTo(1.0);
   }
 
+  /**
+   * NVML answers each query with one sample per process (its latest period). Polled once a second,
+   * a sample stands for the whole second: a process seen at every poll reads its value, one seen at
+   * one poll in four reads a quarter of it.
+   */
+  @Test
+  void averages_polledSlowerThanNvmlPeriod_eachSampleStandsForThePollInterval() {
+    UtilizationWindow w = new UtilizationWindow(Duration.ofSeconds(20), Duration.ofSeconds(1));
+    List<ProcessSample> samples = new ArrayList<>();
+    for (int i = 0; i <= 80; i++) {
+      long t = T0 + i * 1_000_000L + 137;
+      samples.add(new ProcessSample(40, t, 99, 0));
+      if (i % 4 == 0) {
+        samples.add(new ProcessSample(41, t + 52, 99, 0));
+      }
+    }
+    w.add(samples);
+    Map<Integer, Double> avg = w.averages(T0 + 80_000_200L);
+    assertThat(avg.get(40)).isCloseTo(0.99, within(0.02));
+    assertThat(avg.get(41)).isCloseTo(0.99 * 0.25, within(0.03));
+  }
+
   @Test
   void averages_processBusyForHalfTheWindow_readsHalf() {
     UtilizationWindow w = new UtilizationWindow(Duration.ofSeconds(4));
