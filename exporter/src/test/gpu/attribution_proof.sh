@@ -67,7 +67,7 @@ else
 fi
 gcc -std=c11 -O2 -Wall -o "$work/nvml_probe" "$here/nvml_probe.c" -ldl
 
-total=$((WINDOW + 15 + SCRAPES * GAP + 30))
+total=$((2 * WINDOW + 15 + SCRAPES * GAP + 30))
 "$work/nvml_probe" "$out/probe.log" "$total" 100 2>"$out/probe.err" &
 pids_to_kill+=($!)
 
@@ -148,8 +148,8 @@ for _ in $(seq 60); do
   sleep 0.5
 done
 fetch "http://127.0.0.1:$PORT/readyz" >"$out/readyz.txt" 2>&1 || true
-log "exporter up; warming up $((WINDOW + 5))s so the averaging window fills"
-sleep $((WINDOW + 5))
+log "exporter up; warming up $((2 * WINDOW + 5))s so the averaging window holds only steady-state samples"
+sleep $((2 * WINDOW + 5))
 
 : >"$out/scrapes.txt"
 for i in $(seq "$SCRAPES"); do
