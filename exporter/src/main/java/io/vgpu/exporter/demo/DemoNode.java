@@ -312,12 +312,11 @@ public final class DemoNode implements AutoCloseable {
         for (Child c : s.children()) {
           List<DeviceUsage> usage = new ArrayList<>();
           for (int d = 0; d < s.devices().size(); d++) {
-            double wave = 0.5 + 0.4 * Math.sin(s.phase() + ticks / 10.0 + slot + d);
-            long total =
-                (long) (s.limitBytes() / Math.max(1, s.children().size()) * wave) / MIB * MIB;
+            double wave = 0.5 + 0.4 * Math.sin(s.phase() + ticks / 3.0 + slot + d);
             long context = 300 * MIB;
             long module = 20 * MIB;
-            long data = Math.max(0, total - context - module);
+            long data =
+                (long) (s.limitBytes() * 0.6 / Math.max(1, s.children().size()) * wave) / MIB * MIB;
             long util =
                 Math.max(
                     0,

@@ -18,6 +18,9 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  */
 public final class HttpServer implements AutoCloseable {
   private final Javalin app;
+  private final java.util.concurrent.Semaphore scrapePermits =
+      new java.util.concurrent.Semaphore(
+          Math.max(1, Runtime.getRuntime().availableProcessors()), true);
   private final String host;
   private final int port;
 
@@ -44,9 +47,17 @@ public final class HttpServer implements AutoCloseable {
               cfg.routes.get(
                   Endpoints.METRICS,
                   ctx -> {
-                    long start = System.nanoTime();
-                    scrape.handleRequest(new JavalinExchange(ctx));
-                    stats.recordScrape(System.nanoTime() - start);
+                    // A full scrape builds and buffers the whole exposition; bounding concurrency
+                    // by the CPU count keeps 50 parallel scrapers from exhausting a small heap
+                    // without making them slower (they queue instead of competing for cores).
+                    scrapePermits.acquire();
+                    try {
+                      long start = System.nanoTime();
+                      scrape.handleRequest(new JavalinExchange(ctx));
+                      stats.recordScrape(System.nanoTime() - start);
+                    } finally {
+                      scrapePermits.release();
+                    }
                   });
               cfg.routes.get(
                   Endpoints.HEALTHZ, ctx -> ctx.contentType("text/plain").result("ok\n"));

@@ -32,7 +32,7 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
   private final Duration resync;
   private volatile SharedIndexInformer<Pod> pods;
   private volatile SharedIndexInformer<Node> node;
-  private volatile String podProblem = "not started";
+  private volatile String podProblem = "";
   private volatile String nodeProblem = "";
 
   public KubernetesMetadataSource(

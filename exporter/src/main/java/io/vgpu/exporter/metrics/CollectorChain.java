@@ -27,7 +27,8 @@ final class CollectorChain implements MultiCollector {
     for (MultiCollector m : members) {
       for (MetricFamilyDescriptor d : m.getMetricFamilyDescriptors()) {
         if (!names.add(d.getPrometheusName())) {
-          throw new IllegalArgumentException("metric family registered twice: " + d.getPrometheusName());
+          throw new IllegalArgumentException(
+              "metric family registered twice: " + d.getPrometheusName());
         }
         all.add(d);
       }

@@ -133,9 +133,7 @@ public final class Collectors {
     Map<String, MultiCollector> out = new java.util.LinkedHashMap<>();
     List<MultiCollector> chain = new ArrayList<>();
     for (Entry e : ALL) {
-      if (!only.test(e.name())
-          || !e.enabled().test(ctx.config())
-          || disabled.contains(e.name())) {
+      if (!only.test(e.name()) || !e.enabled().test(ctx.config()) || disabled.contains(e.name())) {
         continue;
       }
       Optional<MultiCollector> c = e.factory().apply(ctx);

@@ -108,8 +108,8 @@ public final class ContainerCollector extends VgpuCollector {
     var files = new Families.Gauge(CONTAINER_CACHE_FILES, help(6));
     for (ContainerState c : state.containers()) {
       Labels l = LabelSets.container(state.node(), c);
-      processes.add(c.running(), l.add("state", "running"));
-      processes.add(c.suspended(), l.add("state", "suspended"));
+      processes.add(c.running(), LabelSets.containerWith(state.node(), c, "state", "running"));
+      processes.add(c.suspended(), LabelSets.containerWith(state.node(), c, "state", "suspended"));
       if (c.lastKernelEpochSeconds() > 0) {
         lastKernel.add(c.lastKernelEpochSeconds(), l);
       }
@@ -128,8 +128,9 @@ public final class ContainerCollector extends VgpuCollector {
           }
         }
       }
-      files.add(ok, l.add("result", "ok"));
-      files.add(c.regions().size() - ok, l.add("result", "error"));
+      files.add(ok, LabelSets.containerWith(state.node(), c, "result", "ok"));
+      files.add(
+          c.regions().size() - ok, LabelSets.containerWith(state.node(), c, "result", "error"));
       if (c.pod().isPresent()) {
         var pod = c.pod().get();
         List<String> names = new ArrayList<>(List.of("container_kind", "qos_class"));

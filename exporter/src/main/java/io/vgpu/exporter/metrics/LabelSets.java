@@ -32,37 +32,111 @@ public final class LabelSets {
     }
   }
 
+  /**
+   * Label sets are rebuilt only when a container's identity or metadata changes: building one
+   * (validation, sorting, copies) costs more than the data point it labels, and a scrape of 100
+   * containers x 8 devices needs ~15 000 of them. Bounded: cleared when it outgrows any real node.
+   */
+  private static final java.util.concurrent.ConcurrentHashMap<Key, Labels> CACHE =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static final int CACHE_LIMIT = 200_000;
+
+  private record Key(
+      String variant,
+      String node,
+      String namespace,
+      String pod,
+      String container,
+      String podUid,
+      int device,
+      String uuid) {}
+
+  private static Labels cached(Key key, java.util.function.Function<Key, Labels> make) {
+    Labels l = CACHE.get(key);
+    if (l == null) {
+      if (CACHE.size() > CACHE_LIMIT) {
+        CACHE.clear();
+      }
+      l = make.apply(key);
+      CACHE.put(key, l);
+    }
+    return l;
+  }
+
+  private static Key key(String variant, String node, ContainerState c, int device, String uuid) {
+    return new Key(
+        variant,
+        node,
+        c.namespace(),
+        c.podName(),
+        c.key().containerName(),
+        c.key().podUid(),
+        device,
+        uuid);
+  }
+
+  /** {@link #container} plus one extra label (e.g. state="running"), cached. */
+  public static Labels containerWith(String node, ContainerState c, String name, String value) {
+    return cached(
+        key(name + "=" + value, node, c, -1, ""), k -> container(node, c).add(name, value));
+  }
+
+  /** {@link #device} plus one extra label (e.g. kind="context"), cached. */
+  public static Labels deviceWith(
+      String node, ContainerState c, DeviceUsageSummary d, String name, String value) {
+    return cached(
+        key(name + "=" + value, node, c, d.index(), d.uuid()),
+        k -> device(node, c, d).add(name, value));
+  }
+
   private LabelSets() {}
 
   /** {node, namespace, pod, container, pod_uid}. */
   public static Labels container(String node, ContainerState c) {
-    return Labels.of(
-        CONTAINER_NAMES,
-        new String[] {c.key().containerName(), c.namespace(), node, c.podName(), c.key().podUid()});
+    return cached(
+        key("c", node, c, -1, ""),
+        k ->
+            Labels.of(
+                CONTAINER_NAMES,
+                new String[] {
+                  c.key().containerName(), c.namespace(), node, c.podName(), c.key().podUid()
+                }));
   }
 
   /** {node, namespace, pod, container, pod_uid, device_index, device_uuid}. */
   public static Labels device(String node, ContainerState c, DeviceUsageSummary d) {
-    return Labels.of(
-        DEVICE_NAMES,
-        new String[] {
-          c.key().containerName(),
-          index(d.index()),
-          d.uuid(),
-          c.namespace(),
-          node,
-          c.podName(),
-          c.key().podUid()
-        });
+    return cached(
+        key("d", node, c, d.index(), d.uuid()),
+        k ->
+            Labels.of(
+                DEVICE_NAMES,
+                new String[] {
+                  c.key().containerName(),
+                  index(d.index()),
+                  d.uuid(),
+                  c.namespace(),
+                  node,
+                  c.podName(),
+                  c.key().podUid()
+                }));
   }
 
   /** HAMi's container labels: {namespace, pod, container, vdevice_index, device_uuid, zone}. */
   public static Labels hami(ContainerState c, DeviceUsageSummary d) {
-    return Labels.of(
-        HAMI_NAMES,
-        new String[] {
-          c.key().containerName(), d.uuid(), c.namespace(), c.podName(), index(d.index()), HAMI_ZONE
-        });
+    return cached(
+        key("h", "", c, d.index(), d.uuid()),
+        k ->
+            Labels.of(
+                HAMI_NAMES,
+                new String[] {
+                  c.key().containerName(),
+                  d.uuid(),
+                  c.namespace(),
+                  c.podName(),
+                  index(d.index()),
+                  HAMI_ZONE
+                }));
   }
 
   public static Labels node(String node) {

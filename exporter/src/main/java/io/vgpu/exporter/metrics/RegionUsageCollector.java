@@ -117,9 +117,11 @@ public final class RegionUsageCollector extends VgpuCollector {
         used.add(d.usedBytes(), l);
         limit.add(d.limitBytes(), l);
         if (wantBreakdown) {
-          breakdown.add(d.contextBytes(), l.add("kind", "context"));
-          breakdown.add(d.moduleBytes(), l.add("kind", "module"));
-          breakdown.add(d.dataBytes(), l.add("kind", "data"));
+          breakdown.add(
+              d.contextBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "context"));
+          breakdown.add(
+              d.moduleBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "module"));
+          breakdown.add(d.dataBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "data"));
         }
         smLimit.add(d.smLimitRatio(), l);
         smUtil.add(d.regionSmUtilPercent() / 100.0, l);

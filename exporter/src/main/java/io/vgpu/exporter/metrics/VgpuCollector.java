@@ -38,7 +38,9 @@ public abstract class VgpuCollector implements MultiCollector {
 
     /** Whether the scrape wants family {@code name} (base name, without _total/_info). */
     public boolean wants(String name) {
-      return included.test(name) || included.test(name + "_total") || included.test(name + "_info");
+      // client_java's name filters match a requested exposition name (x_total, x_info) against
+      // the base name by prefix, so the base name is what to test.
+      return included.test(name);
     }
 
     public void add(MetricSnapshot snapshot) {

@@ -297,7 +297,8 @@ class CacheDiscoveryTest {
     d.rescan();
     assertThat(d.openMappings()).isEqualTo(1);
     assertThat(TestRegions.mappingsUnder(root)).isEqualTo(1);
-    assertThat(TestRegions.openFds()).isEqualTo(fdsBase);
+    // Other threads of the test JVM may close descriptors meanwhile; none may be added.
+    assertThat(TestRegions.openFds()).isLessThanOrEqualTo(fdsBase);
   }
 
   private void churn(CacheDiscovery d, byte[] bytes, int cycles) throws IOException {
@@ -306,7 +307,9 @@ class CacheDiscoveryTest {
       Files.createDirectories(dir);
       Path f0 = dir.resolve("f0.cache");
       switch (i % 3) {
-        case 0 -> TestRegions.writeSparse(dir.resolve("f" + (i % 2) + ".cache"), bytes); // create / rewrite
+        case 0 ->
+            TestRegions.writeSparse(
+                dir.resolve("f" + (i % 2) + ".cache"), bytes); // create / rewrite
         case 1 -> { // replace: new inode under the same name
           Path tmp = dir.resolve("tmp");
           TestRegions.writeSparse(tmp, bytes);

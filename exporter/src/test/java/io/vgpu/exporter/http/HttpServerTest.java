@@ -61,7 +61,8 @@ class HttpServerTest {
   }
 
   static HttpResponse<byte[]> get(String pathAndQuery, String... headers) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + pathAndQuery));
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + pathAndQuery));
     for (int i = 0; i < headers.length; i += 2) {
       b.header(headers[i], headers[i + 1]);
     }
@@ -76,7 +77,8 @@ class HttpServerTest {
   void metrics_noAcceptHeader_servesPrometheusText() throws Exception {
     var r = get("/metrics");
     assertThat(r.statusCode()).isEqualTo(200);
-    assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/plain; version=0.0.4"));
+    assertThat(r.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("text/plain; version=0.0.4"));
     Samples s = Samples.parse(body(r));
     assertThat(s.find("vgpu_container_memory_used_bytes", "pod_uid", UID_TRAIN)).hasSize(2);
   }
@@ -84,15 +86,23 @@ class HttpServerTest {
   @Test
   void metrics_acceptOpenMetrics_servesOpenMetricsWithEof() throws Exception {
     var r = get("/metrics", "Accept", "application/openmetrics-text; version=1.0.0; charset=utf-8");
-    assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("application/openmetrics-text"));
-    assertThat(body(r)).contains("# TYPE vgpu_container_oom_rejections counter").endsWith("# EOF\n");
+    assertThat(r.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("application/openmetrics-text"));
+    assertThat(body(r))
+        .contains("# TYPE vgpu_container_oom_rejections counter")
+        .endsWith("# EOF\n");
     assertThat(body(r)).contains("# UNIT vgpu_container_memory_used_bytes bytes");
   }
 
   @Test
   void metrics_acceptProtobuf_servesDelimitedMetricFamilies() throws Exception {
-    var r = get("/metrics", "Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited");
-    assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).contains("application/vnd.google.protobuf"));
+    var r =
+        get(
+            "/metrics",
+            "Accept",
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited");
+    assertThat(r.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(v -> assertThat(v).contains("application/vnd.google.protobuf"));
     List<String> names = new ArrayList<>();
     try (InputStream in = new ByteArrayInputStream(r.body())) {
       Metrics.MetricFamily f;
@@ -116,8 +126,10 @@ class HttpServerTest {
 
   @Test
   void metrics_nameFilter_returnsOnlyRequestedFamilies() throws Exception {
-    var r = get("/metrics?name[]=vgpu_container_memory_used_bytes&name[]=vgpu_exporter_apiserver_up");
-    assertThat(Samples.parse(body(r)).all()).extracting(Samples.Sample::name)
+    var r =
+        get("/metrics?name[]=vgpu_container_memory_used_bytes&name[]=vgpu_exporter_apiserver_up");
+    assertThat(Samples.parse(body(r)).all())
+        .extracting(Samples.Sample::name)
         .containsOnly("vgpu_container_memory_used_bytes", "vgpu_exporter_apiserver_up")
         .contains("vgpu_container_memory_used_bytes", "vgpu_exporter_apiserver_up");
   }
@@ -138,19 +150,38 @@ class HttpServerTest {
 
   @Test
   void readyz_cacheRootMissing_isNotReadyWithReason() throws Exception {
-    try (ExporterApp other = ExporterApp.builder(config(root.resolve("absent"))).metadata(node.metadata).build().start()) {
+    try (ExporterApp other =
+        ExporterApp.builder(config(root.resolve("absent")))
+            .metadata(node.metadata)
+            .build()
+            .start()) {
       Await.until(Duration.ofSeconds(10), () -> other.discovery().current().generation() > 0);
-      var r = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + other.port() + "/readyz")).build(), HttpResponse.BodyHandlers.ofString());
+      var r =
+          CLIENT.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + other.port() + "/readyz"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
       assertThat(r.statusCode()).isEqualTo(503);
-      assertThat(r.body()).startsWith("not ready").contains("cache-root:").contains("does not exist");
+      assertThat(r.body())
+          .startsWith("not ready")
+          .contains("cache-root:")
+          .contains("does not exist");
     }
   }
 
   @Test
   void readyz_apiServerDown_staysReadyAndSaysWhy() throws Exception {
-    try (ExporterApp other = ExporterApp.builder(config(root)).metadata(new io.vgpu.exporter.metrics.CollectorsTestSupport.Down()).build().start()) {
+    try (ExporterApp other =
+        ExporterApp.builder(config(root))
+            .metadata(new io.vgpu.exporter.metrics.CollectorsTestSupport.Down())
+            .build()
+            .start()) {
       Await.until(Duration.ofSeconds(10), () -> other.discovery().current().generation() > 0);
-      var r = CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + other.port() + "/readyz")).build(), HttpResponse.BodyHandlers.ofString());
+      var r =
+          CLIENT.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + other.port() + "/readyz"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
       assertThat(r.statusCode()).isEqualTo(200);
       assertThat(r.body()).startsWith("ready").contains("kubernetes: API server unreachable");
     }
@@ -159,7 +190,8 @@ class HttpServerTest {
   @Test
   void containersApi_listsEveryContainerWithDevicesAndFiles() throws Exception {
     var r = get("/api/v1/containers");
-    assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("application/json"));
+    assertThat(r.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("application/json"));
     JsonNode json = JsonMapper.builder().build().readTree(r.body());
     assertThat(json.get("node").asString()).isEqualTo("node-a");
     assertThat(json.get("containers")).hasSize(4);
@@ -181,7 +213,10 @@ class HttpServerTest {
   void landingPage_listsContainersAndLinks() throws Exception {
     var r = get("/");
     String html = body(r);
-    assertThat(r.headers().firstValue("Content-Type")).hasValueSatisfying(v -> assertThat(v).startsWith("text/html"));
-    assertThat(html).contains("href=\"/metrics\"", "href=\"/api/v1/containers\"", "train-0", "serve-1", "prep-done");
+    assertThat(r.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("text/html"));
+    assertThat(html)
+        .contains(
+            "href=\"/metrics\"", "href=\"/api/v1/containers\"", "train-0", "serve-1", "prep-done");
   }
 }

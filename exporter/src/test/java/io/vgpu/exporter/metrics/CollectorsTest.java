@@ -15,19 +15,14 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
-import io.vgpu.exporter.k8s.NodeMeta;
-import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.PodMetadataSource;
-import io.vgpu.exporter.k8s.SourceHealth;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestNode;
 import io.vgpu.exporter.testing.TestRegions;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
@@ -56,12 +51,29 @@ class CollectorsTest {
   @Test
   void region_runningContainer_exportsUsageLimitsAndBreakdownPerDevice() throws IOException {
     Samples s = scrape();
-    String[] train0 = {"pod_uid", UID_TRAIN, "container", "trainer", "device_index", "0", "device_uuid", TestRegions.uuid(0), "namespace", "ml", "pod", "train-0", "node", "node-a"};
+    String[] train0 = {
+      "pod_uid",
+      UID_TRAIN,
+      "container",
+      "trainer",
+      "device_index",
+      "0",
+      "device_uuid",
+      TestRegions.uuid(0),
+      "namespace",
+      "ml",
+      "pod",
+      "train-0",
+      "node",
+      "node-a"
+    };
     // Two slots of 512 MiB each.
     assertThat(s.value("vgpu_container_memory_used_bytes", train0)).isEqualTo(1024.0 * MIB);
     assertThat(s.value("vgpu_container_memory_limit_bytes", train0)).isEqualTo(4096.0 * MIB);
-    assertThat(s.value("vgpu_container_memory_breakdown_bytes", with(train0, "kind", "context"))).isEqualTo(2.0 * MIB);
-    assertThat(s.value("vgpu_container_memory_breakdown_bytes", with(train0, "kind", "data"))).isEqualTo(1020.0 * MIB);
+    assertThat(s.value("vgpu_container_memory_breakdown_bytes", with(train0, "kind", "context")))
+        .isEqualTo(2.0 * MIB);
+    assertThat(s.value("vgpu_container_memory_breakdown_bytes", with(train0, "kind", "data")))
+        .isEqualTo(1020.0 * MIB);
     assertThat(s.value("vgpu_container_sm_limit_ratio", train0)).isEqualTo(0.3);
     assertThat(s.value("vgpu_container_region_sm_utilization_ratio", train0)).isEqualTo(0.4);
     assertThat(s.value("vgpu_container_oom_rejections_total", train0)).isEqualTo(3.0);
@@ -75,17 +87,20 @@ class CollectorsTest {
     Samples s = scrape();
     assertThat(s.value("vgpu_container_sm_limit_ratio", "pod_uid", UID_SERVE)).isEqualTo(1.0);
     assertThat(s.find("vgpu_container_oom_rejections_total", "pod_uid", UID_SERVE)).isEmpty();
-    assertThat(s.value("vgpu_container_region_sm_utilization_ratio", "pod_uid", UID_SERVE)).isEqualTo(0.55);
+    assertThat(s.value("vgpu_container_region_sm_utilization_ratio", "pod_uid", UID_SERVE))
+        .isEqualTo(0.55);
   }
 
   @Test
   void container_finishedPod_isNotExportedAsRunningAndHasNoUsage() throws IOException {
     Samples s = scrape();
     assertThat(s.value("vgpu_container_finished", "pod_uid", UID_DONE)).isEqualTo(1.0);
-    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_DONE, "state", "running")).isZero();
+    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_DONE, "state", "running"))
+        .isZero();
     assertThat(s.find("vgpu_container_memory_used_bytes", "pod_uid", UID_DONE)).isEmpty();
     assertThat(s.find("hami_vgpu_memory_used_bytes", "pod", "prep-done")).isEmpty();
-    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_TRAIN, "state", "running")).isEqualTo(2.0);
+    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_TRAIN, "state", "running"))
+        .isEqualTo(2.0);
   }
 
   @Test
@@ -94,25 +109,72 @@ class CollectorsTest {
     assertThat(s.value("vgpu_container_stale", "pod_uid", UID_GONE)).isEqualTo(1.0);
     assertThat(s.value("vgpu_container_stale", "pod_uid", UID_TRAIN)).isZero();
     // Still exported from the directory name: the memory may still be held.
-    assertThat(s.value("vgpu_container_memory_used_bytes", "pod_uid", UID_GONE, "container", "main", "pod", "")).isEqualTo(64.0 * MIB);
+    assertThat(
+            s.value(
+                "vgpu_container_memory_used_bytes",
+                "pod_uid",
+                UID_GONE,
+                "container",
+                "main",
+                "pod",
+                ""))
+        .isEqualTo(64.0 * MIB);
   }
 
   @Test
   void container_regionInfoAndPodInfo_carryLayoutAndAllowListedFacts() throws IOException {
-    ExporterConfig cfg = ExporterConfig.resolve(Map.of("kubernetes.pod-labels", "app,team"), Map.of());
+    ExporterConfig cfg =
+        ExporterConfig.resolve(Map.of("kubernetes.pod-labels", "app,team"), Map.of());
     Samples s = Samples.parse(TestNode.text(node.registry(cfg, node.states)));
-    assertThat(s.value("vgpu_container_region_info", "pod_uid", UID_TRAIN, "layout", "v1.2", "version", "1.2")).isEqualTo(1.0);
-    assertThat(s.value("vgpu_container_pod_info", "pod_uid", UID_TRAIN, "label_app", "train-0", "label_team", "", "qos_class", "burstable", "container_kind", "regular")).isEqualTo(1.0);
-    assertThat(s.value("vgpu_container_last_kernel_timestamp_seconds", "pod_uid", UID_TRAIN)).isEqualTo(1.7e9);
+    assertThat(
+            s.value(
+                "vgpu_container_region_info",
+                "pod_uid",
+                UID_TRAIN,
+                "layout",
+                "v1.2",
+                "version",
+                "1.2"))
+        .isEqualTo(1.0);
+    assertThat(
+            s.value(
+                "vgpu_container_pod_info",
+                "pod_uid",
+                UID_TRAIN,
+                "label_app",
+                "train-0",
+                "label_team",
+                "",
+                "qos_class",
+                "burstable",
+                "container_kind",
+                "regular"))
+        .isEqualTo(1.0);
+    assertThat(s.value("vgpu_container_last_kernel_timestamp_seconds", "pod_uid", UID_TRAIN))
+        .isEqualTo(1.7e9);
   }
 
   /** API server down or RBAC denied: labels come from the directory name, and it says so. */
   @Test
   void scrape_apiServerDown_keepsExportingWithDirectoryNames() throws IOException {
     PodMetadataSource down = new CollectorsTestSupport.Down();
-    Samples s = Samples.parse(TestNode.text(node.registry(ExporterConfig.defaults(), node.statesWith(down))));
+    Samples s =
+        Samples.parse(
+            TestNode.text(node.registry(ExporterConfig.defaults(), node.statesWith(down))));
     assertThat(s.value("vgpu_exporter_apiserver_up", "node", "node-a")).isZero();
-    assertThat(s.value("vgpu_container_memory_used_bytes", "pod_uid", UID_TRAIN, "container", "trainer", "device_index", "0", "namespace", "", "pod", ""))
+    assertThat(
+            s.value(
+                "vgpu_container_memory_used_bytes",
+                "pod_uid",
+                UID_TRAIN,
+                "container",
+                "trainer",
+                "device_index",
+                "0",
+                "namespace",
+                "",
+                "pod",
+                ""))
         .isEqualTo(1024.0 * MIB);
     // Not authoritative: nothing is declared stale while the API server cannot be asked.
     assertThat(s.find("vgpu_container_stale").stream().mapToDouble(x -> x.value()).sum()).isZero();
@@ -130,26 +192,48 @@ class CollectorsTest {
   void hami_compatFamilies_haveHamisExactNamesLabelsAndValues() throws IOException {
     Samples s = scrape();
     Set<String> hamiNames =
-        s.all().stream().map(Samples.Sample::name).filter(n -> n.startsWith("hami_")).collect(Collectors.toSet());
+        s.all().stream()
+            .map(Samples.Sample::name)
+            .filter(n -> n.startsWith("hami_"))
+            .collect(Collectors.toSet());
     assertThat(hamiNames)
         .containsExactlyInAnyOrder(
-            "hami_vgpu_memory_used_bytes", "hami_vgpu_memory_limit_bytes", "hami_container_device_utilization_ratio",
-            "hami_container_device_memory_bytes", "hami_container_last_kernel_elapsed_seconds",
-            "hami_vgpu_memory_context_bytes", "hami_vgpu_memory_module_bytes", "hami_vgpu_memory_buffer_bytes");
+            "hami_vgpu_memory_used_bytes",
+            "hami_vgpu_memory_limit_bytes",
+            "hami_container_device_utilization_ratio",
+            "hami_container_device_memory_bytes",
+            "hami_container_last_kernel_elapsed_seconds",
+            "hami_vgpu_memory_context_bytes",
+            "hami_vgpu_memory_module_bytes",
+            "hami_vgpu_memory_buffer_bytes");
     for (Samples.Sample x : s.all()) {
       if (x.name().startsWith("hami_")) {
-        assertThat(x.labels().keySet()).as(x.name())
-            .containsExactlyInAnyOrder("namespace", "pod", "container", "vdevice_index", "device_uuid", "zone");
+        assertThat(x.labels().keySet())
+            .as(x.name())
+            .containsExactlyInAnyOrder(
+                "namespace", "pod", "container", "vdevice_index", "device_uuid", "zone");
         assertThat(x.labels()).containsEntry("zone", "vGPU");
       }
     }
-    String[] l = {"namespace", "ml", "pod", "train-0", "container", "trainer", "vdevice_index", "1", "device_uuid", TestRegions.uuid(1)};
+    String[] l = {
+      "namespace",
+      "ml",
+      "pod",
+      "train-0",
+      "container",
+      "trainer",
+      "vdevice_index",
+      "1",
+      "device_uuid",
+      TestRegions.uuid(1)
+    };
     assertThat(s.value("hami_vgpu_memory_used_bytes", l)).isEqualTo(1024.0 * MIB);
     assertThat(s.value("hami_container_device_memory_bytes", l)).isEqualTo(1024.0 * MIB);
     assertThat(s.value("hami_vgpu_memory_limit_bytes", l)).isEqualTo(4096.0 * MIB);
     // HAMi's scale: the sum of per-process percents.
     assertThat(s.value("hami_container_device_utilization_ratio", l)).isEqualTo(40.0);
-    assertThat(s.value("hami_container_last_kernel_elapsed_seconds", l)).isEqualTo(NOW.getEpochSecond() - 1.7e9);
+    assertThat(s.value("hami_container_last_kernel_elapsed_seconds", l))
+        .isEqualTo(NOW.getEpochSecond() - 1.7e9);
     assertThat(s.value("hami_vgpu_memory_buffer_bytes", l)).isEqualTo(1020.0 * MIB);
     // A directory of a deleted pod is not in HAMi's view.
     assertThat(s.find("hami_vgpu_memory_used_bytes", "pod", "")).isEmpty();
@@ -166,10 +250,17 @@ class CollectorsTest {
   @Test
   void scrape_neverEmitsHamiLegacyFamiliesOrValuesInLabels() throws IOException {
     Samples s = scrape();
-    assertThat(s.all()).extracting(Samples.Sample::name)
-        .noneMatch(n -> n.startsWith("vGPU_") || n.startsWith("Device_") || n.startsWith("HostGPU") || n.startsWith("HostCore"));
+    assertThat(s.all())
+        .extracting(Samples.Sample::name)
+        .noneMatch(
+            n ->
+                n.startsWith("vGPU_")
+                    || n.startsWith("Device_")
+                    || n.startsWith("HostGPU")
+                    || n.startsWith("HostCore"));
     for (Samples.Sample x : s.all()) {
-      assertThat(x.labels().keySet()).doesNotContain("context", "module", "data", "offset", "podnamespace", "deviceuuid");
+      assertThat(x.labels().keySet())
+          .doesNotContain("context", "module", "data", "offset", "podnamespace", "deviceuuid");
     }
   }
 
@@ -179,8 +270,10 @@ class CollectorsTest {
     r.scrape();
     Samples s = Samples.parse(TestNode.text(r));
     assertThat(s.value("vgpu_exporter_files_mapped", "node", "node-a")).isEqualTo(4.0);
-    assertThat(s.value("vgpu_exporter_build_info", "version", "1.2.3", "revision", "abc")).isEqualTo(1.0);
-    assertThat(s.find("vgpu_exporter_parse_errors_total")).hasSize(io.vgpu.regioncodec.RegionException.Reason.values().length);
+    assertThat(s.value("vgpu_exporter_build_info", "version", "1.2.3", "revision", "abc"))
+        .isEqualTo(1.0);
+    assertThat(s.find("vgpu_exporter_parse_errors_total"))
+        .hasSize(io.vgpu.regioncodec.RegionException.Reason.values().length);
     for (String c : List.of("region", "container", "node", "hami")) {
       assertThat(s.value("vgpu_exporter_collector_success", "collector", c)).isEqualTo(1.0);
     }
@@ -188,7 +281,8 @@ class CollectorsTest {
 
   @Test
   void collectorsDisabled_unknownName_failsWithTheKnownNames() {
-    ExporterConfig cfg = ExporterConfig.resolve(Map.of("collectors.disabled", "region,bogus"), Map.of());
+    ExporterConfig cfg =
+        ExporterConfig.resolve(Map.of("collectors.disabled", "region,bogus"), Map.of());
     assertThatThrownBy(() -> node.registry(cfg, node.states))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("'bogus'")

@@ -34,7 +34,8 @@ public final class CollectorsTestSupport {
 
     @Override
     public SourceHealth health() {
-      return new SourceHealth(true, false, false, Optional.of("API server unreachable for pods: ConnectException"));
+      return new SourceHealth(
+          true, false, false, Optional.of("API server unreachable for pods: ConnectException"));
     }
 
     @Override

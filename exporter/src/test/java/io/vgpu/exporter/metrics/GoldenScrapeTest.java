@@ -14,12 +14,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Compares the scrape of {@link TestNode} with {@code fixtures/scrape/node.prom}. After an
- * intended change, rewrite it with {@code ./mvnw -pl exporter test -Dtest=GoldenScrapeTest
+ * Compares the scrape of {@link TestNode} with {@code fixtures/scrape/node.prom}. After an intended
+ * change, rewrite it with {@code ./mvnw -pl exporter test -Dtest=GoldenScrapeTest
  * -Dfixtures.update=true} and review the diff.
  */
 class GoldenScrapeTest {
   static final Path GOLDEN = Path.of("src/test/resources/fixtures/scrape/node.prom");
+
   /** Timing families differ run to run. */
   static final Set<String> VOLATILE =
       Set.of(MetricNames.EXPORTER_COLLECTOR_DURATION, MetricNames.EXPORTER_SCRAPE_DURATION);

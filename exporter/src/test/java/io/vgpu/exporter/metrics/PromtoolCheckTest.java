@@ -30,7 +30,8 @@ class PromtoolCheckTest {
     assumeTrue(hasPromtool(), "promtool not installed (apt-get install prometheus); skipping lint");
     try (TestNode node = new TestNode(root)) {
       String text = TestNode.text(node.registry());
-      Process p = new ProcessBuilder("promtool", "check", "metrics").redirectErrorStream(true).start();
+      Process p =
+          new ProcessBuilder("promtool", "check", "metrics").redirectErrorStream(true).start();
       p.getOutputStream().write(text.getBytes(StandardCharsets.UTF_8));
       p.getOutputStream().close();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -44,8 +45,12 @@ class PromtoolCheckTest {
   void promtoolCheckMetrics_brokenInput_isRejected() throws IOException, InterruptedException {
     assumeTrue(hasPromtool(), "promtool not installed; skipping");
     // Proves the check above can fail: a counter without _total is a lint problem.
-    Process p = new ProcessBuilder("promtool", "check", "metrics").redirectErrorStream(true).start();
-    p.getOutputStream().write("# HELP x_bytes y\n# TYPE x_bytes counter\nx_bytes 1\n".getBytes(StandardCharsets.UTF_8));
+    Process p =
+        new ProcessBuilder("promtool", "check", "metrics").redirectErrorStream(true).start();
+    p.getOutputStream()
+        .write(
+            "# HELP x_bytes y\n# TYPE x_bytes counter\nx_bytes 1\n"
+                .getBytes(StandardCharsets.UTF_8));
     p.getOutputStream().close();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     p.waitFor(30, TimeUnit.SECONDS);

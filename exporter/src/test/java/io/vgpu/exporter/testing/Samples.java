@@ -13,8 +13,10 @@ public final class Samples {
   /** One sample line. */
   public record Sample(String name, Map<String, String> labels, double value) {}
 
-  private static final Pattern LINE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{(.*)})?\\s+(\\S+)$");
-  private static final Pattern LABEL = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"");
+  private static final Pattern LINE =
+      Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{(.*)})?\\s+(\\S+)$");
+  private static final Pattern LABEL =
+      Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"");
 
   private final List<Sample> samples;
 
@@ -71,7 +73,8 @@ public final class Samples {
   public double value(String name, String... kv) {
     List<Sample> f = find(name, kv);
     if (f.size() != 1) {
-      throw new AssertionError("expected one sample of " + name + " " + List.of(kv) + ", found " + f);
+      throw new AssertionError(
+          "expected one sample of " + name + " " + List.of(kv) + ", found " + f);
     }
     return f.getFirst().value();
   }

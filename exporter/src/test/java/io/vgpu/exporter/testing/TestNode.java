@@ -32,19 +32,21 @@ import java.util.OptionalInt;
 import java.util.Set;
 
 /**
- * A standard node for collector tests: two running pods (one with libvgpu's extension), a
- * Succeeded pod, and a directory whose pod is unknown.
+ * A standard node for collector tests: two running pods (one with libvgpu's extension), a Succeeded
+ * pod, and a directory whose pod is unknown.
  */
 public final class TestNode implements AutoCloseable {
   public static final String UID_TRAIN = "11111111-1111-4111-8111-111111111111";
   public static final String UID_SERVE = "22222222-2222-4222-8222-222222222222";
   public static final String UID_DONE = "33333333-3333-4333-8333-333333333333";
   public static final String UID_GONE = "44444444-4444-4444-8444-444444444444";
+
   /** Fixed scrape time: 2027-01-15T08:00:00Z. */
   public static final Instant NOW = Instant.ofEpochSecond(1_800_000_000L);
 
   /** Collectors this module owns (other layers add theirs to Collectors.ALL). */
-  public static final Set<String> OWN_COLLECTORS = Set.of("region", "container", "node", "hami", "exporter");
+  public static final Set<String> OWN_COLLECTORS =
+      Set.of("region", "container", "node", "hami", "exporter");
 
   public final Path root;
   public final CacheDiscovery discovery;
@@ -54,7 +56,12 @@ public final class TestNode implements AutoCloseable {
 
   public TestNode(Path root) throws IOException {
     this.root = root;
-    write(root, UID_TRAIN, "trainer", "a.cache", spec(2, 4096, 30, new int[] {10, 11}, 512, 20, true));
+    write(
+        root,
+        UID_TRAIN,
+        "trainer",
+        "a.cache",
+        spec(2, 4096, 30, new int[] {10, 11}, 512, 20, true));
     write(root, UID_SERVE, "server", "b.cache", spec(1, 2048, 0, new int[] {20}, 1000, 55, false));
     write(root, UID_DONE, "job", "c.cache", spec(1, 1024, 50, new int[] {30}, 100, 0, false));
     write(root, UID_GONE, "main", "d.cache", spec(1, 1024, 50, new int[] {40}, 64, 0, false));
@@ -70,9 +77,12 @@ public final class TestNode implements AutoCloseable {
                 Optional.of("Reported_x"),
                 OptionalInt.of(8),
                 true));
-    discovery = new CacheDiscovery(root, Duration.ofHours(1), InstantSource.fixed(NOW), false, errors);
+    discovery =
+        new CacheDiscovery(root, Duration.ofHours(1), InstantSource.fixed(NOW), false, errors);
     discovery.rescan();
-    states = new NodeStateProvider("node-a", discovery, metadata, InstantSource.fixed(NOW), Duration.ofMinutes(5));
+    states =
+        new NodeStateProvider(
+            "node-a", discovery, metadata, InstantSource.fixed(NOW), Duration.ofMinutes(5));
   }
 
   public static PodMeta pod(String uid, String ns, String name, String phase, String ctr) {
@@ -89,12 +99,15 @@ public final class TestNode implements AutoCloseable {
                 ctr,
                 ContainerMeta.Kind.REGULAR,
                 Optional.of("abc123"),
-                phase.equals("Running") ? ContainerMeta.State.RUNNING : ContainerMeta.State.TERMINATED)));
+                phase.equals("Running")
+                    ? ContainerMeta.State.RUNNING
+                    : ContainerMeta.State.TERMINATED)));
   }
 
   /** A provider over the same files with another metadata source. */
   public NodeStateProvider statesWith(PodMetadataSource source) {
-    return new NodeStateProvider("node-a", discovery, source, InstantSource.fixed(NOW), Duration.ofMinutes(5));
+    return new NodeStateProvider(
+        "node-a", discovery, source, InstantSource.fixed(NOW), Duration.ofMinutes(5));
   }
 
   /** A registry with this module's collectors under {@code config}. */
@@ -102,7 +115,12 @@ public final class TestNode implements AutoCloseable {
     PrometheusRegistry r = new PrometheusRegistry();
     Collectors.register(
         new CollectorContext(
-            config, provider, errors, new CollectorStats(), new BuildInfo("1.2.3", "abc"), Map.of()),
+            config,
+            provider,
+            errors,
+            new CollectorStats(),
+            new BuildInfo("1.2.3", "abc"),
+            Map.of()),
         r,
         OWN_COLLECTORS::contains);
     return r;

@@ -1,0 +1,52 @@
+package io.vgpu.exporter.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.exporter.config.Flag;
+import io.vgpu.exporter.config.Flags;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+
+class CliTest {
+  private final StringWriter out = new StringWriter();
+  private final StringWriter err = new StringWriter();
+
+  private int run(String... args) {
+    return Cli.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+  }
+
+  @Test
+  void version_printsVersionAndExitsZero() {
+    assertThat(run("version")).isZero();
+    assertThat(out.toString()).startsWith("vgpu-exporter ").contains("revision");
+  }
+
+  @Test
+  void serve_badValues_exitsTwoWithOneClearLinePerProblem() {
+    int code = run("--web.listen-port=99999", "--log.level", "chatty");
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString().lines().filter(l -> l.startsWith("error: ")).count()).isEqualTo(2);
+    assertThat(err.toString()).contains("--web.listen-port").contains("--log.level");
+  }
+
+  @Test
+  void serve_help_listsEveryFlagWithItsEnvVar() {
+    assertThat(run("serve", "--help")).isZero();
+    for (Flag<?> f : Flags.ALL) {
+      assertThat(out.toString()).contains(f.option()).contains(f.envVar());
+    }
+  }
+
+  @Test
+  void unknownOption_isRejected() {
+    assertThat(run("--no-such-flag")).isNotZero();
+    assertThat(err.toString()).contains("--no-such-flag");
+  }
+
+  @Test
+  void demo_help_offersPort() {
+    assertThat(run("demo", "--help")).isZero();
+    assertThat(out.toString()).contains("--port");
+  }
+}

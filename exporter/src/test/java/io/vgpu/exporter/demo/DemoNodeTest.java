@@ -1,0 +1,87 @@
+package io.vgpu.exporter.demo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.testing.Await;
+import io.vgpu.exporter.testing.Samples;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The demo node: real child processes, changing usage, every lifecycle state, served for real. */
+class DemoNodeTest {
+  @TempDir Path tmp;
+
+  @Test
+  void demo_servedByExporter_showsLiveChangingPerPodMetrics() throws Exception {
+    Path root = tmp.resolve("containers");
+    try (DemoNode node = DemoNode.create(root, 3)) {
+      assertThat(node.childHostPids())
+          .isNotEmpty()
+          .allSatisfy(pid -> assertThat(Path.of("/proc/" + pid)).exists());
+      if (node.namespaces()) {
+        // Each sleeper is pid 1 of its own namespace, as a container's main process would be.
+        for (int pid : node.childHostPids()) {
+          String nspid =
+              Files.readAllLines(Path.of("/proc/" + pid + "/status")).stream()
+                  .filter(l -> l.startsWith("NSpid:"))
+                  .findFirst()
+                  .orElseThrow();
+          String[] f = nspid.trim().split("\\s+");
+          assertThat(f).hasSize(3);
+          assertThat(f[2]).isEqualTo("1");
+        }
+      }
+      ExporterConfig cfg =
+          ExporterConfig.defaults()
+              .with(Flags.CACHE_ROOT, root)
+              .with(Flags.WEB_LISTEN_PORT, 0)
+              .with(Flags.WEB_LISTEN_ADDRESS, "127.0.0.1")
+              .with(Flags.KUBERNETES, false)
+              .with(Flags.NVML, false)
+              .with(Flags.NODE_NAME, "demo-node")
+              .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
+      try (ExporterApp app = ExporterApp.builder(cfg).metadata(node.metadata()).build().start()) {
+        Await.until(Duration.ofSeconds(10), () -> app.discovery().current().filesMapped() == 5);
+        HttpClient http = HttpClient.newHttpClient();
+        URI uri = URI.create("http://127.0.0.1:" + app.port() + "/metrics");
+        Samples first =
+            Samples.parse(
+                http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
+                    .body());
+        assertThat(first.find("vgpu_container_memory_used_bytes", "pod", "train-resnet-0"))
+            .isNotEmpty();
+        assertThat(first.value("vgpu_container_finished", "pod", "preprocess-done")).isEqualTo(1.0);
+        assertThat(first.value("vgpu_container_stale", "container", "main")).isEqualTo(1.0);
+        double before =
+            first
+                .find("vgpu_container_memory_used_bytes", "pod", "train-resnet-0")
+                .getFirst()
+                .value();
+        for (int i = 0; i < 5; i++) {
+          node.tick();
+        }
+        Samples later =
+            Samples.parse(
+                http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
+                    .body());
+        double after =
+            later
+                .find("vgpu_container_memory_used_bytes", "pod", "train-resnet-0")
+                .getFirst()
+                .value();
+        assertThat(after).as("usage changes over time").isNotEqualTo(before);
+      }
+    }
+    assertThat(root).doesNotExist();
+  }
+}
