@@ -180,7 +180,8 @@ class KubernetesMetadataSourceTest {
     for (Pod p : added) {
       ws = ws.waitFor(100).andEmit(new WatchEvent(p, "ADDED"));
     }
-    ws.done().always(); // the socket stays open until the client or the server closes it
+    // A script that ends closes the socket; keep it open (teardown closes it asynchronously).
+    ws.waitFor(300_000).andEmit(new WatchEvent(podA(), "MODIFIED")).done().always();
   }
 
   void expectNode(KubernetesMockServer s) {
@@ -292,8 +293,10 @@ class KubernetesMetadataSourceTest {
     KubernetesMetadataSource src = start(server.createClient());
     Await.until(Duration.ofSeconds(30), () -> src.health().up() && src.pod(UID_A).isPresent());
 
-    server.destroy();
-    Await.until(Duration.ofSeconds(15), () -> !src.health().up());
+    KubernetesMockServer first = server;
+    server = null;
+    Thread.ofPlatform().daemon().start(first::destroy); // waits for open sockets; do not block
+    Await.until(Duration.ofSeconds(30), () -> !src.health().up());
     assertThat(src.health().problem()).isPresent();
     assertThat(src.pod(UID_A)).as("last known state still answers").isPresent();
 
@@ -302,7 +305,13 @@ class KubernetesMetadataSourceTest {
     Pod b = pod(UID_B, "created-during-outage");
     expectPods(server, List.of(podA(), b), b);
     expectNode(server);
-    server.init(InetAddress.getLoopbackAddress(), port);
+    KubernetesMockServer second = server;
+    Await.until(
+        Duration.ofSeconds(30),
+        () -> {
+          second.init(InetAddress.getLoopbackAddress(), port); // throws while the port is held
+          return true;
+        });
     Await.until(Duration.ofSeconds(60), () -> src.health().up() && src.pod(UID_B).isPresent());
   }
 
