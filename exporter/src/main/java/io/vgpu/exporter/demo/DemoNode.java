@@ -34,10 +34,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A simulated GPU node: container directories with v1.2 + extension cache files whose slots belong
- * to real child processes ({@code sleep}, each in its own PID namespace via {@code unshare --pid
- * --fork --mount-proc} when running as root, so slot pids are namespace pids as in a real pod),
- * usage that changes every {@link #tick()}, and fake pod metadata. Also one pod that finished and
- * one directory whose pod is gone (stale), so every lifecycle state shows.
+ * to real child processes (a shell blocked on its stdin, each in its own PID namespace via {@code
+ * unshare --pid --fork --mount-proc} when running as root, so slot pids are namespace pids as in a
+ * real pod), usage that changes every {@link #tick()}, and fake pod metadata. Also one pod that
+ * finished and one directory whose pod is gone (stale), so every lifecycle state shows.
  */
 public final class DemoNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DemoNode.class);
@@ -235,10 +235,14 @@ public final class DemoNode implements AutoCloseable {
   }
 
   private Child spawn() throws IOException {
-    List<String> cmd =
-        namespaces
-            ? List.of("unshare", "--pid", "--fork", "--mount-proc", "sleep", "infinity")
-            : List.of("sleep", "infinity");
+    // The child blocks reading its stdin, a pipe from this JVM: if the JVM dies without cleanup
+    // the pipe closes, the child exits, and --kill-child takes the namespace down with it.
+    List<String> sleeper = List.of("sh", "-c", "read _");
+    List<String> cmd = new ArrayList<>();
+    if (namespaces) {
+      cmd.addAll(List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc"));
+    }
+    cmd.addAll(sleeper);
     Process p =
         new ProcessBuilder(cmd)
             .redirectErrorStream(true)
