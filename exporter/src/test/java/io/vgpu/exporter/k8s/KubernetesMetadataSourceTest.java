@@ -223,7 +223,7 @@ class KubernetesMetadataSourceTest {
     expectPods(server, List.of(podA()));
     expectNode(server);
     KubernetesMetadataSource src = start(server.createClient());
-    Await.until(Duration.ofSeconds(15), () -> src.health().up() && src.pod(UID_A).isPresent());
+    Await.until(Duration.ofSeconds(60), () -> src.health().up() && src.pod(UID_A).isPresent());
     PodMeta a = src.pod(UID_A).orElseThrow();
     assertThat(a.namespace()).isEqualTo("ml");
     assertThat(a.name()).isEqualTo("train-0");
@@ -236,8 +236,8 @@ class KubernetesMetadataSourceTest {
     assertThat(a.container("proxy").orElseThrow().kind()).isEqualTo(ContainerMeta.Kind.SIDECAR);
     // The mock closes a watch socket once its script ran, so the watch reconnects now and then:
     // poll for states instead of reading them once.
-    Await.until(Duration.ofSeconds(15), () -> src.health().authoritative());
-    Await.until(Duration.ofSeconds(10), () -> src.node().known());
+    Await.until(Duration.ofSeconds(60), () -> src.health().authoritative());
+    Await.until(Duration.ofSeconds(60), () -> src.node().known());
     NodeMeta n = src.node();
     assertThat(n.registeredDevices()).hasValue(2);
     assertThat(n.mutexLocked()).isTrue();
@@ -291,12 +291,12 @@ class KubernetesMetadataSourceTest {
     expectPods(server, List.of(podA()));
     expectNode(server);
     KubernetesMetadataSource src = start(server.createClient());
-    Await.until(Duration.ofSeconds(30), () -> src.health().up() && src.pod(UID_A).isPresent());
+    Await.until(Duration.ofSeconds(60), () -> src.health().up() && src.pod(UID_A).isPresent());
 
     KubernetesMockServer first = server;
     server = null;
     Thread.ofPlatform().daemon().start(first::destroy); // waits for open sockets; do not block
-    Await.until(Duration.ofSeconds(30), () -> !src.health().up());
+    Await.until(Duration.ofSeconds(60), () -> !src.health().up());
     assertThat(src.health().problem()).isPresent();
     assertThat(src.pod(UID_A)).as("last known state still answers").isPresent();
 
