@@ -52,6 +52,15 @@ import org.slf4j.LoggerFactory;
 public final class CacheDiscovery implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CacheDiscovery.class);
   private static final String SUFFIX = ".cache";
+
+  /**
+   * At most this many {@code .cache} files are mapped per container directory (HAMi's device plugin
+   * creates one; restarts and multi-process tools a few). A tenant owns its directory, so without a
+   * bound it could multiply its series and mappings at will; the rest are counted as {@code
+   * reason="too_many_files"} and left unmapped.
+   */
+  public static final int MAX_FILES_PER_CONTAINER = 8;
+
   private static final long DEBOUNCE_MILLIS = 50;
 
   private final Path root;
@@ -63,6 +72,7 @@ public final class CacheDiscovery implements AutoCloseable {
   private final Map<Path, FileState> files = new HashMap<>();
   private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
   private final Set<String> reportedBadDirs = new HashSet<>();
+  private final Set<Path> reportedExcessFiles = new HashSet<>();
   private final List<Consumer<DiscoverySnapshot>> listeners = new CopyOnWriteArrayList<>();
   private final AtomicBoolean rescanPending = new AtomicBoolean();
   private volatile DiscoverySnapshot current = DiscoverySnapshot.initial();
@@ -255,17 +265,33 @@ public final class CacheDiscovery implements AutoCloseable {
       return Optional.empty();
     }
     watch(dir);
-    List<DiscoveredFile> found = new ArrayList<>();
+    List<Path> candidates = new ArrayList<>();
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
       for (Path file : entries) {
-        seenFiles.add(file);
-        found.add(scanFile(file));
+        candidates.add(file);
       }
     } catch (IOException | java.nio.file.DirectoryIteratorException e) {
       // Vanished or unreadable mid-pass: report what we have, the next pass settles it.
       LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
     }
-    found.sort((a, b) -> a.path().compareTo(b.path()));
+    // Name order keeps the choice stable across passes, so the same files stay mapped.
+    candidates.sort(null);
+    reportedExcessFiles.removeIf(p -> p.getParent().equals(dir) && !candidates.contains(p));
+    List<DiscoveredFile> found = new ArrayList<>();
+    for (Path file : candidates) {
+      if (found.size() == MAX_FILES_PER_CONTAINER) {
+        if (reportedExcessFiles.add(file)) {
+          errors.incrementTooManyFiles();
+          LOG.warn(
+              "msg=\"cache file not mapped\" file=\"{}\" reason={}",
+              file,
+              ParseErrors.TOO_MANY_FILES);
+        }
+        continue;
+      }
+      seenFiles.add(file);
+      found.add(scanFile(file));
+    }
     return Optional.of(
         new DiscoveredContainer(key.get(), dir, attrs.lastModifiedTime().toInstant(), found));
   }

@@ -7,6 +7,13 @@ import java.util.concurrent.atomic.LongAdder;
 
 /** Counters behind {@code vgpu_exporter_parse_errors_total{reason}}. Thread-safe. */
 public final class ParseErrors {
+  /**
+   * Reason label for {@code .cache} files beyond {@link CacheDiscovery#MAX_FILES_PER_CONTAINER}.
+   */
+  public static final String TOO_MANY_FILES = "too_many_files";
+
+  private final LongAdder tooManyFiles = new LongAdder();
+
   private final Map<RegionException.Reason, LongAdder> counts =
       new EnumMap<>(RegionException.Reason.class);
 
@@ -22,5 +29,14 @@ public final class ParseErrors {
 
   public long count(RegionException.Reason reason) {
     return counts.get(reason).sum();
+  }
+
+  /** Counts one {@code .cache} file left unmapped because its directory holds too many. */
+  public void incrementTooManyFiles() {
+    tooManyFiles.increment();
+  }
+
+  public long tooManyFiles() {
+    return tooManyFiles.sum();
   }
 }

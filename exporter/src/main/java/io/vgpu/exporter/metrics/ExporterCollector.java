@@ -118,6 +118,7 @@ public final class ExporterCollector extends VgpuCollector {
     for (RegionException.Reason r : RegionException.Reason.values()) {
       parse.add(errors.count(r), node.add("reason", r.label()));
     }
+    parse.add(errors.tooManyFiles(), node.add("reason", ParseErrors.TOO_MANY_FILES));
     out.add(parse.build());
     out.add(
         new Families.Gauge(EXPORTER_APISERVER_UP, help(4))

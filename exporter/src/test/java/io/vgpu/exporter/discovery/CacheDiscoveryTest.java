@@ -60,6 +60,30 @@ class CacheDiscoveryTest {
   }
 
   @Test
+  void rescan_moreCacheFilesThanTheCap_mapsTheFirstByNameAndCountsTheRestOnce() throws IOException {
+    int extra = 4;
+    for (int i = 0; i < CacheDiscovery.MAX_FILES_PER_CONTAINER + extra; i++) {
+      write(
+          root,
+          UID,
+          "train",
+          String.format("f%02d.cache", i),
+          spec(1, 1024, 50, new int[] {10 + i}, 100, 5, false));
+    }
+    CacheDiscovery d = discovery(Duration.ofHours(1));
+    d.rescan();
+    DiscoverySnapshot snap = d.rescan();
+    assertThat(snap.containers().getFirst().files())
+        .hasSize(CacheDiscovery.MAX_FILES_PER_CONTAINER)
+        .allMatch(f -> f.region().isPresent())
+        .extracting(f -> f.path().getFileName().toString())
+        .startsWith("f00.cache")
+        .doesNotContain("f08.cache");
+    assertThat(d.openMappings()).isEqualTo(CacheDiscovery.MAX_FILES_PER_CONTAINER);
+    assertThat(errors.tooManyFiles()).isEqualTo(extra);
+  }
+
+  @Test
   void rescan_badFileNextToGoodOne_neverFailsTheDirectory() throws IOException {
     write(root, UID, "train", "good.cache", spec(1, 1024, 50, new int[] {10}, 100, 5, false));
     Files.write(root.resolve(UID + "_train/bad.cache"), new byte[64]);
