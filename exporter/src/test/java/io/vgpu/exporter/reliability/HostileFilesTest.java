@@ -3,6 +3,7 @@ package io.vgpu.exporter.reliability;
 import static io.vgpu.exporter.reliability.LiveExporter.assertHealthyNeighbour;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
@@ -439,12 +440,12 @@ class HostileFilesTest {
 
   /**
    * A tenant may create any number of .cache files in its directory and each may name 16 devices
-   * with made-up uuids: the series count grows with files x devices. This test pins the measured
-   * growth (linear, no amplification beyond the per-device families) and prints it; a per-container
-   * file cap would be the fix (see README: Reliability).
+   * with made-up uuids. Only the first {@link CacheDiscovery#MAX_FILES_PER_CONTAINER} files by name
+   * are mapped, so the tenant's series stay bounded by that cap x devices; the rest are counted as
+   * parse errors with reason too_many_files.
    */
   @Test
-  void labels_manyFilesOfMadeUpUuids_seriesGrowLinearlyWithFilesTimesDevices() throws Exception {
+  void labels_manyFilesOfMadeUpUuids_seriesBoundedByThePerContainerFileCap() throws Exception {
     Path evil = evilDir();
     int files = 50;
     int devices = 10;
@@ -467,7 +468,13 @@ class HostileFilesTest {
         "reliability: cardinality: tenant with %d files x %d uuids -> %d series (a normal"
             + " one-device container: %d)%n",
         files, devices, evilSeries, healthySeries);
-    assertThat(evilSeries).isLessThanOrEqualTo((long) files * devices * healthySeries);
+    assertThat(evilSeries)
+        .isLessThanOrEqualTo(
+            (long) CacheDiscovery.MAX_FILES_PER_CONTAINER * devices * healthySeries);
+    assertThat(s.find("vgpu_exporter_parse_errors_total", "reason", "too_many_files"))
+        .singleElement()
+        .satisfies(
+            x -> assertThat(x.value()).isEqualTo(files - CacheDiscovery.MAX_FILES_PER_CONTAINER));
   }
 
   /** Heap in use after full collections (several: one System.gc() may leave garbage behind). */
