@@ -73,7 +73,14 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     Duration stopAfter = io.vgpu.exporter.config.Parsers.duration(duration);
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
     DemoNode node = DemoNode.create(config.cacheRoot(), containers);
-    ExporterApp app = ExporterApp.builder(config).metadata(node.metadata()).build();
+    // Same wiring as serve: attribution (and NVML, when --nvml is on) runs in the demo too.
+    ExporterApp app =
+        io.vgpu.exporter.attribution.AttributionModule.wire(
+            io.vgpu.exporter.attribution.AttributionModule.install(
+                    ExporterApp.builder(config).metadata(node.metadata()),
+                    config,
+                    java.time.InstantSource.system())
+                .build());
     ScheduledExecutorService ticker =
         Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("vgpu-demo").unstarted(r));
