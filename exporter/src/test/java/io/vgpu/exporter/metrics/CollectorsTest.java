@@ -273,7 +273,8 @@ class CollectorsTest {
     assertThat(s.value("vgpu_exporter_build_info", "version", "1.2.3", "revision", "abc"))
         .isEqualTo(1.0);
     assertThat(s.find("vgpu_exporter_parse_errors_total"))
-        .hasSize(io.vgpu.regioncodec.RegionException.Reason.values().length);
+        // one series per file-format reason, plus too_many_files for the per-directory cap
+        .hasSize(io.vgpu.regioncodec.RegionException.Reason.values().length + 1);
     for (String c : List.of("region", "container", "node", "hami")) {
       assertThat(s.value("vgpu_exporter_collector_success", "collector", c)).isEqualTo(1.0);
     }
