@@ -53,9 +53,13 @@ final class CollectorChain implements MultiCollector {
 
   @Override
   public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
+    // Members share one NodeState per scrape, keyed by the request's identity. A scrape without a
+    // request (registry.scrape(), tests, benchmarks) gets a fresh key so that every member still
+    // reads the regions once, not once per member.
+    PrometheusScrapeRequest scrape = request != null ? request : new UnnamedScrape();
     List<MetricSnapshot> out = new ArrayList<>();
     for (MultiCollector m : members) {
-      for (MetricSnapshot s : m.collect(includedNames, request)) {
+      for (MetricSnapshot s : m.collect(includedNames, scrape)) {
         out.add(s);
       }
     }
@@ -70,5 +74,18 @@ final class CollectorChain implements MultiCollector {
   @Override
   public List<String> getPrometheusNames() {
     return descriptors.stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
+  }
+
+  /** Identity of one scrape that arrived without an HTTP request: no path, no parameters. */
+  private static final class UnnamedScrape implements PrometheusScrapeRequest {
+    @Override
+    public String getRequestPath() {
+      return "";
+    }
+
+    @Override
+    public String[] getParameterValues(String name) {
+      return null;
+    }
   }
 }

@@ -44,6 +44,8 @@ public final class LabelSets {
 
   private record Key(
       String variant,
+      String extraName,
+      String extraValue,
       String node,
       String namespace,
       String pod,
@@ -52,21 +54,35 @@ public final class LabelSets {
       int device,
       String uuid) {}
 
-  private static Labels cached(Key key, java.util.function.Function<Key, Labels> make) {
+  /** The cached label set for {@code key}, built by {@code make} on a miss. */
+  private static Labels cached(Key key, java.util.function.Supplier<Labels> make) {
     Labels l = CACHE.get(key);
     if (l == null) {
       if (CACHE.size() > CACHE_LIMIT) {
         CACHE.clear();
       }
-      l = make.apply(key);
+      l = make.get();
       CACHE.put(key, l);
     }
     return l;
   }
 
   private static Key key(String variant, String node, ContainerState c, int device, String uuid) {
+    return key(variant, "", "", node, c, device, uuid);
+  }
+
+  private static Key key(
+      String variant,
+      String extraName,
+      String extraValue,
+      String node,
+      ContainerState c,
+      int device,
+      String uuid) {
     return new Key(
         variant,
+        extraName,
+        extraValue,
         node,
         c.namespace(),
         c.podName(),
@@ -79,15 +95,15 @@ public final class LabelSets {
   /** {@link #container} plus one extra label (e.g. state="running"), cached. */
   public static Labels containerWith(String node, ContainerState c, String name, String value) {
     return cached(
-        key(name + "=" + value, node, c, -1, ""), k -> container(node, c).add(name, value));
+        key("c+", name, value, node, c, -1, ""), () -> container(node, c).add(name, value));
   }
 
   /** {@link #device} plus one extra label (e.g. kind="context"), cached. */
   public static Labels deviceWith(
       String node, ContainerState c, DeviceUsageSummary d, String name, String value) {
     return cached(
-        key(name + "=" + value, node, c, d.index(), d.uuid()),
-        k -> device(node, c, d).add(name, value));
+        key("d+", name, value, node, c, d.index(), d.uuid()),
+        () -> device(node, c, d).add(name, value));
   }
 
   private LabelSets() {}
@@ -96,7 +112,7 @@ public final class LabelSets {
   public static Labels container(String node, ContainerState c) {
     return cached(
         key("c", node, c, -1, ""),
-        k ->
+        () ->
             Labels.of(
                 CONTAINER_NAMES,
                 new String[] {
@@ -108,7 +124,7 @@ public final class LabelSets {
   public static Labels device(String node, ContainerState c, DeviceUsageSummary d) {
     return cached(
         key("d", node, c, d.index(), d.uuid()),
-        k ->
+        () ->
             Labels.of(
                 DEVICE_NAMES,
                 new String[] {
@@ -126,7 +142,7 @@ public final class LabelSets {
   public static Labels hami(ContainerState c, DeviceUsageSummary d) {
     return cached(
         key("h", "", c, d.index(), d.uuid()),
-        k ->
+        () ->
             Labels.of(
                 HAMI_NAMES,
                 new String[] {

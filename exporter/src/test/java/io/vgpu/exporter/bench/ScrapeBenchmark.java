@@ -2,6 +2,7 @@ package io.vgpu.exporter.bench;
 
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ParseErrors;
@@ -49,8 +50,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * <pre>
  * ./mvnw -B -ntp -o -pl exporter test-compile dependency:build-classpath -Dmdep.outputFile=/tmp/cp.txt -Dmdep.includeScope=test
  * java -cp exporter/target/test-classes:exporter/target/classes:$(cat /tmp/cp.txt) \
- *   org.openjdk.jmh.Main ScrapeBenchmark -bm sample -tu ms -prof gc
+ *   org.openjdk.jmh.Main ScrapeBenchmark.scrapeText -bm sample -tu ms -prof gc
  * </pre>
+ *
+ * {@code collectOnly} and {@code writeOnly} split the scrape into the exporter's collect step and
+ * client_java's text encoding, to see which half a change moved.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
@@ -69,6 +73,8 @@ public class ScrapeBenchmark {
   private CacheDiscovery discovery;
   private PrometheusRegistry registry;
   private final OutputStream sink = OutputStream.nullOutputStream();
+  private MetricSnapshots collected;
+  private NodeStateProvider states;
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
@@ -95,7 +101,7 @@ public class ScrapeBenchmark {
         new CacheDiscovery(
             root, Duration.ofHours(1), InstantSource.system(), false, new ParseErrors());
     discovery.rescan();
-    NodeStateProvider states =
+    states =
         new NodeStateProvider(
             "node-a", discovery, meta, InstantSource.system(), Duration.ofMinutes(5));
     registry = new PrometheusRegistry();
@@ -109,6 +115,7 @@ public class ScrapeBenchmark {
             Map.of()),
         registry,
         TestNode.OWN_COLLECTORS::contains);
+    collected = registry.scrape();
   }
 
   @TearDown(Level.Trial)
@@ -122,5 +129,23 @@ public class ScrapeBenchmark {
   @Benchmark
   public void scrapeText() throws IOException {
     PrometheusTextFormatWriter.create().write(sink, registry.scrape());
+  }
+
+  /** The collect half alone: regions read, snapshots built (where the exporter's own cost is). */
+  @Benchmark
+  public MetricSnapshots collectOnly() {
+    return registry.scrape();
+  }
+
+  /** Reading and joining every region (the NodeState all collectors of a scrape share). */
+  @Benchmark
+  public Object nodeStateOnly() {
+    return states.build();
+  }
+
+  /** The encode half alone: client_java's text writer over one scrape's snapshots. */
+  @Benchmark
+  public void writeOnly() throws IOException {
+    PrometheusTextFormatWriter.create().write(sink, collected);
   }
 }
