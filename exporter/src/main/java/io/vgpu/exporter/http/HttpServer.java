@@ -18,9 +18,18 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  */
 public final class HttpServer implements AutoCloseable {
   private final Javalin app;
+
+  /**
+   * At most this many scrapes build and buffer an exposition at once. Each holds the whole
+   * exposition (client_java buffers it for Content-Length) plus its snapshots, ~15 MB at 200
+   * containers, so the bound is what keeps the heap cap (-Xmx96m) safe on a 64-core node; a node
+   * has one or two Prometheus replicas, so more parallelism buys nothing.
+   */
+  static final int MAX_CONCURRENT_SCRAPES = 4;
+
   private final java.util.concurrent.Semaphore scrapePermits =
       new java.util.concurrent.Semaphore(
-          Math.max(1, Runtime.getRuntime().availableProcessors()), true);
+          Math.clamp(Runtime.getRuntime().availableProcessors(), 1, MAX_CONCURRENT_SCRAPES), true);
   private final String host;
   private final int port;
 
@@ -48,8 +57,8 @@ public final class HttpServer implements AutoCloseable {
                   Endpoints.METRICS,
                   ctx -> {
                     // A full scrape builds and buffers the whole exposition; bounding concurrency
-                    // by the CPU count keeps 50 parallel scrapers from exhausting a small heap
-                    // without making them slower (they queue instead of competing for cores).
+                    // (CPU count, at most MAX_CONCURRENT_SCRAPES) keeps 50 parallel scrapers from
+                    // exhausting a small heap; they queue instead of competing for cores.
                     scrapePermits.acquire();
                     try {
                       long start = System.nanoTime();
