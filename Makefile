@@ -37,6 +37,7 @@ test: deps ## everything: C suite, Java suite (with format and static checks), s
 	$(MVN) install
 	@scripts/test-scripts.sh
 	@scripts/test-deploy.sh
+	@deploy/image/image-test.sh
 
 test-java: ## the Java suite only
 	$(need_jdk)
@@ -78,7 +79,7 @@ soak: ## 30-minute soak of the exporter process under 100 concurrent scrapers (R
 	$(MVN) -q install -DskipTests
 	@scripts/soak.sh
 
-image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (slow; not in test)
+image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)
 	$(need_jdk)
 	@deploy/image/image-test.sh
 
