@@ -148,10 +148,6 @@ public final class AttributionCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
-  private static String help(int i) {
-    return DESCRIPTORS.get(i).getMetadata().getHelp();
-  }
-
   @Override
   protected void collect(NodeState state, Sink out) {
     AttributionResult result = service.latest();

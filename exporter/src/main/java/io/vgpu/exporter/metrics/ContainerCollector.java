@@ -93,10 +93,6 @@ public final class ContainerCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
-  private static String help(int i) {
-    return DESCRIPTORS.get(i).getMetadata().getHelp();
-  }
-
   @Override
   protected void collect(NodeState state, Sink out) {
     var processes = new Families.Gauge(CONTAINER_PROCESSES, help(0));

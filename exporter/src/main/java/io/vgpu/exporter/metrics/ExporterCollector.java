@@ -95,10 +95,6 @@ public final class ExporterCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
-  private static String help(int i) {
-    return DESCRIPTORS.get(i).getMetadata().getHelp();
-  }
-
   @Override
   protected void collect(NodeState state, Sink out) {
     Labels node = LabelSets.node(state.node());

@@ -81,10 +81,6 @@ public final class HamiCompatCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
-  private static String help(int i) {
-    return DESCRIPTORS.get(i).getMetadata().getHelp();
-  }
-
   @Override
   protected void collect(NodeState state, Sink out) {
     var used = new Families.Gauge(HAMI_VGPU_MEMORY_USED, help(0));

@@ -24,6 +24,11 @@ public abstract class VgpuCollector implements MultiCollector {
   /** The families this collector can emit (names, types, label names). */
   protected abstract List<MetricFamilyDescriptor> descriptors();
 
+  /** Help text of the {@code i}-th descriptor, so families and descriptors cannot disagree. */
+  protected final String help(int i) {
+    return descriptors().get(i).getMetadata().getHelp();
+  }
+
   /** Adds snapshots for the families {@code out} wants. */
   protected abstract void collect(NodeState state, Sink out);
 
