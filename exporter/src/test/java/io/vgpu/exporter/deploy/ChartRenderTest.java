@@ -66,6 +66,70 @@ class ChartRenderTest {
         .noneMatch(m -> m.contains("[ERROR]") || m.contains("[WARNING]"));
   }
 
+  /**
+   * helm-java's lint takes no values file, so each documented mode is linted on a copy of the chart
+   * whose values.yaml is the defaults deep-merged with the mode's file (what `helm lint -f` does).
+   * Links in the chart are copied as the files they point to.
+   */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(Mode.class)
+  void lint_strictWithEachModesValues_reportsNoProblem(Mode mode, @TempDir Path tmp)
+      throws IOException {
+    Path chart = HelmChart.chartDir();
+    Path copy = tmp.resolve("vgpu-exporter");
+    try (var paths = Files.walk(chart)) {
+      for (Path p : paths.toList()) {
+        Path target = copy.resolve(chart.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target); // follows links: files/ points into deploy/rules and grafana/
+        }
+      }
+    }
+    if (mode.valuesFile.isPresent()) {
+      var serialization = new KubernetesSerialization();
+      var type = new TypeReference<Map<String, Object>>() {};
+      Map<String, Object> merged =
+          serialization.unmarshal(Files.readString(chart.resolve("values.yaml")), type);
+      Map<String, Object> overrides =
+          serialization.unmarshal(Files.readString(chart.resolve(mode.valuesFile.get())), type);
+      merged = deepMerge(merged, overrides);
+      Files.writeString(copy.resolve("values.yaml"), serialization.asYaml(merged));
+    }
+
+    LintResult result = new com.marcnuri.helm.Helm(copy).lint().strict().call();
+
+    assertThat(result.isFailed()).as(String.join("\n", result.getMessages())).isFalse();
+    assertThat(result.getMessages())
+        .noneMatch(m -> m.contains("[ERROR]") || m.contains("[WARNING]"));
+  }
+
+  /**
+   * Helm's values merge: maps merge key by key, null in the override deletes the key, anything else
+   * in the override replaces.
+   */
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> deepMerge(
+      Map<String, Object> base, Map<String, Object> override) {
+    Map<String, Object> out = new java.util.LinkedHashMap<>(base == null ? Map.of() : base);
+    if (override == null) {
+      return out;
+    }
+    for (Map.Entry<String, Object> e : override.entrySet()) {
+      Object current = out.get(e.getKey());
+      Object value = e.getValue();
+      if (value == null) {
+        out.remove(e.getKey());
+      } else if (current instanceof Map<?, ?> cm && value instanceof Map<?, ?> vm) {
+        out.put(e.getKey(), deepMerge((Map<String, Object>) cm, (Map<String, Object>) vm));
+      } else {
+        out.put(e.getKey(), value);
+      }
+    }
+    return out;
+  }
+
   @ParameterizedTest
   @MethodSource("combinations")
   void template_combination_everyObjectParsesIntoTypedModelWithNoUnknownField(Combination c) {
