@@ -3,6 +3,7 @@ package io.vgpu.exporter.ops;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.BiConsumer;
 
 /** Small helpers shared by the checks. */
@@ -48,6 +49,28 @@ final class Checks {
     List<Finding> one = new ArrayList<>();
     one.add(check.skip(NODE, why));
     return one;
+  }
+
+  /**
+   * What a node-annotation check reports when there is nothing to judge: a SKIP without API server
+   * access, a WARN when the Node object is missing; empty when the annotations can be checked.
+   */
+  static Optional<List<Finding>> nodeUnreadable(DoctorCheck check, NodeEvidence e) {
+    if (e.node().isEmpty()) {
+      return Optional.of(
+          List.of(check.skip(NODE, "node annotations not read (no API server access)")));
+    }
+    if (!e.node().get().known()) {
+      return Optional.of(
+          List.of(
+              check.finding(
+                  Severity.WARN,
+                  NODE,
+                  "the Node object was not found",
+                  List.of(),
+                  "Check NODE_NAME of the exporter.")));
+    }
+    return Optional.empty();
   }
 
   /** A region's file and version, for evidence lines. */

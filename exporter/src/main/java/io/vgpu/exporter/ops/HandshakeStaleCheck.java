@@ -2,6 +2,7 @@ package io.vgpu.exporter.ops;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * 14: HAMi's node handshake annotation is missing, undecodable or older than the scheduler accepts.
@@ -24,21 +25,13 @@ public final class HandshakeStaleCheck implements DoctorCheck {
 
   @Override
   public List<Finding> evaluate(NodeEvidence e) {
-    if (e.node().isEmpty()) {
-      return List.of(skip(Checks.NODE, "node annotations not read (no API server access)"));
+    Optional<List<Finding>> unreadable = Checks.nodeUnreadable(this, e);
+    if (unreadable.isPresent()) {
+      return unreadable.get();
     }
-    var meta = e.node().get();
+    var meta = e.node().orElseThrow();
     String fix =
         "Check the device plugin on this node: it rewrites hami.io/node-handshake every 30 s; look for \"patch node error\" (RBAC, NODE_NAME), a crash loop, or clock skew between node and scheduler.";
-    if (!meta.known()) {
-      return List.of(
-          finding(
-              Severity.WARN,
-              Checks.NODE,
-              "the Node object was not found",
-              List.of(),
-              "Check NODE_NAME of the exporter."));
-    }
     if (meta.handshakeRaw().isEmpty()) {
       return List.of(
           finding(

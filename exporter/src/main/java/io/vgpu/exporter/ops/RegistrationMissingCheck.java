@@ -1,6 +1,7 @@
 package io.vgpu.exporter.ops;
 
 import java.util.List;
+import java.util.Optional;
 
 /** 15: the device registration annotation is missing or undecodable (or disagrees with NVML). */
 public final class RegistrationMissingCheck implements DoctorCheck {
@@ -21,21 +22,13 @@ public final class RegistrationMissingCheck implements DoctorCheck {
 
   @Override
   public List<Finding> evaluate(NodeEvidence e) {
-    if (e.node().isEmpty()) {
-      return List.of(skip(Checks.NODE, "node annotations not read (no API server access)"));
+    Optional<List<Finding>> unreadable = Checks.nodeUnreadable(this, e);
+    if (unreadable.isPresent()) {
+      return unreadable.get();
     }
-    var meta = e.node().get();
+    var meta = e.node().orElseThrow();
     String fix =
         "The device plugin writes hami.io/node-nvidia-register after enumerating GPUs: check its logs for \"nvml Init err\" / \"patch node error\", and that scheduler and plugin run the same HAMi version (\"device decode error\").";
-    if (!meta.known()) {
-      return List.of(
-          finding(
-              Severity.WARN,
-              Checks.NODE,
-              "the Node object was not found",
-              List.of(),
-              "Check NODE_NAME of the exporter."));
-    }
     if (meta.registeredDevices().isEmpty()) {
       return List.of(
           finding(
