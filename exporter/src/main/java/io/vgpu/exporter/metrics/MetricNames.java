@@ -114,7 +114,6 @@ public final class MetricNames {
   public static final String EXPORTER_COLLECTOR_SUCCESS = "vgpu_exporter_collector_success";
   public static final String EXPORTER_COLLECTOR_DURATION =
       "vgpu_exporter_collector_duration_seconds";
-  public static final String EXPORTER_TORN_READS = "vgpu_exporter_region_torn_reads";
 
   // NVML helper (issue 5)
   public static final String EXPORTER_NVML_UP = "vgpu_exporter_nvml_up";
