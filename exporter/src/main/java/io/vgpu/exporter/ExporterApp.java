@@ -83,6 +83,7 @@ public final class ExporterApp implements AutoCloseable {
         new HttpServer(
             config.bindAddress(),
             config.port(),
+            config.metricsMaxAge(),
             registry,
             states,
             readiness,

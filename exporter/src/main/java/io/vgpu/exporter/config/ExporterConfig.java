@@ -125,6 +125,11 @@ public final class ExporterConfig {
     return get(Flags.WEB_LISTEN_PORT);
   }
 
+  /** How long a rendered /metrics page may be served again ({@link Flags#WEB_METRICS_MAX_AGE}). */
+  public Duration metricsMaxAge() {
+    return get(Flags.WEB_METRICS_MAX_AGE);
+  }
+
   public String bindAddress() {
     return get(Flags.WEB_LISTEN_ADDRESS);
   }

@@ -28,6 +28,16 @@ public final class Flags {
           Parsers::port,
           "PORT");
 
+  public static final Flag<Duration> WEB_METRICS_MAX_AGE =
+      new Flag<>(
+          "web.metrics-max-age",
+          "Serve a rendered /metrics page again to scrapes within this age; 0s renders per scrape"
+              + " (concurrent scrapes always share one render).",
+          "0s",
+          List.of(),
+          Parsers::duration,
+          "DURATION");
+
   public static final Flag<Path> CACHE_ROOT =
       new Flag<>(
           "path.cache-root",
@@ -222,6 +232,7 @@ public final class Flags {
       List.of(
           WEB_LISTEN_ADDRESS,
           WEB_LISTEN_PORT,
+          WEB_METRICS_MAX_AGE,
           CACHE_ROOT,
           PROCFS,
           NODE_NAME,

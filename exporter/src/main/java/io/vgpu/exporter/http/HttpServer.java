@@ -2,7 +2,6 @@ package io.vgpu.exporter.http;
 
 import io.javalin.Javalin;
 import io.javalin.compression.CompressionStrategy;
-import io.prometheus.metrics.exporter.common.PrometheusScrapeHandler;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.config.Endpoints;
 import io.vgpu.exporter.metrics.CollectorStats;
@@ -11,7 +10,7 @@ import java.util.Objects;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
- * The HTTP surface on Javalin: {@code /metrics} (client_java's handler: text, OpenMetrics,
+ * The HTTP surface on Javalin: {@code /metrics} ({@link MetricsEndpoint}: text, OpenMetrics,
  * protobuf, gzip, {@code name[]}), {@code /healthz}, {@code /readyz}, {@code /api/v1/containers}
  * and the landing page. Handlers only read in-memory state; discovery, informers and NVML sampling
  * run in the background.
@@ -19,23 +18,13 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 public final class HttpServer implements AutoCloseable {
   private final Javalin app;
 
-  /**
-   * At most this many scrapes build and buffer an exposition at once. Each holds the whole
-   * exposition (client_java buffers it for Content-Length) plus its snapshots, ~15 MB at 200
-   * containers, so the bound is what keeps the heap cap (-Xmx96m) safe on a 64-core node; a node
-   * has one or two Prometheus replicas, so more parallelism buys nothing.
-   */
-  static final int MAX_CONCURRENT_SCRAPES = 4;
-
-  private final java.util.concurrent.Semaphore scrapePermits =
-      new java.util.concurrent.Semaphore(
-          Math.clamp(Runtime.getRuntime().availableProcessors(), 1, MAX_CONCURRENT_SCRAPES), true);
   private final String host;
   private final int port;
 
   public HttpServer(
       String host,
       int port,
+      java.time.Duration metricsMaxAge,
       PrometheusRegistry registry,
       NodeStateProvider states,
       Readiness readiness,
@@ -43,7 +32,7 @@ public final class HttpServer implements AutoCloseable {
       String version) {
     this.host = Objects.requireNonNull(host, "host");
     this.port = port;
-    PrometheusScrapeHandler scrape = new PrometheusScrapeHandler(registry);
+    MetricsEndpoint metrics = new MetricsEndpoint(registry, metricsMaxAge, stats);
     this.app =
         Javalin.create(
             cfg -> {
@@ -53,21 +42,7 @@ public final class HttpServer implements AutoCloseable {
               QueuedThreadPool pool = new QueuedThreadPool(32, 4);
               pool.setName("vgpu-http");
               cfg.jetty.threadPool = pool;
-              cfg.routes.get(
-                  Endpoints.METRICS,
-                  ctx -> {
-                    // A full scrape builds and buffers the whole exposition; bounding concurrency
-                    // (CPU count, at most MAX_CONCURRENT_SCRAPES) keeps 50 parallel scrapers from
-                    // exhausting a small heap; they queue instead of competing for cores.
-                    scrapePermits.acquire();
-                    try {
-                      long start = System.nanoTime();
-                      scrape.handleRequest(new JavalinExchange(ctx));
-                      stats.recordScrape(System.nanoTime() - start);
-                    } finally {
-                      scrapePermits.release();
-                    }
-                  });
+              cfg.routes.get(Endpoints.METRICS, metrics::handle);
               cfg.routes.get(
                   Endpoints.HEALTHZ, ctx -> ctx.contentType("text/plain").result("ok\n"));
               cfg.routes.get(

@@ -118,7 +118,9 @@ public final class ContainerCollector extends VgpuCollector {
               s.layout().hasVersionFields() ? s.majorVersion() + "." + s.minorVersion() : "0";
           if (seen.add(s.layout().label() + "/" + version)) {
             regionInfo.add(
-                l.merge(
+                LabelSets.containerWithAll(
+                    state.node(),
+                    c,
                     new String[] {"layout", "version"},
                     new String[] {s.layout().label(), version}));
           }
@@ -141,7 +143,9 @@ public final class ContainerCollector extends VgpuCollector {
           names.add(e.getValue());
           values.add(pod.labels().getOrDefault(e.getKey(), ""));
         }
-        info.add(l.merge(Labels.of(names, values)));
+        info.add(
+            LabelSets.containerWithAll(
+                state.node(), c, names.toArray(String[]::new), values.toArray(String[]::new)));
       }
       stale.add(c.stale() ? 1 : 0, l);
       finished.add(c.finished() ? 1 : 0, l);

@@ -104,9 +104,40 @@ public final class Families {
     return new Order(input, identity ? null : sorted);
   }
 
+  /**
+   * Metadata per family name: building it validates the name through client_java's UTF-8 check,
+   * which allocates an encoder per call; families are rebuilt every scrape.
+   */
+  private static final ConcurrentHashMap<String, MetricMetadata> METADATA =
+      new ConcurrentHashMap<>();
+
+  private static final ConcurrentHashMap<String, MetricMetadata> PLAIN_METADATA =
+      new ConcurrentHashMap<>();
+
   public static MetricMetadata metadata(String name, String help) {
-    Unit unit = unitOf(name);
-    return unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
+    MetricMetadata m = METADATA.get(name);
+    if (m == null || !java.util.Objects.equals(m.getHelp(), help)) {
+      Unit unit = unitOf(name);
+      m = unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
+      if (METADATA.size() >= ORDERS_LIMIT) {
+        METADATA.clear();
+      }
+      METADATA.put(name, m);
+    }
+    return m;
+  }
+
+  /** Metadata without a unit (info families), cached like {@link #metadata}. */
+  private static MetricMetadata plainMetadata(String name, String help) {
+    MetricMetadata m = PLAIN_METADATA.get(name);
+    if (m == null || !java.util.Objects.equals(m.getHelp(), help)) {
+      m = new MetricMetadata(name, help);
+      if (PLAIN_METADATA.size() >= ORDERS_LIMIT) {
+        PLAIN_METADATA.clear();
+      }
+      PLAIN_METADATA.put(name, m);
+    }
+    return m;
   }
 
   private static Unit unitOf(String name) {
@@ -181,7 +212,7 @@ public final class Families {
     private final List<InfoDataPointSnapshot> points = new ArrayList<>();
 
     public Info(String name, String help) {
-      this.meta = new MetricMetadata(name, help);
+      this.meta = plainMetadata(name, help);
     }
 
     public Info add(Labels labels) {

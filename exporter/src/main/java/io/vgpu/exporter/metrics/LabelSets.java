@@ -12,6 +12,8 @@ import static io.vgpu.exporter.metrics.MetricNames.L_POD;
 import static io.vgpu.exporter.metrics.MetricNames.L_POD_UID;
 
 import io.prometheus.metrics.model.snapshots.Labels;
+import io.vgpu.exporter.discovery.ContainerKey;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** The label sets every collector uses, so series from different families join. */
 public final class LabelSets {
@@ -35,124 +37,208 @@ public final class LabelSets {
   /**
    * Label sets are rebuilt only when a container's identity or metadata changes: building one
    * (validation, sorting, copies) costs more than the data point it labels, and a scrape of 100
-   * containers x 8 devices needs ~15 000 of them. Bounded: cleared when it outgrows any real node.
+   * containers x 8 devices needs ~15 000 of them. One entry per container holds all of its label
+   * sets, so a hit allocates nothing (a scrape makes ~16 000 lookups). Bounded: cleared when it
+   * outgrows any real node.
    */
-  private static final java.util.concurrent.ConcurrentHashMap<Key, Labels> CACHE =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<ContainerKey, PerContainer> CACHE =
+      new ConcurrentHashMap<>();
 
-  private static final int CACHE_LIMIT = 200_000;
+  private static final int CACHE_LIMIT = 20_000;
 
-  private record Key(
-      String variant,
-      String extraName,
-      String extraValue,
-      String node,
-      String namespace,
-      String pod,
-      String container,
-      String podUid,
-      int device,
-      String uuid) {}
+  /**
+   * The label sets of one container under one identity (node, namespace, pod); replaced as a whole
+   * when any of those change. Lookups race benignly: two threads may build the same set, and either
+   * result is equal.
+   */
+  private static final class PerContainer {
+    private final String node;
+    private final String namespace;
+    private final String podName;
+    private volatile Labels container;
+    private final ConcurrentHashMap<Integer, PerDevice> devices = new ConcurrentHashMap<>();
+    private volatile Extra[] containerExtras = new Extra[0];
+    private volatile Multi[] containerMultis = new Multi[0];
 
-  /** The cached label set for {@code key}, built by {@code make} on a miss. */
-  private static Labels cached(Key key, java.util.function.Supplier<Labels> make) {
-    Labels l = CACHE.get(key);
-    if (l == null) {
+    PerContainer(String node, String namespace, String podName) {
+      this.node = node;
+      this.namespace = namespace;
+      this.podName = podName;
+    }
+
+    /** {@code node} null matches any node (HAMi's label sets carry none). */
+    boolean matches(String node, ContainerState c) {
+      return (node == null || this.node.equals(node))
+          && this.namespace.equals(c.namespace())
+          && this.podName.equals(c.podName());
+    }
+
+    PerDevice device(DeviceUsageSummary d) {
+      PerDevice pd = devices.get(d.index());
+      if (pd == null || !pd.uuid.equals(d.uuid())) {
+        pd = new PerDevice(d.uuid());
+        devices.put(d.index(), pd);
+      }
+      return pd;
+    }
+  }
+
+  private static final class PerDevice {
+    private final String uuid;
+    private volatile Labels device;
+    private volatile Labels hami;
+    private volatile Extra[] extras = new Extra[0];
+
+    PerDevice(String uuid) {
+      this.uuid = uuid;
+    }
+  }
+
+  /** A base label set plus one (name, value) label. */
+  private record Extra(String name, String value, Labels labels) {}
+
+  /** A base label set plus several labels (pod info, region info). */
+  private record Multi(String[] names, String[] values, Labels labels) {}
+
+  /** Per container, at most this many multi-label sets are cached; more are built per call. */
+  private static final int MULTI_LIMIT = 16;
+
+  private static PerContainer entry(String node, ContainerState c) {
+    PerContainer pc = CACHE.get(c.key());
+    if (pc == null || !pc.matches(node, c)) {
       if (CACHE.size() > CACHE_LIMIT) {
         CACHE.clear();
       }
-      l = make.get();
-      CACHE.put(key, l);
+      pc = new PerContainer(node == null ? "" : node, c.namespace(), c.podName());
+      CACHE.put(c.key(), pc);
     }
-    return l;
+    return pc;
   }
 
-  private static Key key(String variant, String node, ContainerState c, int device, String uuid) {
-    return key(variant, "", "", node, c, device, uuid);
+  private static Labels find(Extra[] extras, String name, String value) {
+    for (Extra e : extras) {
+      if (e.name().equals(name) && e.value().equals(value)) {
+        return e.labels();
+      }
+    }
+    return null;
   }
 
-  private static Key key(
-      String variant,
-      String extraName,
-      String extraValue,
-      String node,
-      ContainerState c,
-      int device,
-      String uuid) {
-    return new Key(
-        variant,
-        extraName,
-        extraValue,
-        node,
-        c.namespace(),
-        c.podName(),
-        c.key().containerName(),
-        c.key().podUid(),
-        device,
-        uuid);
+  private static Extra[] with(Extra[] extras, String name, String value, Labels labels) {
+    Extra[] grown = java.util.Arrays.copyOf(extras, extras.length + 1);
+    grown[extras.length] = new Extra(name, value, labels);
+    return grown;
   }
 
   /** {@link #container} plus one extra label (e.g. state="running"), cached. */
   public static Labels containerWith(String node, ContainerState c, String name, String value) {
-    return cached(
-        key("c+", name, value, node, c, -1, ""), () -> container(node, c).add(name, value));
+    PerContainer pc = entry(node, c);
+    Labels l = find(pc.containerExtras, name, value);
+    if (l == null) {
+      l = container(node, c).add(name, value);
+      pc.containerExtras = with(pc.containerExtras, name, value, l);
+    }
+    return l;
+  }
+
+  /**
+   * {@link #container} plus several labels, cached by value so that validating the names (which
+   * client_java does through a UTF-8 encoder per name) happens once per distinct set, not once per
+   * scrape. The arrays must not be modified after the call.
+   */
+  public static Labels containerWithAll(
+      String node, ContainerState c, String[] names, String[] values) {
+    PerContainer pc = entry(node, c);
+    Multi[] multis = pc.containerMultis;
+    for (Multi m : multis) {
+      if (java.util.Arrays.equals(m.names(), names)
+          && java.util.Arrays.equals(m.values(), values)) {
+        return m.labels();
+      }
+    }
+    Labels l = container(node, c).merge(names, values);
+    if (multis.length < MULTI_LIMIT) {
+      Multi[] grown = java.util.Arrays.copyOf(multis, multis.length + 1);
+      grown[multis.length] = new Multi(names, values, l);
+      pc.containerMultis = grown;
+    }
+    return l;
   }
 
   /** {@link #device} plus one extra label (e.g. kind="context"), cached. */
   public static Labels deviceWith(
       String node, ContainerState c, DeviceUsageSummary d, String name, String value) {
-    return cached(
-        key("d+", name, value, node, c, d.index(), d.uuid()),
-        () -> device(node, c, d).add(name, value));
+    PerDevice pd = entry(node, c).device(d);
+    Labels l = find(pd.extras, name, value);
+    if (l == null) {
+      l = device(node, c, d).add(name, value);
+      pd.extras = with(pd.extras, name, value, l);
+    }
+    return l;
   }
 
   private LabelSets() {}
 
   /** {node, namespace, pod, container, pod_uid}. */
   public static Labels container(String node, ContainerState c) {
-    return cached(
-        key("c", node, c, -1, ""),
-        () ->
-            Labels.of(
-                CONTAINER_NAMES,
-                new String[] {
-                  c.key().containerName(), c.namespace(), node, c.podName(), c.key().podUid()
-                }));
+    PerContainer pc = entry(node, c);
+    Labels l = pc.container;
+    if (l == null) {
+      l =
+          Labels.of(
+              CONTAINER_NAMES,
+              new String[] {
+                c.key().containerName(), c.namespace(), node, c.podName(), c.key().podUid()
+              });
+      pc.container = l;
+    }
+    return l;
   }
 
   /** {node, namespace, pod, container, pod_uid, device_index, device_uuid}. */
   public static Labels device(String node, ContainerState c, DeviceUsageSummary d) {
-    return cached(
-        key("d", node, c, d.index(), d.uuid()),
-        () ->
-            Labels.of(
-                DEVICE_NAMES,
-                new String[] {
-                  c.key().containerName(),
-                  index(d.index()),
-                  d.uuid(),
-                  c.namespace(),
-                  node,
-                  c.podName(),
-                  c.key().podUid()
-                }));
+    PerDevice pd = entry(node, c).device(d);
+    Labels l = pd.device;
+    if (l == null) {
+      l =
+          Labels.of(
+              DEVICE_NAMES,
+              new String[] {
+                c.key().containerName(),
+                index(d.index()),
+                d.uuid(),
+                c.namespace(),
+                node,
+                c.podName(),
+                c.key().podUid()
+              });
+      pd.device = l;
+    }
+    return l;
   }
 
-  /** HAMi's container labels: {namespace, pod, container, vdevice_index, device_uuid, zone}. */
+  /**
+   * HAMi's container labels: {namespace, pod, container, vdevice_index, device_uuid, zone}. HAMi's
+   * set has no node label, so any node's entry serves.
+   */
   public static Labels hami(ContainerState c, DeviceUsageSummary d) {
-    return cached(
-        key("h", "", c, d.index(), d.uuid()),
-        () ->
-            Labels.of(
-                HAMI_NAMES,
-                new String[] {
-                  c.key().containerName(),
-                  d.uuid(),
-                  c.namespace(),
-                  c.podName(),
-                  index(d.index()),
-                  HAMI_ZONE
-                }));
+    PerDevice pd = entry(null, c).device(d);
+    Labels l = pd.hami;
+    if (l == null) {
+      l =
+          Labels.of(
+              HAMI_NAMES,
+              new String[] {
+                c.key().containerName(),
+                d.uuid(),
+                c.namespace(),
+                c.podName(),
+                index(d.index()),
+                HAMI_ZONE
+              });
+      pd.hami = l;
+    }
+    return l;
   }
 
   public static Labels node(String node) {

@@ -6,6 +6,11 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.exporter.exposition.ExpositionBuffer;
+import io.vgpu.exporter.exposition.ExpositionCache;
+import io.vgpu.exporter.exposition.ExpositionFormat;
+import io.vgpu.exporter.exposition.Rendition;
+import io.vgpu.exporter.exposition.TextEncoder;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
@@ -47,6 +52,12 @@ import org.openjdk.jmh.annotations.Warmup;
  * collector (ours and HAMi compat), text encoding (into a discarding stream, as a socket would take
  * it). Goals: p99 under 10 ms, under 2 MB allocated per scrape ({@code -prof gc}).
  *
+ * <p>{@code renderOpenMetrics}, {@code renderText} and {@code renderOpenMetricsGzip} are what a
+ * /metrics request costs when it has to render (the exposition cache with max age 0, as deployed:
+ * collect, encode with {@link TextEncoder}, gzip for the last); {@code cachedPage} is a scrape
+ * served from a page rendered earlier (a concurrent scraper or a max age above 0). {@code
+ * scrapeText} is the same scrape through client_java's own text writer, for comparison.
+ *
  * <pre>
  * ./mvnw -B -ntp -o -pl exporter test-compile dependency:build-classpath -Dmdep.outputFile=/tmp/cp.txt -Dmdep.includeScope=test
  * java -cp exporter/target/test-classes:exporter/target/classes:$(cat /tmp/cp.txt) \
@@ -75,6 +86,10 @@ public class ScrapeBenchmark {
   private final OutputStream sink = OutputStream.nullOutputStream();
   private MetricSnapshots collected;
   private NodeStateProvider states;
+  private ExpositionCache renderEveryTime;
+  private ExpositionCache renderedOnce;
+  private final TextEncoder encoder = new TextEncoder();
+  private final ExpositionBuffer buffer = new ExpositionBuffer(4 << 20);
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
@@ -116,6 +131,8 @@ public class ScrapeBenchmark {
         registry,
         TestNode.OWN_COLLECTORS::contains);
     collected = registry.scrape();
+    renderEveryTime = new ExpositionCache(registry::scrape, Duration.ZERO, System::nanoTime);
+    renderedOnce = new ExpositionCache(registry::scrape, Duration.ofDays(1), System::nanoTime);
   }
 
   @TearDown(Level.Trial)
@@ -129,6 +146,52 @@ public class ScrapeBenchmark {
   @Benchmark
   public void scrapeText() throws IOException {
     PrometheusTextFormatWriter.create().write(sink, registry.scrape());
+  }
+
+  /** A /metrics render as Prometheus asks for it (OpenMetrics), without gzip. */
+  @Benchmark
+  public void renderOpenMetrics() throws IOException {
+    send(renderEveryTime, ExpositionFormat.OPENMETRICS, false);
+  }
+
+  /** A /metrics render in Prometheus text (curl, Prometheus before 2.5). */
+  @Benchmark
+  public void renderText() throws IOException {
+    send(renderEveryTime, ExpositionFormat.PROMETHEUS_TEXT, false);
+  }
+
+  /** A /metrics render as Prometheus asks for it by default: OpenMetrics, gzip. */
+  @Benchmark
+  public void renderOpenMetricsGzip() throws IOException {
+    send(renderEveryTime, ExpositionFormat.OPENMETRICS, true);
+  }
+
+  /** A scrape answered from a page already rendered. */
+  @Benchmark
+  public void cachedPage() throws IOException {
+    send(renderedOnce, ExpositionFormat.OPENMETRICS, false);
+  }
+
+  private void send(ExpositionCache cache, ExpositionFormat format, boolean gzip)
+      throws IOException {
+    Rendition r = (Rendition) cache.acquire(format);
+    try {
+      if (gzip) {
+        sink.write(r.gzipped());
+      } else {
+        r.writeTo(sink);
+      }
+    } finally {
+      r.release();
+    }
+  }
+
+  /** The encode half alone, with this project's encoder (label sets cached across calls). */
+  @Benchmark
+  public int encodeOnly() throws TextEncoder.Unsupported {
+    buffer.reset();
+    encoder.encode(collected, ExpositionFormat.OPENMETRICS, buffer);
+    return buffer.size();
   }
 
   /** The collect half alone: regions read, snapshots built (where the exporter's own cost is). */

@@ -1,0 +1,74 @@
+package io.vgpu.exporter.exposition;
+
+/**
+ * Sample values as client_java's text writers print them: {@code +Inf}, {@code -Inf}, otherwise
+ * exactly {@link Double#toString(double)}. Most of an exporter's values are whole numbers (bytes,
+ * counts), for which the same characters are produced here without building a String.
+ */
+final class DoubleText {
+  private DoubleText() {}
+
+  /** Below this, Double.toString prints a whole number as plain digits plus ".0". */
+  private static final double PLAIN_LIMIT = 1e7;
+
+  /**
+   * Below 2^53 every whole double is exact and its neighbours are at most 1 apart, so the shortest
+   * decimal that identifies it (what Double.toString prints) is its own digits without trailing
+   * zeros: dropping any non-zero digit moves the value by at least 1, outside its rounding
+   * interval.
+   */
+  private static final double EXACT_LIMIT = 0x1p53;
+
+  static void write(ExpositionBuffer out, double d) {
+    if (d == Double.POSITIVE_INFINITY) {
+      out.writeAscii("+Inf");
+      return;
+    }
+    if (d == Double.NEGATIVE_INFINITY) {
+      out.writeAscii("-Inf");
+      return;
+    }
+    double abs = Math.abs(d);
+    long whole = (long) d;
+    boolean negativeZero = d == 0 && Double.doubleToRawLongBits(d) != 0;
+    if (whole != d || abs >= EXACT_LIMIT || negativeZero) {
+      out.writeAscii(Double.toString(d));
+      return;
+    }
+    if (abs < PLAIN_LIMIT) {
+      out.writeLong(whole);
+      out.write((byte) '.');
+      out.write((byte) '0');
+      return;
+    }
+    // Scientific form: d.dddE<exponent>, trailing zeros dropped, at least one fraction digit.
+    if (whole < 0) {
+      out.write((byte) '-');
+      whole = -whole;
+    }
+    int exponent = ExpositionBuffer.digits(whole) - 1;
+    long mantissa = whole;
+    while (mantissa % 10 == 0) {
+      mantissa /= 10;
+    }
+    int mantissaDigits = ExpositionBuffer.digits(mantissa);
+    long scale = 1;
+    for (int i = 1; i < mantissaDigits; i++) {
+      scale *= 10;
+    }
+    out.write((byte) ('0' + (int) (mantissa / scale)));
+    out.write((byte) '.');
+    if (mantissaDigits == 1) {
+      out.write((byte) '0');
+    } else {
+      long rest = mantissa % scale;
+      // The fraction digits, including zeros right after the point (1.05E9).
+      for (long s = scale / 10; s >= 1; s /= 10) {
+        out.write((byte) ('0' + (int) (rest / s)));
+        rest %= s;
+      }
+    }
+    out.write((byte) 'E');
+    out.writeLong(exponent);
+  }
+}

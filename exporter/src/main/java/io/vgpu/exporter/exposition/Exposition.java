@@ -1,0 +1,13 @@
+package io.vgpu.exporter.exposition;
+
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+
+/** What {@link ExpositionCache#acquire} gives a scrape: rendered bytes, or snapshots to encode. */
+public sealed interface Exposition permits Rendition, Exposition.Fallback {
+
+  /**
+   * The snapshots held something {@link TextEncoder} does not write (see its {@code check}): the
+   * caller encodes them with client_java's writer. Not cached.
+   */
+  record Fallback(MetricSnapshots snapshots, String reason) implements Exposition {}
+}

@@ -1,0 +1,251 @@
+package io.vgpu.exporter.exposition;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricMetadata;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import java.util.zip.GZIPInputStream;
+import org.junit.jupiter.api.Test;
+
+class ExpositionCacheTest {
+  final AtomicLong now = new AtomicLong();
+  final AtomicInteger collects = new AtomicInteger();
+
+  /** A source whose page says how many times it was collected. */
+  Supplier<MetricSnapshots> counting() {
+    return () -> {
+      int n = collects.incrementAndGet();
+      return page(n);
+    };
+  }
+
+  static MetricSnapshots page(double value) {
+    List<GaugeDataPointSnapshot> ps = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      ps.add(new GaugeDataPointSnapshot(value, Labels.of("i", Integer.toString(i)), null));
+    }
+    return new MetricSnapshots(new GaugeSnapshot(new MetricMetadata("g", "help"), ps));
+  }
+
+  static String text(Rendition r) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    r.writeTo(out);
+    return out.toString(StandardCharsets.UTF_8);
+  }
+
+  Rendition acquire(ExpositionCache c, ExpositionFormat f) {
+    return (Rendition) c.acquire(f);
+  }
+
+  @Test
+  void maxAgeZero_everySequentialScrapeRendersFresh() throws IOException {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
+    Rendition a = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    String first = text(a);
+    a.release();
+    now.addAndGet(1);
+    Rendition b = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(collects.get()).isEqualTo(2);
+    assertThat(first).contains("g{i=\"0\"} 1.0");
+    assertThat(text(b)).contains("g{i=\"0\"} 2.0");
+    b.release();
+  }
+
+  @Test
+  void withinMaxAge_servesTheSamePage_thenRendersAgain() throws IOException {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ofSeconds(1), now::get);
+    acquire(c, ExpositionFormat.PROMETHEUS_TEXT).release();
+    now.addAndGet(Duration.ofMillis(999).toNanos());
+    Rendition same = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(collects.get()).isEqualTo(1);
+    same.release();
+    now.addAndGet(Duration.ofMillis(2).toNanos());
+    Rendition next = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(collects.get()).isEqualTo(2);
+    assertThat(text(next)).contains("} 2.0");
+    next.release();
+  }
+
+  @Test
+  void formats_areRenderedSeparately() throws IOException {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ofHours(1), now::get);
+    Rendition t = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    Rendition om = acquire(c, ExpositionFormat.OPENMETRICS);
+    assertThat(text(t)).doesNotContain("# EOF");
+    assertThat(text(om)).endsWith("# EOF\n");
+    t.release();
+    om.release();
+  }
+
+  @Test
+  void concurrentScrapes_shareOneRender() throws Exception {
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch proceed = new CountDownLatch(1);
+    Supplier<MetricSnapshots> slow =
+        () -> {
+          int n = collects.incrementAndGet();
+          entered.countDown();
+          try {
+            proceed.await(10, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          return page(n);
+        };
+    ExpositionCache c = new ExpositionCache(slow, Duration.ZERO, now::get);
+    ExecutorService pool = Executors.newFixedThreadPool(20);
+    try {
+      List<Future<String>> results = new ArrayList<>();
+      results.add(pool.submit(() -> readAndRelease(c)));
+      assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+      for (int i = 0; i < 19; i++) {
+        results.add(pool.submit(() -> readAndRelease(c)));
+      }
+      // Let the 19 late scrapes reach the in-flight render before it finishes.
+      Thread.sleep(200);
+      proceed.countDown();
+      for (Future<String> f : results) {
+        assertThat(f.get(10, TimeUnit.SECONDS)).contains("} 1.0");
+      }
+      assertThat(collects.get()).isEqualTo(1);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  String readAndRelease(ExpositionCache c) throws IOException {
+    Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    try {
+      return text(r);
+    } finally {
+      r.release();
+    }
+  }
+
+  @Test
+  void pageHeldByASlowReader_isNeverOverwrittenByLaterRenders() throws IOException {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
+    Rendition held = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    String before = text(held);
+    for (int i = 0; i < 10; i++) {
+      now.addAndGet(1);
+      acquire(c, ExpositionFormat.PROMETHEUS_TEXT).release();
+    }
+    assertThat(text(held)).isEqualTo(before);
+    held.release();
+    assertThat(c.heldBuffers()).isLessThanOrEqualTo(2 * ExpositionFormat.values().length);
+  }
+
+  @Test
+  void buffers_areReusedOnceReleased_noGrowthOverManyRenders() {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
+    java.util.Set<ExpositionBuffer> seen =
+        java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    for (int i = 0; i < 100; i++) {
+      now.addAndGet(1);
+      Rendition r = acquire(c, ExpositionFormat.OPENMETRICS);
+      seen.add(r.buffer());
+      r.release();
+    }
+    // The current page and one spare alternate.
+    assertThat(seen).hasSizeLessThanOrEqualTo(2);
+  }
+
+  @Test
+  void gzip_isComputedOncePerRendition_andDecodesToThePage() throws IOException {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ofHours(1), now::get);
+    Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    byte[] gz = r.gzipped();
+    assertThat(r.gzipped()).isSameAs(gz);
+    try (InputStream in = new GZIPInputStream(new java.io.ByteArrayInputStream(gz))) {
+      assertThat(new String(in.readAllBytes(), StandardCharsets.UTF_8)).isEqualTo(text(r));
+    }
+    r.release();
+  }
+
+  @Test
+  void failedCollection_reachesTheCaller_andTheNextScrapeTriesAgain() throws IOException {
+    AtomicInteger calls = new AtomicInteger();
+    Supplier<MetricSnapshots> flaky =
+        () -> {
+          if (calls.incrementAndGet() == 1) {
+            throw new IllegalStateException("collector broke");
+          }
+          return page(7);
+        };
+    ExpositionCache c = new ExpositionCache(flaky, Duration.ofHours(1), now::get);
+    assertThatThrownBy(() -> c.acquire(ExpositionFormat.PROMETHEUS_TEXT))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("collector broke");
+    Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(text(r)).contains("} 7.0");
+    r.release();
+  }
+
+  @Test
+  void unsupportedSnapshots_fallBackWithTheCollectedSnapshots_notCached() {
+    var h =
+        HistogramSnapshot.builder()
+            .name("h")
+            .dataPoint(
+                HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                    .classicHistogramBuckets(
+                        io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets.of(
+                            new double[] {Double.POSITIVE_INFINITY}, new long[] {1}))
+                    .sum(1)
+                    .build())
+            .build();
+    Supplier<MetricSnapshots> source =
+        () -> {
+          collects.incrementAndGet();
+          return new MetricSnapshots(h);
+        };
+    ExpositionCache c = new ExpositionCache(source, Duration.ofHours(1), now::get);
+    Exposition e = c.acquire(ExpositionFormat.OPENMETRICS);
+    assertThat(e).isInstanceOf(Exposition.Fallback.class);
+    assertThat(((Exposition.Fallback) e).snapshots().size()).isEqualTo(1);
+    assertThat(((Exposition.Fallback) e).reason()).contains("HistogramSnapshot");
+    c.acquire(ExpositionFormat.OPENMETRICS);
+    assertThat(collects.get()).isEqualTo(2);
+  }
+
+  @Test
+  void formatNotScrapedForTwoMinutes_givesItsBuffersUp() {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
+    acquire(c, ExpositionFormat.PROMETHEUS_TEXT).release();
+    now.addAndGet(1);
+    acquire(c, ExpositionFormat.PROMETHEUS_TEXT).release();
+    assertThat(c.heldBuffers()).isEqualTo(2);
+    now.addAndGet(ExpositionCache.IDLE_TRIM.toNanos() + 1);
+    acquire(c, ExpositionFormat.OPENMETRICS).release();
+    // Text's page and spare are gone; OpenMetrics holds its one page.
+    assertThat(c.heldBuffers()).isEqualTo(1);
+  }
+
+  @Test
+  void negativeMaxAge_isRejected() {
+    assertThatThrownBy(() -> new ExpositionCache(counting(), Duration.ofSeconds(-1), now::get))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxAge");
+  }
+}
