@@ -19,7 +19,9 @@ if [ -f "$BUILD/fake/libcuda.so.1" ]; then
 fi
 "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}" > "$out/fuzz.txt" || true
 "$out/shrreg_tool_test" "$out/shrreg-tool" "$BUILD" > "$out/cli.txt" || true
-cat "$out/fuzz.txt" "$out/cli.txt"
-# One summary line over both: the fuzz cases count as tests too.
+# Region files written by HAMi-core's own code (testdata/hami-core).
+test/tools/hami_fixtures.sh "$out/shrreg-tool" > "$out/hami.txt" 2>&1 || true
+cat "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt"
+# One summary line over all three: the fuzz cases count as tests too.
 awk '/: [0-9]+ passed, [0-9]+ failed$/ { p += $(NF-3); f += $(NF-1); n++ }
-     END { if (n < 2) f++; printf "shrreg-tool: %d passed, %d failed\n", p, f; exit (f > 0) }' "$out/fuzz.txt" "$out/cli.txt"
+     END { if (n < 3) f++; printf "shrreg-tool: %d passed, %d failed\n", p, f; exit (f > 0) }' "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt"
