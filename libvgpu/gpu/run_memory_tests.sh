@@ -43,6 +43,8 @@ cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_driver"
   -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
 nvcc -O2 -o "$OUT/mem_runtime" gpu/mem_runtime.cu || exit 102
 nvcc -O2 -o "$OUT/bench" gpu/bench.cu || exit 103
+cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/pool_probe" gpu/pool_probe.c \
+  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 104
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)
 echo "== GPU: $GPU; limit ${LIMIT_MIB} MiB; chunk ${CHUNK_MIB} MiB" >&2
 
@@ -66,12 +68,86 @@ CTX_NVML=$(field ctx_nvml "$L")
 # 2. Runtime API (cudart -> cuGetProcAddress): cudaMalloc and cudaMallocAsync until OOM.
 L=$(vg runtime_oom "$OUT/mem_runtime" oom $CHUNK_MIB | grep RESULT)
 check_oom "runtime cudaMalloc until OOM" "$L"
-L=$(vg runtime_async "$OUT/mem_runtime" async $CHUNK_MIB | grep RESULT)
+L=$(vg runtime_async "$OUT/mem_runtime" async $CHUNK_MIB | grep RESULT) # step checked in 2d
 t=$(field tracked_all "$L")
 if [ -n "$t" ] && [ "$t" -le "$LIMIT" ] && [ "$t" -gt $((LIMIT - 2 * CHUNK)) ]; then
   row "runtime cudaMallocAsync until OOM" PASS "tracked $(mib "$t") (pool reservations), allocated $(mib "$(field allocated "$L")")"
 else
   row "runtime cudaMallocAsync until OOM" FAIL "tracked $(mib "${t:-0}"), want within 2 chunks below $(mib "$LIMIT"): $L"
+fi
+
+# 2b. Stream-ordered pools. First how the driver grows a pool (no libvgpu): the growth step is what
+#     one 1-byte request adds to an empty pool (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).
+"$OUT/pool_probe" steps > "$OUT/probe_raw.txt" 2> "$OUT/probe_raw.err"
+pgrowth() { # pool request -> growth of an empty pool
+  field growth "$(grep "probe=single pool=$1 request=$2 " "$OUT/probe_raw.txt")"
+}
+SD=$(pgrowth default 1); SE=$(pgrowth explicit 1)
+STEP=${SD:-0}; [ "${SE:-0}" -gt "$STEP" ] && STEP=$SE
+rel=$(grep 'probe=release pool=default' "$OUT/probe_raw.txt")
+thr=$(grep 'probe=threshold pool=default' "$OUT/probe_raw.txt")
+if [ "${SD:-0}" -gt 0 ] && [ "${SE:-0}" -gt 0 ]; then
+  row "pool growth step (measured)" PASS "1 B request: default $(mib "$SD"), explicit $(mib "$SE"); 33 MiB -> $(mib "$(pgrowth default 34603008)"), 100 MiB -> $(mib "$(pgrowth default 104857600)"); after frees: trim before sync keeps $(mib "$(field trim_before_sync "$rel")"), sync keeps $(mib "$(field after_sync "$rel")"); threshold 256 MiB keeps $(mib "$(field kept_after_sync "$thr")")"
+else
+  row "pool growth step (measured)" FAIL "no probe result: $(tail -2 "$OUT/probe_raw.err")"
+  STEP=$((32 << 20))
+fi
+sed 's/^RESULT /    /' "$OUT/probe_raw.txt" >&2
+
+# 2c. Under libvgpu the count follows each pool exactly: after every request the process's count is
+#     its context plus the pool's growth, and back to the context after frees + synchronize, trims
+#     and a release threshold (cuStreamSynchronize/cuMemPoolSetAttribute are hooked).
+vg probe "$OUT/pool_probe" steps > "$OUT/probe_vg.txt" 2> "$OUT/probe_vg.err"
+pctx=$(field tracked_self "$(grep 'probe=start' "$OUT/probe_vg.txt")")
+bad=0; nsingle=0; first_bad=
+while read -r line; do
+  g=$(field growth "$line"); ts=$(field tracked_self "$line")
+  nsingle=$((nsingle + 1))
+  [ $((ts - pctx)) -ne "$g" ] && { bad=$((bad + 1)); [ -z "$first_bad" ] && first_bad="$line"; }
+done < <(grep 'probe=single' "$OUT/probe_vg.txt")
+while read -r line; do
+  ts=$(field tracked_self "$line")
+  [ "$ts" -ne "$pctx" ] && { bad=$((bad + 1)); [ -z "$first_bad" ] && first_bad="$line"; }
+done < <(grep -E 'probe=(release|threshold)' "$OUT/probe_vg.txt")
+if [ -n "$pctx" ] && [ "$nsingle" -ge 30 ] && [ $bad -eq 0 ]; then
+  row "pool count = pool reservation" PASS "$nsingle requests (default + explicit pool), frees+sync, trim, threshold: count = context $(mib "$pctx") + reserved, exactly"
+else
+  row "pool count = pool reservation" FAIL "$bad mismatches of $nsingle (ctx ${pctx:-?}): ${first_bad:-$(tail -2 "$OUT/probe_vg.err")}"
+fi
+
+# 2d. Stream-ordered allocation until OOM never counts above the limit (sampled after every call),
+#     ends less than one growth of the last request below it, and equals NVML's view of the process.
+for pool in default explicit; do
+  detail=; ok=1
+  for c in 1 64 100 1:thr; do
+    cm=${c%%:*}; extra=; [ "$c" != "$cm" ] && extra=1
+    [ -n "$extra" ] && [ $pool = explicit ] && continue
+    l=$(vg "poom_${pool}_$cm" "$OUT/pool_probe" oom "$cm" $pool $extra 2>/dev/null | grep RESULT)
+    t=$(field tracked_all "$l"); mx=$(field max_tracked "$l"); nv=$(field nvml_self "$l"); tot=$(field meminfo_total "$l")
+    grow=$(( ((cm << 20) + STEP - 1) / STEP * STEP )); [ $grow -lt "$STEP" ] && grow=$STEP
+    d=$(( ${t:-0} - ${nv:-0} )); d=${d#-}
+    if [ -z "$t" ] || [ "$mx" -gt "$LIMIT" ] || [ "$t" -le $((LIMIT - grow)) ] || [ $d -gt $((2 << 20)) ] || [ "${tot:-0}" -ne "$LIMIT" ]; then
+      ok=0; detail+=" [${cm} MiB${extra:+ thr=max}: FAIL ${l:-no result}]"
+    else
+      detail+=" ${cm} MiB${extra:+ (threshold max)}: max $(mib "$mx"), NVML $(mib "$nv");"
+    fi
+  done
+  [ $ok = 1 ] && row "async $pool pool until OOM" PASS "never above $(mib "$LIMIT"):$detail" || row "async $pool pool until OOM" FAIL "$detail"
+done
+
+# 2e. Growth the estimate missed is undone: free space that looked usable was not (its free still
+#     pending on a busy stream), the pool grew by a step that does not fit, libvgpu freed it,
+#     trimmed the pool and refused.
+l=$(vg undo "$OUT/pool_probe" undo 2> "$OUT/undo.err" | grep RESULT)
+urc=$(field rc "$l"); ura=$(field tracked_right_after "$l"); ut=$(field tracked_all "$l"); unv=$(field nvml_self "$l")
+if [ -z "$l" ]; then
+  row "async growth undone at the limit" FAIL "no result: $(tail -2 "$OUT/undo.err")"
+elif [ "$urc" = 0 ] && [ "$(field reserved_after "$l")" = "$(field reserved_before "$l")" ]; then
+  row "async growth undone at the limit" SKIP "the driver reused the pending block (no growth to undo): $l"
+elif [ "$urc" = 2 ] && [ "$ura" -le "$LIMIT" ] && [ "$ut" -le "$LIMIT" ] && grep -q 'OOM' "$OUT/undo.err"; then
+  row "async growth undone at the limit" PASS "refused (OOM logged), count $(mib "$ura") right after, pool back to $(mib "$(field reserved_after "$l")"), NVML $(mib "$unv") after sync"
+else
+  row "async growth undone at the limit" FAIL "$l; $(tail -2 "$OUT/undo.err")"
 fi
 
 # 3. Every allocation kind: tracked (this process's slot) vs NVML's per-process usage after each

@@ -91,7 +91,19 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return rc;
 }
 
-/* ---- stream-ordered allocations: counted as what each pool reserves */
+/* ---- stream-ordered allocations: counted as what each pool reserves
+ *
+ * A pool maps physical memory in steps larger than most requests (measured on H100/H200, driver
+ * 580: 32 MiB, default and explicit pools alike; a request grows the pool by
+ * roundup(request - free space at the pool's end, 32 MiB)). The count is a hard bound:
+ *   1. before the real call, reserve the growth the request can cause, rounded up to the step;
+ *   2. after it, move the count to what the pool reserves now; growth beyond the reservation is
+ *      reserved too (checked against the limit, like any reservation);
+ *   3. when that does not fit, undo: free the new allocation, synchronize its stream (the pool
+ *      cannot release a block whose free it has not seen complete), trim the pool back to what is
+ *      counted, settle, and fail with CUDA_ERROR_OUT_OF_MEMORY.
+ * The count is re-read after frees, trims, attribute changes and every synchronize hook (a pool
+ * releases memory above its release threshold when the host synchronizes). */
 
 #define VGPU_MAX_POOLS 256
 struct pool_rec {
@@ -102,6 +114,10 @@ struct pool_rec {
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pool_rec g_pools[VGPU_MAX_POOLS];
 static int g_npools;
+/* Growth step used for the reservation ahead: starts at the measured 32 MiB and follows the
+ * driver down (greatest common divisor of every growth seen), never up. Under g_pool_mu. */
+#define VGPU_POOL_STEP_DEFAULT (32ull << 20)
+static uint64_t g_pool_step = VGPU_POOL_STEP_DEFAULT;
 
 static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
   cuuint64_t v = 0;
@@ -110,22 +126,43 @@ static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
   return (uint64_t)v;
 }
 
+static uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static uint64_t round_up_u64(uint64_t v, uint64_t step) {
+  if (step == 0) return v;
+  uint64_t r = v % step;
+  return r == 0 || v > UINT64_MAX - (step - r) ? v : v + (step - r);
+}
+
 /* Caller holds g_pool_mu. */
 static struct pool_rec *pool_find(CUmemoryPool pool, int ridx_if_new) {
   for (int i = 0; i < g_npools; i++)
     if (g_pools[i].pool == pool) return &g_pools[i];
-  if (g_npools >= VGPU_MAX_POOLS) return NULL;
-  struct pool_rec *p = &g_pools[g_npools++];
+  if (g_npools >= VGPU_MAX_POOLS) {
+    static bool warned;
+    if (!warned) VGPU_LOG_WARN("more than %d memory pools: further pools are not counted", VGPU_MAX_POOLS);
+    warned = true;
+    return NULL;
+  }
+  struct pool_rec *p = &g_pools[g_npools];
   p->pool = pool;
   p->ridx = ridx_if_new;
   p->accounted = 0;
+  __atomic_store_n(&g_npools, g_npools + 1, __ATOMIC_RELAXED);
   return p;
 }
 
-/* Caller holds g_pool_mu. Moves the count to what the pool reserves now; `pending` bytes were
- * reserved ahead for this pool and are folded in. */
-static void pool_settle(struct pool_rec *p, uint64_t pending) {
-  uint64_t reserved = pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+/* Caller holds g_pool_mu. Moves the count to `reserved` (what the pool reserves now); `pending`
+ * bytes were reserved ahead for this pool and are folded in. Growth beyond what is counted is
+ * added unchecked: it already exists (a pool that grew outside our hooks). */
+static void pool_settle_to(struct pool_rec *p, uint64_t pending, uint64_t reserved) {
   uint64_t have = p->accounted + pending;
   if (reserved > have)
     vgpu_mem_add(p->ridx, reserved - have, VGPU_MEM_DATA);
@@ -134,10 +171,45 @@ static void pool_settle(struct pool_rec *p, uint64_t pending) {
   p->accounted = reserved;
 }
 
+static void pool_settle(struct pool_rec *p, uint64_t pending) {
+  pool_settle_to(p, pending, pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
+}
+
 void vgpu_pools_refresh(void) {
   pthread_mutex_lock(&g_pool_mu);
   for (int i = 0; i < g_npools; i++) pool_settle(&g_pools[i], 0);
   pthread_mutex_unlock(&g_pool_mu);
+}
+
+/* Re-reads the pools after a synchronize, only when there are any (the common case costs one
+ * relaxed load). */
+static void pools_refresh_if_any(void) {
+  if (__atomic_load_n(&g_npools, __ATOMIC_RELAXED) > 0) vgpu_pools_refresh();
+}
+
+static CUresult free_async_real(bool ptsz, CUdeviceptr dptr, CUstream stream) {
+  return ptsz ? VGPU_CALL_REAL(cuMemFreeAsync_ptsz, (dptr, stream))
+              : VGPU_CALL_REAL(cuMemFreeAsync, (dptr, stream));
+}
+
+/* Caller holds g_pool_mu. The pool grew past what the limit allows: give the growth back. Frees
+ * `dptr` (when the allocation succeeded), waits for its stream so the pool sees the free complete,
+ * trims to what is counted and settles. If the pool still holds more (it could not release), the
+ * truth is counted and logged: the count never hides memory that exists. */
+static void pool_undo(struct pool_rec *p, uint64_t pending, bool ptsz, bool allocated, CUdeviceptr dptr,
+                      CUstream stream) {
+  uint64_t keep = p->accounted + pending;
+  if (allocated) {
+    free_async_real(ptsz, dptr, stream);
+    CUstream s = (ptsz && stream == NULL) ? CU_STREAM_PER_THREAD : stream;
+    if (vgpu_cuda.cuStreamSynchronize) VGPU_CALL_REAL(cuStreamSynchronize, (s));
+  }
+  if (vgpu_cuda.cuMemPoolTrimTo) VGPU_CALL_REAL(cuMemPoolTrimTo, (p->pool, (size_t)keep));
+  uint64_t reserved = pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+  if (reserved > keep)
+    VGPU_LOG_ERROR("memory pool %p keeps %llu bytes beyond the limit after an undone allocation",
+                   (void *)p->pool, (unsigned long long)(reserved - keep));
+  pool_settle_to(p, pending, reserved);
 }
 
 static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -150,14 +222,17 @@ static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmem
     pool = NULL;
   pthread_mutex_lock(&g_pool_mu);
   struct pool_rec *p = pool ? pool_find(pool, ridx) : NULL;
-  uint64_t pending = 0;
+  uint64_t pending = 0, before = 0;
   if (p) {
-    /* Free space already reserved by the pool absorbs the request; only growth needs room. */
-    uint64_t reserved = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    /* Start from the truth: the pool may have released memory at a synchronize we did not see. */
+    before = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    pool_settle_to(p, 0, before);
+    /* Free space the pool already reserves absorbs (part of) the request; the rest grows the pool
+     * by whole steps. */
     uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
-    uint64_t headroom = reserved > used ? reserved - used : 0;
-    pending = bytesize > headroom ? bytesize - headroom : 0;
-    if (vgpu_mem_reserve(p->ridx, pending, VGPU_MEM_DATA) != 0) {
+    uint64_t headroom = before > used ? before - used : 0;
+    pending = bytesize > headroom ? round_up_u64(bytesize - headroom, g_pool_step) : 0;
+    if (pending && vgpu_mem_reserve(p->ridx, pending, VGPU_MEM_DATA) != 0) {
       pthread_mutex_unlock(&g_pool_mu);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -169,7 +244,20 @@ static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmem
   else
     rc = ptsz ? VGPU_CALL_REAL(cuMemAllocAsync_ptsz, (dptr, bytesize, stream))
               : VGPU_CALL_REAL(cuMemAllocAsync, (dptr, bytesize, stream));
-  if (p) pool_settle(p, pending);
+  if (p) {
+    uint64_t now = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    if (now > before) g_pool_step = gcd_u64(g_pool_step, now - before);
+    uint64_t have = p->accounted + pending;
+    if (now > have && vgpu_mem_reserve(p->ridx, now - have, VGPU_MEM_DATA) != 0) {
+      /* The pool grew by more than was reserved and the rest does not fit the limit. */
+      pool_undo(p, pending, ptsz, rc == CUDA_SUCCESS, rc == CUDA_SUCCESS ? *dptr : 0, stream);
+      pthread_mutex_unlock(&g_pool_mu);
+      if (rc == CUDA_SUCCESS) *dptr = 0;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (now > have) pending += now - have; /* reserved just now */
+    pool_settle_to(p, pending, now);
+  }
   pthread_mutex_unlock(&g_pool_mu);
   return rc;
 }
@@ -228,6 +316,46 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   return rc;
 }
 
+/* A lower release threshold lets the pool give memory back (at once or at the next synchronize). */
+VGPU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  VGPU_HOOK_BEGIN(cuMemPoolSetAttribute, (pool, attr, value));
+  CUresult rc = VGPU_CALL_REAL(cuMemPoolSetAttribute, (pool, attr, value));
+  pools_refresh_if_any();
+  return rc;
+}
+
+/* Synchronizing is when a pool releases what it holds above its release threshold: re-read. */
+VGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
+  VGPU_HOOK_BEGIN(cuStreamSynchronize, (hStream));
+  CUresult rc = VGPU_CALL_REAL(cuStreamSynchronize, (hStream));
+  pools_refresh_if_any();
+  return rc;
+}
+VGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
+  VGPU_HOOK_BEGIN(cuStreamSynchronize_ptsz, (hStream));
+  CUresult rc = VGPU_CALL_REAL(cuStreamSynchronize_ptsz, (hStream));
+  pools_refresh_if_any();
+  return rc;
+}
+VGPU_EXPORT CUresult cuCtxSynchronize(void) {
+  VGPU_HOOK_BEGIN(cuCtxSynchronize, ());
+  CUresult rc = VGPU_CALL_REAL(cuCtxSynchronize, ());
+  pools_refresh_if_any();
+  return rc;
+}
+VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  VGPU_HOOK_BEGIN(cuCtxSynchronize_v2, (ctx));
+  CUresult rc = VGPU_CALL_REAL(cuCtxSynchronize_v2, (ctx));
+  pools_refresh_if_any();
+  return rc;
+}
+VGPU_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
+  VGPU_HOOK_BEGIN(cuEventSynchronize, (hEvent));
+  CUresult rc = VGPU_CALL_REAL(cuEventSynchronize, (hEvent));
+  pools_refresh_if_any();
+  return rc;
+}
+
 VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   VGPU_HOOK_BEGIN(cuMemPoolDestroy, (pool));
   pthread_mutex_lock(&g_pool_mu); /* nobody queries the pool while it goes away */
@@ -236,7 +364,8 @@ VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     for (int i = 0; i < g_npools; i++) {
       if (g_pools[i].pool != pool) continue;
       vgpu_mem_release(g_pools[i].ridx, g_pools[i].accounted, VGPU_MEM_DATA);
-      g_pools[i] = g_pools[--g_npools];
+      g_pools[i] = g_pools[g_npools - 1];
+      __atomic_store_n(&g_npools, g_npools - 1, __ATOMIC_RELAXED);
       break;
     }
   }
@@ -248,7 +377,7 @@ VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 static void pools_atfork_child(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_pool_mu = fresh;
-  g_npools = 0;
+  __atomic_store_n(&g_npools, 0, __ATOMIC_RELAXED);
 }
 __attribute__((constructor)) static void mem_ctor(void) { pthread_atfork(NULL, NULL, pools_atfork_child); }
 

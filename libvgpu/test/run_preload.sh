@@ -24,7 +24,7 @@ CONF
   echo "$TMP/nvml.conf"
 }
 
-# run NAME [VAR=VALUE...] [--stderr REGEX] [--no-stderr REGEX]
+# run NAME [VAR=VALUE...] [--stderr REGEX] [--no-stderr REGEX]   (PROG=<binary> run ...: another program)
 run() {
   local name=$1
   shift
@@ -45,7 +45,7 @@ run() {
     LD_LIBRARY_PATH="$PWD/$BUILD/fake" LD_PRELOAD="$PRELOAD" \
     CUDA_DEVICE_MEMORY_SHARED_CACHE="$dir/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=64m \
     FAKE_NVML_CONFIG=/nonexistent "${envs[@]}" \
-    timeout 150 "$CASES" "$name" > "$dir/out" 2> "$dir/err" || ok=0
+    timeout 150 "${PROG:-$CASES}" "$name" > "$dir/out" 2> "$dir/err" || ok=0
   for re in "${want[@]}"; do grep -Eq "$re" "$dir/err" || { ok=0; echo "  missing on stderr: $re"; }; done
   for re in "${unwanted[@]}"; do grep -Eq "$re" "$dir/err" && { ok=0; echo "  unexpected on stderr: $re"; }; done
   if [ $ok = 1 ]; then
@@ -62,6 +62,14 @@ run pitch_managed
 run vmm
 run arrays
 run pools
+# Pools growing in 32 MiB steps like the real driver's (test/preload/pools.c).
+POOLS=$PWD/$BUILD/preload/pools
+G32=FAKE_CUDA_POOL_GRANULE=33554432
+PROG=$POOLS run pool_overshoot $G32 CUDA_DEVICE_MEMORY_LIMIT=48m --stderr 'OOM: requested 32MB but only 16MB available'
+PROG=$POOLS run pool_undo $G32 CUDA_DEVICE_MEMORY_LIMIT=48m --stderr 'OOM: requested 32MB but only 16MB available'
+PROG=$POOLS run pool_exact $G32 CUDA_DEVICE_MEMORY_LIMIT=1g --no-stderr 'OOM|beyond the limit'
+PROG=$POOLS run pool_threads $G32 CUDA_DEVICE_MEMORY_LIMIT=80m LIBCUDA_LOG_LEVEL=0
+PROG=$POOLS run pool_processes $G32 CUDA_DEVICE_MEMORY_LIMIT=100m LIBCUDA_LOG_LEVEL=0
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 run dlsym
 run getproc

@@ -8,11 +8,20 @@
  *   FAKE_CUDA_TOTAL_MEM=<bytes>     memory per device (default 16 GiB)
  *   FAKE_CUDA_UUIDS=<u0>,<u1>,...   "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" per physical device;
  *                                   default GPU-00000000-0000-0000-0000-0000000000<i> (hex i)
- *   FAKE_CUDA_POOL_GRANULE=<bytes>  stream-ordered pools grow in these steps (default 2 MiB)
+ *   FAKE_CUDA_POOL_GRANULE=<bytes>  stream-ordered pools grow in these steps (default 2 MiB; the
+ *                                   real driver's step is 32 MiB, see libvgpu/README.md)
  *   FAKE_CUDA_TRAMPOLINES=1         cuGetProcAddress returns private trampolines instead of the
  *                                   exported functions (tests libvgpu's version-table fallback)
  *   CUDA_VISIBLE_DEVICES            honoured like the real driver: indices or uuids
- * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal).
+ * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
+ * physical bytes in use: plain allocations plus what every pool reserves).
+ *
+ * Pools behave like the driver's (measured on H100/H200): a request that does not fit the free
+ * space at the pool's end grows the pool by roundup(request - that space, granule); a stream-ordered
+ * free lowers USED at once, but the block is reusable (and releasable) only after the host
+ * synchronizes (cuStreamSynchronize/cuCtxSynchronize/cuEventSynchronize), which also releases what
+ * the pool holds above its release threshold; cuMemPoolTrimTo releases unused memory down to its
+ * argument, never blocks whose free was not yet seen complete.
  *
  * Thread safety: one mutex around all state.
  */
@@ -64,9 +73,12 @@ static struct alloc allocs[MAXALLOC];
 struct pool {
   int dev;
   size_t used, reserved, threshold;
+  size_t pending; /* freed stream-ordered, not yet reusable (no synchronize since) */
   int live;
 };
 static struct pool default_pool[MAXDEV];
+#define MAXPOOLS 64
+static struct pool *explicit_pools[MAXPOOLS]; /* created with cuMemPoolCreate, for synchronize */
 
 static int parse_uuid(const char *s, unsigned char out[16]) {
   if (strncmp(s, "GPU-", 4) != 0) return -1;
@@ -281,10 +293,10 @@ FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
   return CUDA_SUCCESS;
 }
 
-static void trim_pools_locked(void);
+static void sync_pools_locked(void);
 FAKE_EXPORT CUresult cuCtxSynchronize(void) {
   LOCK();
-  trim_pools_locked();
+  sync_pools_locked();
   UNLOCK();
   return CUDA_SUCCESS;
 }
@@ -318,7 +330,7 @@ static struct alloc *find_locked(unsigned long long addr, int kind) {
 }
 
 static void release_locked(struct alloc *a) {
-  if (a->pool) {
+  if (a->pool) { /* cuMemFree of a pool block: synchronous, reusable at once */
     struct pool *p = a->pool;
     p->used -= a->size;
   } else {
@@ -370,15 +382,25 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
 
 static size_t round_up(size_t v, size_t g) { return g ? (v + g - 1) / g * g : v; }
 
-static void trim_pools_locked(void) {
-  for (int i = 0; i < MAXDEV; i++) {
-    struct pool *p = &default_pool[i];
-    size_t keep = round_up(p->used, pool_granule);
-    if (p->reserved > keep && p->reserved > p->threshold) {
-      used_mem[phys_of(p->dev)] -= p->reserved - keep;
-      p->reserved = keep;
-    }
+/* Releases whole granules of a pool down to `target` (never below what is outstanding). */
+static void shrink_locked(struct pool *p, size_t target) {
+  size_t floor = round_up(p->used + p->pending, pool_granule);
+  if (target < floor) target = floor;
+  if (p->reserved > target) {
+    used_mem[phys_of(p->dev)] -= p->reserved - target;
+    p->reserved = target;
   }
+}
+
+/* The host synchronized: pending frees complete, memory above the release threshold goes back. */
+static void sync_pool_locked(struct pool *p) {
+  p->pending = 0;
+  if (p->reserved > p->threshold) shrink_locked(p, p->threshold / pool_granule * pool_granule);
+}
+static void sync_pools_locked(void) {
+  for (int i = 0; i < MAXDEV; i++) sync_pool_locked(&default_pool[i]);
+  for (int i = 0; i < MAXPOOLS; i++)
+    if (explicit_pools[i]) sync_pool_locked(explicit_pools[i]);
 }
 
 FAKE_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
@@ -392,6 +414,16 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   p->dev = props ? props->location.id : 0;
   p->live = 1;
+  LOCK();
+  int slot = -1;
+  for (int i = 0; i < MAXPOOLS && slot < 0; i++)
+    if (!explicit_pools[i]) slot = i;
+  if (slot >= 0) explicit_pools[slot] = p;
+  UNLOCK();
+  if (slot < 0) {
+    free(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *pool = (CUmemoryPool)p;
   return CUDA_SUCCESS;
 }
@@ -399,8 +431,11 @@ FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   struct pool *p = (struct pool *)pool;
   LOCK();
   used_mem[phys_of(p->dev)] -= p->reserved;
+  p->reserved = p->used = p->pending = 0;
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].pool == p) memset(&allocs[i], 0, sizeof allocs[i]);
+  for (int i = 0; i < MAXPOOLS; i++)
+    if (explicit_pools[i] == p) explicit_pools[i] = NULL;
   UNLOCK();
   int is_default = p >= default_pool && p < default_pool + MAXDEV;
   if (!is_default) free(p);
@@ -422,17 +457,15 @@ FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribut
 }
 FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   struct pool *p = (struct pool *)pool;
+  LOCK();
   if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) p->threshold = (size_t) * (cuuint64_t *)value;
+  UNLOCK();
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   struct pool *p = (struct pool *)pool;
   LOCK();
-  size_t target = round_up(p->used > keep ? p->used : keep, pool_granule);
-  if (p->reserved > target) {
-    used_mem[phys_of(p->dev)] -= p->reserved - target;
-    p->reserved = target;
-  }
+  shrink_locked(p, round_up(keep, pool_granule));
   UNLOCK();
   return CUDA_SUCCESS;
 }
@@ -443,8 +476,9 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
     UNLOCK();
     return CUDA_ERROR_INVALID_CONTEXT;
   }
-  if (p->used + size > p->reserved) {
-    size_t grow = round_up(p->used + size, pool_granule) - p->reserved;
+  size_t tail = p->reserved - p->used - p->pending; /* free and reusable: at the pool's end */
+  if (size > tail) {
+    size_t grow = round_up(size - tail, pool_granule);
     int phys = phys_of(p->dev);
     if (used_mem[phys] + grow > total_mem) {
       UNLOCK();
@@ -482,7 +516,14 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   (void)s;
   LOCK();
   struct alloc *a = find_locked((unsigned long long)dptr, 1);
-  if (a) release_locked(a);
+  if (a && a->pool) { /* stream-ordered: USED drops now, the block is reusable after a sync */
+    struct pool *p = a->pool;
+    p->used -= a->size;
+    p->pending += a->size;
+    memset(a, 0, sizeof *a);
+  } else if (a) {
+    release_locked(a);
+  }
   UNLOCK();
   return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -491,11 +532,17 @@ FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   (void)s;
   return cuCtxSynchronize();
 }
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
 FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   (void)flags;
   static char streams[1024];
   static int n;
   *s = (CUstream)&streams[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024];
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { /* runs at once */
+  (void)s;
+  fn(data);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
@@ -675,7 +722,7 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent e) {
 }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) {
   (void)e;
-  return CUDA_SUCCESS;
+  return cuCtxSynchronize();
 }
 FAKE_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
   *ms = (float)(*(unsigned long long *)b - *(unsigned long long *)a) / 1000.0f;
@@ -702,9 +749,9 @@ static const struct proc procs[] = {
     P(cuCtxCreate_v4), P(cuCtxDestroy_v2), P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxGetDevice),
     P(cuCtxSynchronize), P(cuMemAlloc_v2), P(cuMemAllocManaged), P(cuMemAllocPitch_v2), P(cuMemFree_v2),
     P(cuMemGetInfo_v2), P(cuDeviceGetMemPool), P(cuMemPoolCreate), P(cuMemPoolDestroy),
-    P(cuMemPoolGetAttribute), P(cuMemPoolTrimTo), P(cuMemAllocAsync), P(cuMemAllocAsync_ptsz),
+    P(cuMemPoolGetAttribute), P(cuMemPoolSetAttribute), P(cuMemPoolTrimTo), P(cuMemAllocAsync), P(cuMemAllocAsync_ptsz),
     P(cuMemAllocFromPoolAsync), P(cuMemAllocFromPoolAsync_ptsz), P(cuMemFreeAsync), P(cuMemFreeAsync_ptsz),
-    P(cuStreamSynchronize), P(cuMemCreate), P(cuMemRelease), P(cuArrayCreate_v2), P(cuArray3DCreate_v2),
+    P(cuStreamSynchronize), P(cuStreamSynchronize_ptsz), P(cuEventSynchronize), P(cuMemCreate), P(cuMemRelease), P(cuArrayCreate_v2), P(cuArray3DCreate_v2),
     P(cuArrayDestroy), P(cuMipmappedArrayCreate), P(cuMipmappedArrayDestroy), P(cuLaunchKernel),
     P(cuLaunchKernel_ptsz), P(cuLaunchKernelEx), P(cuLaunchKernelEx_ptsz), P(cuLaunchCooperativeKernel),
     P(cuLaunchCooperativeKernel_ptsz), P(cuGraphLaunch), P(cuGraphLaunch_ptsz), P(cuEventCreate),
