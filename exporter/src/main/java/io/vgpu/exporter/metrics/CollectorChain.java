@@ -19,9 +19,15 @@ import java.util.function.Predicate;
 final class CollectorChain implements MultiCollector {
   private final List<MultiCollector> members;
   private final List<MetricFamilyDescriptor> descriptors;
+  private final java.util.function.Consumer<Object> scrapeEnded;
 
-  CollectorChain(List<MultiCollector> members) {
+  /**
+   * @param scrapeEnded told when all members have collected a scrape, so per-scrape state (the
+   *     shared NodeState) is released
+   */
+  CollectorChain(List<MultiCollector> members, java.util.function.Consumer<Object> scrapeEnded) {
     this.members = List.copyOf(members);
+    this.scrapeEnded = scrapeEnded;
     List<MetricFamilyDescriptor> all = new ArrayList<>();
     Set<String> names = new HashSet<>();
     for (MultiCollector m : members) {
@@ -58,10 +64,14 @@ final class CollectorChain implements MultiCollector {
     // reads the regions once, not once per member.
     PrometheusScrapeRequest scrape = request != null ? request : new UnnamedScrape();
     List<MetricSnapshot> out = new ArrayList<>();
-    for (MultiCollector m : members) {
-      for (MetricSnapshot s : m.collect(includedNames, scrape)) {
-        out.add(s);
+    try {
+      for (MultiCollector m : members) {
+        for (MetricSnapshot s : m.collect(includedNames, scrape)) {
+          out.add(s);
+        }
       }
+    } finally {
+      scrapeEnded.accept(scrape);
     }
     return new MetricSnapshots(out);
   }

@@ -142,7 +142,7 @@ public final class Collectors {
         out.put(e.name(), c.get());
       }
     }
-    registry.register(new CollectorChain(chain));
+    registry.register(new CollectorChain(chain, ctx.states()::endScrape));
     return out;
   }
 }

@@ -1,7 +1,5 @@
 package io.vgpu.exporter.metrics;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.DiscoveredContainer;
 import io.vgpu.exporter.discovery.DiscoveredFile;
@@ -25,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
@@ -39,12 +38,17 @@ public final class NodeStateProvider {
   private final InstantSource clock;
   private final Duration staleGrace;
   private volatile SlotPolicy slotPolicy = SlotPolicy.ALL_LIVE;
-  private final Cache<Object, NodeState> perScrape =
-      Caffeine.newBuilder()
-          .weakKeys()
-          .maximumSize(256)
-          .expireAfterWrite(Duration.ofSeconds(60))
-          .build();
+
+  /**
+   * States of the scrapes in progress, by request identity (request objects do not override
+   * equals). {@link CollectorChain} ends each scrape, so a state lives exactly as long as its
+   * scrape: keeping recent states around for a while (a time-bounded cache, as before) held up to
+   * hundreds of 1 MB states under back-to-back scrapes.
+   */
+  private final ConcurrentHashMap<Object, NodeState> inProgress = new ConcurrentHashMap<>();
+
+  /** A scrape that is never ended (a collector called outside a chain) cannot grow this past it. */
+  static final int MAX_SCRAPES_IN_PROGRESS = 64;
 
   public NodeStateProvider(
       String node,
@@ -90,7 +94,22 @@ public final class NodeStateProvider {
     if (scrapeRequest == null) {
       return build();
     }
-    return perScrape.get(scrapeRequest, k -> build());
+    if (inProgress.size() >= MAX_SCRAPES_IN_PROGRESS && !inProgress.containsKey(scrapeRequest)) {
+      inProgress.clear();
+    }
+    return inProgress.computeIfAbsent(scrapeRequest, k -> build());
+  }
+
+  /** Forgets the state of a finished scrape (called by {@link CollectorChain}). */
+  public void endScrape(Object scrapeRequest) {
+    if (scrapeRequest != null) {
+      inProgress.remove(scrapeRequest);
+    }
+  }
+
+  /** Scrapes whose state is held now (tests). */
+  int scrapesInProgress() {
+    return inProgress.size();
   }
 
   /** A fresh state (reads every mapped region now). */

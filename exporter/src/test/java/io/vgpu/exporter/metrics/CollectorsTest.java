@@ -316,7 +316,8 @@ class CollectorsTest {
                 new InstrumentedCollector(
                     "exporter",
                     new ExporterCollector(node.states, new BuildInfo("v", "r"), node.errors, stats),
-                    stats))));
+                    stats)),
+            node.states::endScrape));
     Samples s = Samples.parse(TestNode.text(r));
     assertThat(s.value("vgpu_exporter_collector_success", "collector", "boom")).isZero();
     assertThat(s.named("vgpu_exporter_files_mapped")).isNotEmpty();
@@ -338,5 +339,32 @@ class CollectorsTest {
     out[base.length] = k;
     out[base.length + 1] = v;
     return out;
+  }
+
+  @Test
+  void scrapes_releaseTheirNodeState_whenAllCollectorsAreDone() throws Exception {
+    try (TestNode node = new TestNode(root)) {
+      PrometheusRegistry r = node.registry();
+      for (int i = 0; i < 100; i++) {
+        r.scrape();
+      }
+      assertThat(node.states.scrapesInProgress()).isZero();
+    }
+  }
+
+  @Test
+  void forScrape_sameRequest_sameState_untilEnded_andBounded() throws Exception {
+    try (TestNode node = new TestNode(root)) {
+      Object request = new Object();
+      NodeState a = node.states.forScrape(request);
+      assertThat(node.states.forScrape(request)).isSameAs(a);
+      node.states.endScrape(request);
+      assertThat(node.states.forScrape(request)).isNotSameAs(a);
+      for (int i = 0; i < 3 * NodeStateProvider.MAX_SCRAPES_IN_PROGRESS; i++) {
+        node.states.forScrape(new Object()); // never ended
+      }
+      assertThat(node.states.scrapesInProgress())
+          .isLessThanOrEqualTo(NodeStateProvider.MAX_SCRAPES_IN_PROGRESS);
+    }
   }
 }
