@@ -13,7 +13,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench fmt lint clean libvgpu soak stress image-test
+.PHONY: help deps build test test-java test-c test-scripts demo bench fmt lint clean libvgpu soak soak-apiserver stress image-test
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -78,6 +78,11 @@ soak: ## 30-minute soak of the exporter process under 100 concurrent scrapers (R
 	$(MAKE) -C libvgpu all
 	$(MVN) -q install -DskipTests
 	@scripts/soak.sh
+
+soak-apiserver: ## API server down mid-run for API_OUTAGE_SECONDS (default 300), then back; footprint, reconnect
+	$(need_jdk)
+	$(MVN) -q install -DskipTests
+	@scripts/apiserver-outage.sh
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)
 	$(need_jdk)

@@ -33,6 +33,12 @@ import java.util.Optional;
  * reason="not_reconciled_yet"}.
  */
 public final class AttributionCollector extends VgpuCollector {
+  /**
+   * Counter (exposed with {@code _total}), label reason: failed region writes. Defined here, not in
+   * MetricNames, only because that class is being changed elsewhere; move it there.
+   */
+  public static final String EXPORTER_REGION_WRITE_ERRORS = "vgpu_exporter_region_write_errors";
+
   private static final String[] D = {
     L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID
   };
@@ -130,7 +136,14 @@ public final class AttributionCollector extends VgpuCollector {
               EXPORTER_REGION_WRITES,
               "Writes the exporter made into shared regions, by field",
               L_NODE,
-              "field"));
+              "field"),
+          Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_REGION_WRITE_ERRORS,
+              "Region writes that failed, by reason (fault: the store hit SIGBUS, e.g. a hole of a"
+                  + " sparse file on a full filesystem)",
+              L_NODE,
+              "reason"));
 
   private final AttributionService service;
 
@@ -217,6 +230,10 @@ public final class AttributionCollector extends VgpuCollector {
     }
     var writes = new Families.Counter(EXPORTER_REGION_WRITES, help(17));
     service.regionWrites().forEach((f, n) -> writes.add(n, LabelSets.node(node).add("field", f)));
+    var writeErrors = new Families.Counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
+    service
+        .regionWriteErrors()
+        .forEach((r, n) -> writeErrors.add(n, LabelSets.node(node).add("reason", r)));
 
     for (var f :
         List.of(
@@ -240,5 +257,6 @@ public final class AttributionCollector extends VgpuCollector {
     out.add(overLimit.build());
     out.add(blockedSeconds.build());
     out.add(writes.build());
+    out.add(writeErrors.build());
   }
 }

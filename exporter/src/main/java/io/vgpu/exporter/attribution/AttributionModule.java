@@ -74,6 +74,9 @@ public final class AttributionModule {
                     defaults.reconciler().maxGap())),
             clock);
     service.startWith(samplerStart);
+    if (service.settings().writes()) {
+      builder.healthCheck(writeBackCheck(service));
+    }
     builder.service(AttributionService.class, service);
     builder.closeOnExit(service);
     return builder;
@@ -109,6 +112,42 @@ public final class AttributionModule {
     service.attach(states::build);
     states.setSlotPolicy(service.slotPolicy());
     return new AttributionCollector(states, service);
+  }
+
+  /** Names regions whose latest write failed (e.g. a store into a hole on a full filesystem). */
+  static HealthCheck writeBackCheck(AttributionService service) {
+    return new HealthCheck() {
+      @Override
+      public String name() {
+        return "region-writes";
+      }
+
+      @Override
+      public Optional<String> problem() {
+        Map<java.nio.file.Path, String> failing = service.failingRegionWrites();
+        if (failing.isEmpty()) {
+          return Optional.empty();
+        }
+        var first =
+            failing.entrySet().stream()
+                .min(Map.Entry.comparingByKey())
+                .orElseThrow(); // not empty: checked above
+        return Optional.of(
+            failing.size()
+                + " region(s) failing, e.g. "
+                + first.getKey()
+                + ": "
+                + first.getValue()
+                + (RegionWriteBack.FAULT.equals(first.getValue())
+                    ? " (store faulted: filesystem full under a sparse region?)"
+                    : ""));
+      }
+
+      @Override
+      public boolean blocksReadiness() {
+        return false; // scrapes are unaffected; the next feedback pass retries
+      }
+    };
   }
 
   private static HealthCheck nvmlCheck(NvmlSampler sampler) {

@@ -162,6 +162,16 @@ public final class AttributionService implements AutoCloseable {
         : writeBack.writes();
   }
 
+  /** Failed region writes so far by reason; empty when no write flag is on. */
+  public Map<String, Long> regionWriteErrors() {
+    return writeBack == null ? Map.of() : writeBack.writeErrors();
+  }
+
+  /** Regions whose latest write failed, with the reason; empty without write flags. */
+  public Map<Path, String> failingRegionWrites() {
+    return writeBack == null ? Map.of() : writeBack.failing();
+  }
+
   /** Something to start with this service (the NVML sampler), before its own loop. */
   public synchronized void startWith(Runnable starter) {
     starters.add(Objects.requireNonNull(starter, "starter"));
@@ -186,6 +196,10 @@ public final class AttributionService implements AutoCloseable {
             runOnce();
           } catch (RuntimeException e) {
             LOG.warn("attribution pass failed", e);
+          } catch (InternalError e) {
+            // A mapped access that faulted outside the places that catch it: escaping would end
+            // this periodic task for good (the executor drops a task that throws).
+            LOG.error("attribution pass failed: fault in a mapped region", e);
           }
         },
         0,

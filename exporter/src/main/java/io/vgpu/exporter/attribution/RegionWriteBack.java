@@ -1,5 +1,6 @@
 package io.vgpu.exporter.attribution;
 
+import io.vgpu.exporter.discovery.MappedFaults;
 import io.vgpu.regioncodec.ProcessSlot;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;
@@ -19,7 +20,10 @@ import org.slf4j.LoggerFactory;
  * The only place the exporter writes into shared regions. Each file is mapped read-write on first
  * write (never when no write flag is on: then this class is not even created), remapped when the
  * file is replaced, unmapped when it disappears. Every write is counted by field ({@code
- * vgpu_exporter_region_writes_total{field}}) and logged.
+ * vgpu_exporter_region_writes_total{field}}) and logged; every failed one by reason ({@code
+ * vgpu_exporter_region_write_errors_total{reason}}, logged once per change of reason per file, the
+ * failing files named in /readyz). A store that faults (SIGBUS: no space for a hole of a sparse
+ * file on a full filesystem) is caught where it happens and retried on the next pass only.
  *
  * <p>Writes are single aligned stores through region-codec's {@link
  * io.vgpu.regioncodec.RegionWriter}; like HAMi's monitor, they race benignly with libvgpu (a launch
@@ -37,12 +41,24 @@ public final class RegionWriteBack implements AutoCloseable {
   public static final String UTILIZATION_SWITCH = "utilization_switch";
   public static final String HOSTPID = "hostpid";
 
+  /**
+   * Reason label of {@code vgpu_exporter_region_write_errors_total} for a store that faulted
+   * (SIGBUS) on a file that kept its size; the other reasons are the codec's labels.
+   */
+  public static final String FAULT = "fault";
+
   private final Map<Path, RegionFile> open = new HashMap<>();
   private final Map<String, LongAdder> writes = new ConcurrentHashMap<>();
+  private final Map<String, LongAdder> errors = new ConcurrentHashMap<>();
+  private final Map<Path, String> failing = new ConcurrentHashMap<>();
 
   public RegionWriteBack() {
     for (String f : new String[] {RECENT_KERNEL, UTILIZATION_SWITCH, HOSTPID}) {
       writes.put(f, new LongAdder());
+    }
+    errors.put(FAULT, new LongAdder());
+    for (RegionException.Reason r : RegionException.Reason.values()) {
+      errors.put(r.label(), new LongAdder());
     }
   }
 
@@ -67,38 +83,45 @@ public final class RegionWriteBack implements AutoCloseable {
     return f;
   }
 
-  /** Applies one feedback decision; false when the file could not be opened. */
+  /**
+   * Applies one feedback decision; false when the file could not be opened or a store failed (then
+   * the decision's other field is not tried either; the next feedback pass tries again).
+   */
   public boolean apply(FeedbackLoop.Decision d, String who) {
     if (!d.writes()) {
       return true;
     }
+    RegionFile f = null;
     try {
-      RegionFile f = file(d.region());
-      d.recentKernel()
-          .ifPresent(
-              v -> {
-                f.writer().setRecentKernel(v);
-                count(RECENT_KERNEL);
-                if (v < 0) {
-                  LOG.info(
-                      "region write {} recent_kernel={} (blocked by higher priority): {}",
-                      who,
-                      v,
-                      d.region());
-                } else {
-                  LOG.debug("region write {} recent_kernel={}: {}", who, v, d.region());
-                }
-              });
-      d.utilizationSwitch()
-          .ifPresent(
-              v -> {
-                f.writer().setUtilizationSwitch(v);
-                count(UTILIZATION_SWITCH);
-                LOG.info("region write {} utilization_switch={}: {}", who, v, d.region());
-              });
+      RegionFile file = file(d.region());
+      f = file;
+      if (d.recentKernel().isPresent()) {
+        int v = d.recentKernel().getAsInt();
+        store(() -> file.writer().setRecentKernel(v));
+        count(RECENT_KERNEL);
+        if (v < 0) {
+          LOG.info(
+              "region write {} recent_kernel={} (blocked by higher priority): {}",
+              who,
+              v,
+              d.region());
+        } else {
+          LOG.debug("region write {} recent_kernel={}: {}", who, v, d.region());
+        }
+      }
+      if (d.utilizationSwitch().isPresent()) {
+        int v = d.utilizationSwitch().getAsInt();
+        store(() -> file.writer().setUtilizationSwitch(v));
+        count(UTILIZATION_SWITCH);
+        LOG.info("region write {} utilization_switch={}: {}", who, v, d.region());
+      }
+      succeeded(d.region());
       return true;
     } catch (RegionException e) {
-      LOG.warn("cannot write {}: {}", d.region(), e.getMessage());
+      failed(d.region(), reason(e, f), e.getMessage());
+      return false;
+    } catch (InternalError e) {
+      failed(d.region(), reason(e, f), e.getMessage());
       return false;
     }
   }
@@ -108,19 +131,24 @@ public final class RegionWriteBack implements AutoCloseable {
    * HAMi-core compacts slots by copying the last over a dead one, so the index seen earlier may
    * hold another process now.
    *
-   * @return true when written, false when the slot moved, already holds it, or the file is gone
+   * @return true when written, false when the slot moved, already holds it, the file is gone or the
+   *     store failed
    */
   public boolean repairHostPid(Path region, int pid, int hostPid, String who) {
+    RegionFile f = null;
     try {
-      RegionFile f = file(region);
-      RegionSnapshot now = f.snapshot();
+      RegionFile file = file(region);
+      f = file;
+      RegionSnapshot now = file.snapshot();
+      MappedFaults.deliverPending();
       for (ProcessSlot s : now.processes()) {
         if (s.pid() == pid) {
           if (s.hostPid() == hostPid) {
             return false;
           }
-          f.writer().setHostPid(s.slotIndex(), hostPid);
+          store(() -> file.writer().setHostPid(s.slotIndex(), hostPid));
           count(HOSTPID);
+          succeeded(region);
           LOG.info(
               "region write {} hostpid {} -> {} for pid {} (slot {}): {}",
               who,
@@ -134,9 +162,67 @@ public final class RegionWriteBack implements AutoCloseable {
       }
       return false;
     } catch (RegionException e) {
-      LOG.warn("cannot repair hostpid in {}: {}", region, e.getMessage());
+      failed(region, reason(e, f), e.getMessage());
+      return false;
+    } catch (InternalError e) {
+      failed(region, reason(e, f), e.getMessage());
       return false;
     }
+  }
+
+  /** One store, with a fault of it delivered here rather than later on this thread. */
+  private static void store(Runnable write) {
+    write.run();
+    MappedFaults.deliverPending();
+  }
+
+  /**
+   * {@link #FAULT} for a SIGBUS on a file that kept its size (the filesystem could not allocate the
+   * page: a hole of a sparse region on a full filesystem), else the codec's reason.
+   */
+  private static String reason(Throwable e, RegionFile f) {
+    boolean fault =
+        e instanceof InternalError
+            || (e instanceof RegionException && e.getCause() instanceof InternalError);
+    if (fault) {
+      return f != null && f.changedOnDisk() ? RegionException.Reason.TRUNCATED.label() : FAULT;
+    }
+    return ((RegionException) e).reason().label();
+  }
+
+  private void failed(Path region, String reason, String message) {
+    errors.get(reason).increment();
+    String before = failing.put(region, reason);
+    if (!reason.equals(before)) {
+      LOG.warn(
+          "msg=\"region write failed\" file=\"{}\" reason=\"{}\" detail=\"{}\" (retried on the"
+              + " next pass; logged again only when the reason changes)",
+          region,
+          reason,
+          FAULT.equals(reason)
+              ? "the store faulted (SIGBUS) although the file kept its size: no space for a"
+                  + " not-yet-allocated page of a sparse file (filesystem full?)"
+              : message);
+    }
+  }
+
+  private void succeeded(Path region) {
+    String before = failing.remove(region);
+    if (before != null) {
+      LOG.info("msg=\"region writes succeed again\" file=\"{}\" was=\"{}\"", region, before);
+    }
+  }
+
+  /** Failed writes so far by reason (every reason present, zeros included). */
+  public Map<String, Long> writeErrors() {
+    Map<String, Long> out = new TreeMap<>();
+    errors.forEach((r, n) -> out.put(r, n.sum()));
+    return out;
+  }
+
+  /** Regions whose latest write failed, with the reason; any thread. */
+  public Map<Path, String> failing() {
+    return Map.copyOf(failing);
   }
 
   private void count(String field) {
@@ -153,6 +239,7 @@ public final class RegionWriteBack implements AutoCloseable {
         it.remove();
       }
     }
+    failing.keySet().retainAll(live);
   }
 
   /** Number of read-write mappings held. */
@@ -164,5 +251,6 @@ public final class RegionWriteBack implements AutoCloseable {
   public void close() {
     open.values().forEach(RegionFile::close);
     open.clear();
+    failing.clear();
   }
 }

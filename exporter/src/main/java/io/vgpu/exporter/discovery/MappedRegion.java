@@ -10,6 +10,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One mapped cache file, shared between discovery (which owns it) and scrapes (which borrow it).
@@ -17,6 +19,7 @@ import java.util.function.Function;
  * is unmapped when the last borrower returns it. Thread-safe.
  */
 public final class MappedRegion {
+  private static final Logger LOG = LoggerFactory.getLogger(MappedRegion.class);
   private final Path path;
   private final RegionFile file;
   private final FileIdentity identity;
@@ -57,17 +60,44 @@ public final class MappedRegion {
   }
 
   private Read readOpen(RegionFile f) {
+    RegionSnapshot s;
     try {
       if (f.changedOnDisk()) {
         // Reading a mapping past a truncated end faults; discovery remaps on its next pass.
         return fail(RegionException.Reason.TRUNCATED);
       }
-      RegionSnapshot s = f.snapshot();
-      lastReadError.set(null);
-      return new Read.Ok(s);
+      s = f.snapshot();
+      MappedFaults.deliverPending();
     } catch (RegionException e) {
-      return fail(e.reason());
+      return e.getCause() instanceof InternalError ? faulted(f) : fail(e.reason());
+    } catch (InternalError e) {
+      return faulted(f);
     }
+    if (lastReadError.getAndSet(null) != null) {
+      LOG.info("msg=\"region readable again\" file=\"{}\"", path);
+    }
+    return new Read.Ok(s);
+  }
+
+  /**
+   * A load faulted (SIGBUS). Truncated when the file shrank or was replaced; otherwise the file is
+   * intact and the filesystem could not provide a page (a hole of a sparse file on a full tmpfs):
+   * an I/O error, retried on the next read without remapping.
+   */
+  private Read faulted(RegionFile f) {
+    if (f.changedOnDisk()) {
+      return fail(RegionException.Reason.TRUNCATED);
+    }
+    RegionException.Reason before = lastReadError.get();
+    Read r = fail(RegionException.Reason.IO_ERROR);
+    if (before != RegionException.Reason.IO_ERROR) {
+      LOG.warn(
+          "msg=\"region read faulted\" file=\"{}\" reason=\"io_error\" detail=\"the file kept its"
+              + " size; a page the filesystem cannot provide (a hole of a sparse file on a full"
+              + " tmpfs?)\"",
+          path);
+    }
+    return r;
   }
 
   private Read fail(RegionException.Reason reason) {

@@ -1,6 +1,7 @@
 package io.vgpu.exporter.ops;
 
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.MappedFaults;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -251,11 +252,17 @@ public final class EvidenceCollector {
       Open o = new Open(path, inode);
       try {
         o.file = RegionFile.openReadOnly(path);
-        o.first = Optional.of(o.file.snapshot());
+        RegionSnapshot s = o.file.snapshot();
+        MappedFaults.deliverPending();
+        o.first = Optional.of(s);
       } catch (RegionException e) {
         o.error =
             Optional.of(
-                e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
+                e.getCause() instanceof InternalError && !o.file.changedOnDisk()
+                    ? FAULTED
+                    : e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
+      } catch (InternalError e) {
+        o.error = Optional.of(FAULTED);
       } catch (RuntimeException e) {
         // A hostile file must cost one region, never the whole report.
         o.error = Optional.of("unreadable: " + e);
@@ -263,12 +270,19 @@ public final class EvidenceCollector {
       return o;
     }
 
+    /** A load faulted (SIGBUS) on a file that kept its size. */
+    static final String FAULTED =
+        "io_error: reading the mapping faulted although the file kept its size (a page the"
+            + " filesystem cannot provide: a hole of a sparse file on a full tmpfs?)";
+
     NodeEvidence.Region second(boolean resample) {
       Optional<RegionSnapshot> second = first;
       if (resample && file != null) {
         try {
-          second = Optional.of(file.snapshot());
-        } catch (RuntimeException e) {
+          RegionSnapshot s = file.snapshot();
+          MappedFaults.deliverPending();
+          second = Optional.of(s);
+        } catch (RuntimeException | InternalError e) {
           second = Optional.empty();
         }
       }
