@@ -6,6 +6,29 @@ package io.vgpu.exporter.exposition;
  * counts), for which the same characters are produced here without building a String.
  */
 final class DoubleText {
+  /**
+   * Fractional values repeat from scrape to scrape (limits as ratios, 2.5 s throttled): their text
+   * is remembered in a small direct-mapped table so that Double.toString (a String and its bytes
+   * per call) runs once per distinct value. Not thread-safe; one per encoder.
+   */
+  static final class Fractions {
+    private static final int SIZE = 1024;
+    private final long[] bits = new long[SIZE];
+    private final byte[][] text = new byte[SIZE][];
+
+    byte[] text(double d) {
+      long b = Double.doubleToRawLongBits(d);
+      int i = (int) ((b ^ (b >>> 29) ^ (b >>> 47)) & (SIZE - 1));
+      byte[] t = text[i];
+      if (t == null || bits[i] != b) {
+        t = Double.toString(d).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        text[i] = t;
+        bits[i] = b;
+      }
+      return t;
+    }
+  }
+
   private DoubleText() {}
 
   /** Below this, Double.toString prints a whole number as plain digits plus ".0". */
@@ -20,6 +43,11 @@ final class DoubleText {
   private static final double EXACT_LIMIT = 0x1p53;
 
   static void write(ExpositionBuffer out, double d) {
+    write(out, d, null);
+  }
+
+  /** As {@link #write(ExpositionBuffer, double)}, fractions through {@code fractions} if given. */
+  static void write(ExpositionBuffer out, double d, Fractions fractions) {
     if (d == Double.POSITIVE_INFINITY) {
       out.writeAscii("+Inf");
       return;
@@ -32,7 +60,11 @@ final class DoubleText {
     long whole = (long) d;
     boolean negativeZero = d == 0 && Double.doubleToRawLongBits(d) != 0;
     if (whole != d || abs >= EXACT_LIMIT || negativeZero) {
-      out.writeAscii(Double.toString(d));
+      if (fractions != null) {
+        out.write(fractions.text(d));
+      } else {
+        out.writeAscii(Double.toString(d));
+      }
       return;
     }
     if (abs < PLAIN_LIMIT) {

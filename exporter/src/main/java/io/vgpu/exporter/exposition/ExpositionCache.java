@@ -8,6 +8,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.zip.CRC32;
+import java.util.zip.Deflater;
 
 /**
  * Renders the exposition at most once per format per freshness window, and once for any number of
@@ -28,6 +30,9 @@ public final class ExpositionCache {
   private final long maxAgeNanos;
   private final LongSupplier nanoTime;
   private final TextEncoder encoder = new TextEncoder(); // guarded by itself
+  private final Deflater deflater = new Deflater(Deflater.BEST_SPEED, true); // guarded by itself
+  private final CRC32 crc = new CRC32(); // guarded by deflater
+  private int lastGzipSize = 16 * 1024; // guarded by deflater
   private final Object lock = new Object();
   private final Map<ExpositionFormat, Slot> slots = new EnumMap<>(ExpositionFormat.class);
 
@@ -36,6 +41,7 @@ public final class ExpositionCache {
     Rendition current;
     CompletableFuture<Exposition> inFlight;
     ExpositionBuffer spare;
+    byte[] spareGzip;
     int lastSize = 64 * 1024;
   }
 
@@ -138,7 +144,7 @@ public final class ExpositionCache {
         Rendition old = slot.current;
         slot.current = r;
         if (old != null && old.retire()) {
-          slot.spare = old.buffer();
+          recycle(slot, old);
         }
       } else if (buffer != null) {
         slot.spare = buffer;
@@ -160,14 +166,78 @@ public final class ExpositionCache {
     }
   }
 
+  /** The gzip member header: magic, deflate, no flags, no mtime, no extra flags, OS unknown=0. */
+  private static final byte[] GZIP_HEADER = {0x1f, (byte) 0x8b, 8, 0, 0, 0, 0, 0, 0, 0};
+
+  /**
+   * Gzips a page at BEST_SPEED: a metrics page compresses ~35x at level 1 in a third of the time of
+   * the default level 6 (3.8 against 12.4 ms for 3.3 MB here). One deflater for the cache, and the
+   * output presized from the last page, so a render's gzip allocates only its result.
+   *
+   * @param length receives the number of valid bytes in the returned array
+   */
+  byte[] gzip(
+      ExpositionFormat format, ExpositionBuffer page, java.util.function.IntConsumer length) {
+    synchronized (deflater) {
+      byte[] out = gzipArray(format, lastGzipSize + (lastGzipSize >> 2) + 64);
+      System.arraycopy(GZIP_HEADER, 0, out, 0, GZIP_HEADER.length);
+      int n = GZIP_HEADER.length;
+      deflater.reset();
+      deflater.setInput(page.array(), 0, page.size());
+      deflater.finish();
+      while (!deflater.finished()) {
+        if (n == out.length) {
+          out = java.util.Arrays.copyOf(out, out.length * 2);
+        }
+        n += deflater.deflate(out, n, out.length - n);
+      }
+      crc.reset();
+      crc.update(page.array(), 0, page.size());
+      if (out.length - n < 8) {
+        out = java.util.Arrays.copyOf(out, n + 8);
+      }
+      n = putIntLe(out, n, (int) crc.getValue());
+      n = putIntLe(out, n, page.size());
+      lastGzipSize = n;
+      length.accept(n);
+      return out;
+    }
+  }
+
+  private static int putIntLe(byte[] b, int at, int v) {
+    b[at] = (byte) v;
+    b[at + 1] = (byte) (v >>> 8);
+    b[at + 2] = (byte) (v >>> 16);
+    b[at + 3] = (byte) (v >>> 24);
+    return at + 4;
+  }
+
   void release(Rendition r) {
     synchronized (lock) {
       if (r.removeReader()) {
-        Slot slot = slots.get(r.format());
-        if (slot.spare == null) {
-          slot.spare = r.buffer();
-        }
+        recycle(slots.get(r.format()), r);
       }
+    }
+  }
+
+  /** Caller holds lock; {@code r} is retired and has no reader. */
+  private static void recycle(Slot slot, Rendition r) {
+    if (slot.spare == null) {
+      slot.spare = r.buffer();
+    }
+    byte[] gz = r.gzipArray();
+    if (gz != null && (slot.spareGzip == null || slot.spareGzip.length < gz.length)) {
+      slot.spareGzip = gz;
+    }
+  }
+
+  /** A spare gzip array of at least {@code min} bytes, or a new one. */
+  private byte[] gzipArray(ExpositionFormat format, int min) {
+    synchronized (lock) {
+      Slot slot = slots.get(format);
+      byte[] gz = slot.spareGzip;
+      slot.spareGzip = null;
+      return gz != null && gz.length >= min ? gz : new byte[min];
     }
   }
 
@@ -178,6 +248,7 @@ public final class ExpositionCache {
       if (cur != null && now - cur.renderedAtNanos() > IDLE_TRIM.toNanos()) {
         slot.current = null;
         slot.spare = null;
+        slot.spareGzip = null;
         cur.retire(); // a reader still sending keeps its own reference; the buffer is not reused
       }
     }

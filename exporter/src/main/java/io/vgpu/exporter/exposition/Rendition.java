@@ -2,8 +2,6 @@ package io.vgpu.exporter.exposition;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.util.zip.Deflater;
-import java.util.zip.GZIPOutputStream;
 
 /**
  * One rendered exposition, shared by every scrape that asks within its freshness window. Readers
@@ -16,7 +14,8 @@ public final class Rendition implements Exposition {
   private final ExpositionFormat format;
   private final ExpositionBuffer buffer;
   private final long renderedAtNanos;
-  private byte[] gzipped; // guarded by this
+  private volatile byte[] gzipped; // written under this; read without it by gzipArray
+  private int gzippedLength; // guarded by this
   private int readers; // guarded by owner's lock
   private boolean retired; // guarded by owner's lock
   private boolean recycled; // guarded by owner's lock
@@ -49,18 +48,24 @@ public final class Rendition implements Exposition {
   }
 
   /**
-   * The gzip encoding, computed once per rendition (at BEST_SPEED: a metrics page compresses ~35x
-   * at level 1 in a third of the default level's time, and every scraper of the window shares it).
+   * The gzip encoding, computed once per rendition and shared by every scraper of the window (see
+   * {@link ExpositionCache#gzip}); valid up to {@link #gzippedLength()}.
    */
-  public synchronized byte[] gzipped() throws IOException {
+  public synchronized byte[] gzipped() {
     if (gzipped == null) {
-      ByteArraySink sink = new ByteArraySink(Math.max(1024, buffer.size() / 16));
-      try (GzipLevel gz = new GzipLevel(sink, Deflater.BEST_SPEED)) {
-        buffer.writeTo(gz);
-      }
-      gzipped = sink.toByteArray();
+      gzipped = owner.gzip(format, buffer, this::setGzippedLength);
     }
     return gzipped;
+  }
+
+  /** Bytes of {@link #gzipped()} that hold the encoding. */
+  public synchronized int gzippedLength() {
+    gzipped();
+    return gzippedLength;
+  }
+
+  private void setGzippedLength(int n) {
+    gzippedLength = n;
   }
 
   /** Done sending; the last reader of a retired rendition returns its buffer. */
@@ -70,6 +75,14 @@ public final class Rendition implements Exposition {
 
   ExpositionBuffer buffer() {
     return buffer;
+  }
+
+  /**
+   * The gzip array for reuse once this rendition is recycled; null if never gzipped. Unlocked: the
+   * cache calls it under its own lock, and gzipped() takes this lock before the cache's.
+   */
+  byte[] gzipArray() {
+    return gzipped;
   }
 
   /** Called under the owner's lock. Returns true when the buffer may be reused now. */
@@ -93,41 +106,5 @@ public final class Rendition implements Exposition {
     readers--;
     recycled = retired && readers == 0;
     return recycled;
-  }
-
-  /** GZIPOutputStream with a chosen level (its constructor takes none). */
-  private static final class GzipLevel extends GZIPOutputStream {
-    GzipLevel(OutputStream out, int level) throws IOException {
-      super(out, 64 * 1024);
-      def.setLevel(level);
-    }
-  }
-
-  /** An unsynchronized ByteArrayOutputStream. */
-  private static final class ByteArraySink extends OutputStream {
-    private byte[] bytes;
-    private int size;
-
-    ByteArraySink(int capacity) {
-      bytes = new byte[capacity];
-    }
-
-    @Override
-    public void write(int b) {
-      write(new byte[] {(byte) b}, 0, 1);
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) {
-      if (size + len > bytes.length) {
-        bytes = java.util.Arrays.copyOf(bytes, Math.max(size + len, bytes.length * 2));
-      }
-      System.arraycopy(b, off, bytes, size, len);
-      size += len;
-    }
-
-    byte[] toByteArray() {
-      return java.util.Arrays.copyOf(bytes, size);
-    }
   }
 }

@@ -60,6 +60,7 @@ public final class TextEncoder {
   private final Map<Labels, Block> blocks = new IdentityHashMap<>();
   private long render;
   private final ExpositionBuffer scratch = new ExpositionBuffer(256);
+  private final DoubleText.Fractions fractions = new DoubleText.Fractions();
 
   /**
    * Checks that every snapshot is one this encoder writes exactly as client_java would, without
@@ -112,7 +113,7 @@ public final class TextEncoder {
           byte[] prefix = ascii(name);
           for (GaugeSnapshot.GaugeDataPointSnapshot p : g.getDataPoints()) {
             line(out, prefix, p.getLabels());
-            DoubleText.write(out, p.getValue());
+            DoubleText.write(out, p.getValue(), fractions);
             out.write((byte) '\n');
           }
         }
@@ -121,7 +122,7 @@ public final class TextEncoder {
           byte[] prefix = ascii(name + "_total");
           for (CounterSnapshot.CounterDataPointSnapshot p : c.getDataPoints()) {
             line(out, prefix, p.getLabels());
-            DoubleText.write(out, p.getValue());
+            DoubleText.write(out, p.getValue(), fractions);
             out.write((byte) '\n');
           }
         }

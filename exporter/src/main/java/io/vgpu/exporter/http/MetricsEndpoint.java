@@ -95,11 +95,12 @@ final class MetricsEndpoint {
     ctx.header("Content-Type", r.format().contentType());
     if (acceptsGzip(ctx)) {
       byte[] gz = r.gzipped();
+      int length = r.gzippedLength();
       ctx.header("Content-Encoding", "gzip");
-      ctx.res().setContentLength(gz.length);
+      ctx.res().setContentLength(length);
       if (!isHead(ctx)) {
         try (OutputStream out = ctx.res().getOutputStream()) {
-          out.write(gz);
+          out.write(gz, 0, length);
         }
       }
     } else {

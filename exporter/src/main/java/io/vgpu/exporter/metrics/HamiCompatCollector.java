@@ -81,6 +81,9 @@ public final class HamiCompatCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
+  /** Last scrape's series count, so the dedup set is sized once instead of grown. */
+  private volatile int expectedSeries = 64;
+
   @Override
   protected void collect(NodeState state, Sink out) {
     var used = new Families.Gauge(HAMI_VGPU_MEMORY_USED, help(0));
@@ -94,7 +97,7 @@ public final class HamiCompatCollector extends VgpuCollector {
     UtilizationSource u = utilization;
     long now = state.at().getEpochSecond();
     // Without pod_uid two unknown pods (API server down) can share a label set: keep the first.
-    java.util.Set<Labels> seen = new java.util.HashSet<>();
+    java.util.Set<Labels> seen = java.util.HashSet.newHashSet(expectedSeries);
     for (ContainerState c : state.containers()) {
       if (c.stale()) {
         continue; // HAMi's monitor drops directories of deleted pods
@@ -119,6 +122,7 @@ public final class HamiCompatCollector extends VgpuCollector {
         buffer.add(d.dataBytes(), l);
       }
     }
+    expectedSeries = seen.size();
     RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_USED, used.build());
     RegionUsageCollector.addIf(out, HAMI_VGPU_MEMORY_LIMIT, limit.build());
     RegionUsageCollector.addIf(out, HAMI_CONTAINER_DEVICE_UTILIZATION, util.build());

@@ -177,7 +177,7 @@ public class ScrapeBenchmark {
     Rendition r = (Rendition) cache.acquire(format);
     try {
       if (gzip) {
-        sink.write(r.gzipped());
+        sink.write(r.gzipped(), 0, r.gzippedLength());
       } else {
         r.writeTo(sink);
       }

@@ -34,6 +34,25 @@ class DoubleTextTest {
     assertThat(text(d)).isEqualTo(expected(d));
   }
 
+  /** One table for the whole run, so slots are reused by colliding values. */
+  static final DoubleText.Fractions FRACTIONS = new DoubleText.Fractions();
+
+  @Property(tries = 5000)
+  void throughTheFractionTable_matchesDoubleToString(@ForAll("repeating") double d) {
+    ExpositionBuffer b = new ExpositionBuffer(64);
+    DoubleText.write(b, d, FRACTIONS);
+    assertThat(new String(b.toByteArray(), StandardCharsets.US_ASCII)).isEqualTo(expected(d));
+  }
+
+  @Provide
+  Arbitrary<Double> repeating() {
+    // Few distinct values (hits) mixed with many (misses and slot collisions).
+    return Arbitraries.oneOf(
+        Arbitraries.of(0.5, 2.5, 0.4, 0.1, 1e-9, 0.30000000000000004),
+        Arbitraries.doubles(),
+        Arbitraries.integers().between(0, 3000).map(i -> i / 1000.0));
+  }
+
   @Property(tries = 3000)
   void wholeNumbers_matchDoubleToString(@ForAll("wholes") long v) {
     double d = v;

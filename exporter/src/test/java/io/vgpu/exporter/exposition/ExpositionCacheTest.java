@@ -177,10 +177,39 @@ class ExpositionCacheTest {
     Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
     byte[] gz = r.gzipped();
     assertThat(r.gzipped()).isSameAs(gz);
-    try (InputStream in = new GZIPInputStream(new java.io.ByteArrayInputStream(gz))) {
+    try (InputStream in =
+        new GZIPInputStream(new java.io.ByteArrayInputStream(gz, 0, r.gzippedLength()))) {
       assertThat(new String(in.readAllBytes(), StandardCharsets.UTF_8)).isEqualTo(text(r));
     }
     r.release();
+  }
+
+  @Test
+  void gzip_largeAndIncompressiblePages_roundTrip() throws IOException {
+    java.util.Random random = new java.util.Random(42);
+    Supplier<MetricSnapshots> noisy =
+        () -> {
+          List<GaugeDataPointSnapshot> ps = new ArrayList<>();
+          for (int i = 0; i < 20_000; i++) {
+            ps.add(
+                new GaugeDataPointSnapshot(
+                    random.nextDouble(),
+                    Labels.of("i", Long.toHexString(random.nextLong())),
+                    null));
+          }
+          return new MetricSnapshots(new GaugeSnapshot(new MetricMetadata("g", "h"), ps));
+        };
+    ExpositionCache c = new ExpositionCache(noisy, Duration.ZERO, now::get);
+    for (int round = 0; round < 3; round++) {
+      now.addAndGet(1);
+      Rendition r = acquire(c, ExpositionFormat.OPENMETRICS);
+      try (InputStream in =
+          new GZIPInputStream(
+              new java.io.ByteArrayInputStream(r.gzipped(), 0, r.gzippedLength()))) {
+        assertThat(new String(in.readAllBytes(), StandardCharsets.UTF_8)).isEqualTo(text(r));
+      }
+      r.release();
+    }
   }
 
   @Test

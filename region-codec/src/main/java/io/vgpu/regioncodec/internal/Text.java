@@ -19,6 +19,7 @@ public final class Text {
   public static String cString(MemorySegment segment, long offset, int capacity) {
     int length = 0;
     boolean ascii = true;
+    int hash = 0;
     for (; length < capacity; length++) {
       byte b = segment.get(ValueLayout.JAVA_BYTE, offset + length);
       if (b == 0) {
@@ -27,16 +28,50 @@ public final class Text {
       if (b < 0x20 || b > 0x7e) {
         ascii = false;
       }
+      hash = 31 * hash + b;
     }
     if (length == 0) {
       return "";
     }
+    if (ascii) {
+      return recentAscii(segment, offset, length, hash);
+    }
     byte[] bytes = new byte[length];
     MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
-    if (ascii) {
-      return new String(bytes, StandardCharsets.ISO_8859_1);
-    }
     return sanitize(bytes);
+  }
+
+  /**
+   * Strings read recently (device uuids, library versions, pod identity): the same few hundred come
+   * back at every snapshot of every region, so a direct-mapped table hands out the String already
+   * made when the bytes match, instead of a new one per read. Slots are overwritten racily; a
+   * reader checks every byte of what it finds, so it sees either a matching string or makes its
+   * own.
+   */
+  private static final int RECENT_SIZE = 4096;
+
+  private static final String[] RECENT = new String[RECENT_SIZE];
+
+  private static String recentAscii(MemorySegment segment, long offset, int length, int hash) {
+    int slot = (hash ^ (hash >>> 15) ^ length) & (RECENT_SIZE - 1);
+    String candidate = RECENT[slot];
+    if (candidate != null && candidate.length() == length) {
+      boolean same = true;
+      for (int i = 0; i < length; i++) {
+        if (candidate.charAt(i) != segment.get(ValueLayout.JAVA_BYTE, offset + i)) {
+          same = false;
+          break;
+        }
+      }
+      if (same) {
+        return candidate;
+      }
+    }
+    byte[] bytes = new byte[length];
+    MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
+    String made = new String(bytes, StandardCharsets.ISO_8859_1);
+    RECENT[slot] = made;
+    return made;
   }
 
   private static String sanitize(byte[] bytes) {
