@@ -33,12 +33,6 @@ import java.util.Optional;
  * reason="not_reconciled_yet"}.
  */
 public final class AttributionCollector extends VgpuCollector {
-  /**
-   * Counter (exposed with {@code _total}), label reason: failed region writes. Defined here, not in
-   * MetricNames, only because that class is being changed elsewhere; move it there.
-   */
-  public static final String EXPORTER_REGION_WRITE_ERRORS = "vgpu_exporter_region_write_errors";
-
   private static final String[] D = {
     L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID
   };

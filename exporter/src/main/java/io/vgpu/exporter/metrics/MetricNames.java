@@ -124,6 +124,9 @@ public final class MetricNames {
   /** Counter (exposed with {@code _total}), label field. */
   public static final String EXPORTER_REGION_WRITES = "vgpu_exporter_region_writes";
 
+  /** Counter (exposed with {@code _total}), label reason: region writes that failed. */
+  public static final String EXPORTER_REGION_WRITE_ERRORS = "vgpu_exporter_region_write_errors";
+
   // HAMi vGPU monitor drop-in names; every series carries zone="vGPU".
   public static final String HAMI_VGPU_MEMORY_USED = "hami_vgpu_memory_used_bytes";
   public static final String HAMI_VGPU_MEMORY_LIMIT = "hami_vgpu_memory_limit_bytes";

@@ -20,18 +20,15 @@ import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.metrics.NodeStateProvider;
 import io.vgpu.exporter.testing.TestNode;
-import io.vgpu.exporter.testing.TestRegions;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -98,19 +95,7 @@ public class ScrapeBenchmark {
             ? Path.of("/dev/shm")
             : Path.of(System.getProperty("java.io.tmpdir"));
     root = Files.createTempDirectory(base, "vgpu-bench-");
-    List<PodMeta> pods = new ArrayList<>();
-    for (int i = 0; i < CONTAINERS; i++) {
-      String uid =
-          UUID.nameUUIDFromBytes(("bench" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8))
-              .toString();
-      int[] pids = new int[PROCESSES];
-      for (int p = 0; p < PROCESSES; p++) {
-        pids[p] = 100 + p;
-      }
-      TestRegions.write(
-          root, uid, "main", "r.cache", TestRegions.spec(DEVICES, 8192, 50, pids, 256, 10, true));
-      pods.add(TestNode.pod(uid, "ns" + (i % 10), "pod-" + i, "Running", "main"));
-    }
+    List<PodMeta> pods = BenchNode.write(root, CONTAINERS, DEVICES, PROCESSES);
     StaticMetadataSource meta = StaticMetadataSource.of(pods, NodeMeta.unknown());
     discovery =
         new CacheDiscovery(

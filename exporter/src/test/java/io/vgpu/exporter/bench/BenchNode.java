@@ -1,0 +1,55 @@
+package io.vgpu.exporter.bench;
+
+import io.vgpu.exporter.k8s.PodMeta;
+import io.vgpu.exporter.testing.TestNode;
+import io.vgpu.exporter.testing.TestRegions;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * The benchmark node: containers x devices x processes v1.2 regions with the extension block, as
+ * {@link ScrapeBenchmark} scrapes them and {@code exporter/bench/footprint.sh} serves them.
+ *
+ * <pre>
+ * java -cp exporter/target/test-classes:exporter/target/classes:$CP \
+ *   io.vgpu.exporter.bench.BenchNode DIR [CONTAINERS [DEVICES [PROCESSES]]]   (100 8 4)
+ * </pre>
+ */
+public final class BenchNode {
+  private BenchNode() {}
+
+  /** Writes the regions under {@code root} and returns the pods that own them. */
+  public static List<PodMeta> write(Path root, int containers, int devices, int processes)
+      throws IOException {
+    List<PodMeta> pods = new ArrayList<>();
+    for (int i = 0; i < containers; i++) {
+      String uid =
+          UUID.nameUUIDFromBytes(("bench" + i).getBytes(StandardCharsets.UTF_8)).toString();
+      int[] pids = new int[processes];
+      for (int p = 0; p < processes; p++) {
+        pids[p] = 100 + p;
+      }
+      TestRegions.write(
+          root, uid, "main", "r.cache", TestRegions.spec(devices, 8192, 50, pids, 256, 10, true));
+      pods.add(TestNode.pod(uid, "ns" + (i % 10), "pod-" + i, "Running", "main"));
+    }
+    return pods;
+  }
+
+  public static void main(String[] args) throws IOException {
+    if (args.length < 1) {
+      System.err.println("usage: BenchNode DIR [CONTAINERS [DEVICES [PROCESSES]]]");
+      System.exit(2);
+    }
+    int containers = args.length > 1 ? Integer.parseInt(args[1]) : ScrapeBenchmark.CONTAINERS;
+    int devices = args.length > 2 ? Integer.parseInt(args[2]) : ScrapeBenchmark.DEVICES;
+    int processes = args.length > 3 ? Integer.parseInt(args[3]) : ScrapeBenchmark.PROCESSES;
+    write(Path.of(args[0]), containers, devices, processes);
+    System.out.printf(
+        "%s: %d containers x %d devices x %d processes%n", args[0], containers, devices, processes);
+  }
+}
