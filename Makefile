@@ -29,9 +29,9 @@ build: ## compile everything (Java reactor, libvgpu, fakes)
 libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
 	$(MAKE) -C libvgpu all
 
-test: deps ## everything: C suite, Java suite (with format and static checks), scripts
+test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite (with format and static checks), scripts
 	$(need_jdk)
-	$(MAKE) -C libvgpu all test
+	$(MAKE) -C libvgpu all test lint test-sanitize
 	FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh
 	libvgpu/test/stress/run.sh
 	$(MVN) install

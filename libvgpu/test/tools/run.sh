@@ -18,6 +18,11 @@ if [ -f "$BUILD/fake/libcuda.so.1" ]; then
     test/tools/region_app.c -L"$BUILD/fake" -l:libcuda.so.1 -Wl,-rpath-link,"$BUILD/fake" || rm -f "$out/region_app"
 fi
 "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}" > "$out/fuzz.txt" || true
+# An instrumented libvgpu.so must come after the sanitizer runtimes in LD_PRELOAD.
+if [ -n "${SANITIZE:-}" ]; then
+  SANITIZER_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  export SANITIZER_PRELOAD
+fi
 "$out/shrreg_tool_test" "$out/shrreg-tool" "$BUILD" > "$out/cli.txt" || true
 # Region files written by HAMi-core's own code (testdata/hami-core).
 test/tools/hami_fixtures.sh "$out/shrreg-tool" > "$out/hami.txt" 2>&1 || true

@@ -857,7 +857,13 @@ static void test_libvgpu_written(const char *build) {
     setenv("CUDA_DEVICE_MEMORY_LIMIT", "1g", 1);
     setenv("CUDA_DEVICE_SM_LIMIT", "40", 1);
     setenv("LD_LIBRARY_PATH", fake, 1);
-    setenv("LD_PRELOAD", lib, 1);
+    {
+      /* A sanitizer build's libvgpu.so needs the sanitizer runtimes preloaded first. */
+      const char *san = getenv("SANITIZER_PRELOAD");
+      char preload[1024];
+      snprintf(preload, sizeof preload, "%s%s%s", san && *san ? san : "", san && *san ? ":" : "", lib);
+      setenv("LD_PRELOAD", preload, 1);
+    }
     execl(app, app, "96", (char *)NULL);
     _exit(127);
   }
