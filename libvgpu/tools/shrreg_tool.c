@@ -378,6 +378,10 @@ typedef struct {
 
 static sigjmp_buf g_bus_jmp;
 static volatile sig_atomic_t g_bus_armed;
+/* For the SIGBUS path: the region mapped now (to tell "shrank" from "could not get a page"), and
+ * the region whose lock this process holds (released there, so a fault never strands the lock). */
+static region_t *volatile g_mapped;
+static region_t *volatile g_held;
 
 static void on_sigbus(int sig) {
   (void)sig;
@@ -422,6 +426,7 @@ static int region_open(region_t *r, const char *path, int rw) {
     r->base = NULL;
     return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
   }
+  g_mapped = r;
   r->lay = shrreg_detect_layout(r->base, r->size, &why);
   if (r->lay == NULL) {
     fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
@@ -441,6 +446,7 @@ static int region_open(region_t *r, const char *path, int rw) {
 }
 
 static void region_close(region_t *r) {
+  if (g_mapped == r) g_mapped = NULL;
   if (r->base != NULL) munmap(r->base, r->size);
   if (r->fd >= 0) close(r->fd);
   r->base = NULL;
@@ -1241,6 +1247,7 @@ static int lock_acquire(region_t *r, int timeout_ms) {
     if (r->ext != NULL) set_slot_lock(r, F_UNLCK);
     return -1;
   }
+  g_held = r;
   wr64(r, r->lay->off_owner_pid, (uint64_t)getpid());
   if (r->ext != NULL) {
     __atomic_store_n(&r->ext->lock_holder_since_ns, now_realtime_ns(), __ATOMIC_RELAXED);
@@ -1250,6 +1257,7 @@ static int lock_acquire(region_t *r, int timeout_ms) {
 }
 
 static void lock_release(region_t *r) {
+  g_held = NULL;
   if (r->ext != NULL) {
     __atomic_store_n(&r->ext->lock_holder_pid, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&r->ext->lock_holder_since_ns, 0, __ATOMIC_RELAXED);
@@ -1517,8 +1525,27 @@ int shrreg_tool_main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, NULL);
   if (sigsetjmp(g_bus_jmp, 1) != 0) {
+    region_t *held = g_held;
+    region_t *mapped = g_mapped;
+    struct stat st;
+    volatile int released = 0; /* set between sigsetjmp and a possible second longjmp */
     g_bus_armed = 0;
-    return fail(EXIT_IO, "%s: the file shrank while it was read (recreated?); run again", o.file);
+    if (held != NULL) {
+      /* The lock's page is mapped (taking the lock touched it); if releasing faults anyway, the
+       * lock stays with this dead process and the others' dead-holder recovery takes over. */
+      if (sigsetjmp(g_bus_jmp, 1) == 0) {
+        g_bus_armed = 1;
+        lock_release(held);
+        released = 1;
+      }
+      g_bus_armed = 0;
+    }
+    if (mapped != NULL && stat(mapped->path, &st) == 0 && (uint64_t)st.st_size < (uint64_t)mapped->size)
+      return fail(EXIT_IO, "%s: the file shrank while it was read (recreated?); run again", o.file);
+    return fail(EXIT_IO,
+                "%s: a page of the region could not be read or written (SIGBUS: a hole of a sparse file "
+                "on a full filesystem, or an I/O error)%s",
+                o.file, held == NULL ? "" : released ? "; the region lock was released" : "; the region lock could not be released");
   }
   g_bus_armed = 1;
   switch (o.cmd) {

@@ -26,7 +26,10 @@ fi
 "$out/shrreg_tool_test" "$out/shrreg-tool" "$BUILD" > "$out/cli.txt" || true
 # Region files written by HAMi-core's own code (testdata/hami-core).
 test/tools/hami_fixtures.sh "$out/shrreg-tool" > "$out/hami.txt" 2>&1 || true
-cat "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt"
-# One summary line over all three: the fuzz cases count as tests too.
+# A page that cannot be allocated (full tmpfs under a sparse region) while the lock is held.
+test/tools/disk_full.sh "$out/shrreg-tool" > "$out/diskfull.txt" 2>&1 || true
+cat "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt" "$out/diskfull.txt"
+# One summary line over all four: the fuzz cases count as tests too.
 awk '/: [0-9]+ passed, [0-9]+ failed$/ { p += $(NF-3); f += $(NF-1); n++ }
-     END { if (n < 3) f++; printf "shrreg-tool: %d passed, %d failed\n", p, f; exit (f > 0) }' "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt"
+     END { if (n < 4) f++; printf "shrreg-tool: %d passed, %d failed\n", p, f; exit (f > 0) }' \
+  "$out/fuzz.txt" "$out/cli.txt" "$out/hami.txt" "$out/diskfull.txt"
