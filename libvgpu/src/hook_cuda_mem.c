@@ -316,45 +316,23 @@ VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   return rc;
 }
 
-/* A lower release threshold lets the pool give memory back (at once or at the next synchronize). */
-VGPU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
-  VGPU_HOOK_BEGIN(cuMemPoolSetAttribute, (pool, attr, value));
-  CUresult rc = VGPU_CALL_REAL(cuMemPoolSetAttribute, (pool, attr, value));
-  pools_refresh_if_any();
-  return rc;
-}
+/* Calls the real function, then re-reads the pools: a lower release threshold lets a pool give
+ * memory back, and synchronizing is when a pool releases what it holds above that threshold. */
+#define VGPU_POOL_REREAD_HOOK(name, params, args) \
+  VGPU_EXPORT CUresult name params {              \
+    VGPU_HOOK_BEGIN(name, args);                  \
+    CUresult rc = VGPU_CALL_REAL(name, args);     \
+    pools_refresh_if_any();                       \
+    return rc;                                    \
+  }
 
-/* Synchronizing is when a pool releases what it holds above its release threshold: re-read. */
-VGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
-  VGPU_HOOK_BEGIN(cuStreamSynchronize, (hStream));
-  CUresult rc = VGPU_CALL_REAL(cuStreamSynchronize, (hStream));
-  pools_refresh_if_any();
-  return rc;
-}
-VGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
-  VGPU_HOOK_BEGIN(cuStreamSynchronize_ptsz, (hStream));
-  CUresult rc = VGPU_CALL_REAL(cuStreamSynchronize_ptsz, (hStream));
-  pools_refresh_if_any();
-  return rc;
-}
-VGPU_EXPORT CUresult cuCtxSynchronize(void) {
-  VGPU_HOOK_BEGIN(cuCtxSynchronize, ());
-  CUresult rc = VGPU_CALL_REAL(cuCtxSynchronize, ());
-  pools_refresh_if_any();
-  return rc;
-}
-VGPU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  VGPU_HOOK_BEGIN(cuCtxSynchronize_v2, (ctx));
-  CUresult rc = VGPU_CALL_REAL(cuCtxSynchronize_v2, (ctx));
-  pools_refresh_if_any();
-  return rc;
-}
-VGPU_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
-  VGPU_HOOK_BEGIN(cuEventSynchronize, (hEvent));
-  CUresult rc = VGPU_CALL_REAL(cuEventSynchronize, (hEvent));
-  pools_refresh_if_any();
-  return rc;
-}
+VGPU_POOL_REREAD_HOOK(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
+                      (pool, attr, value))
+VGPU_POOL_REREAD_HOOK(cuStreamSynchronize, (CUstream hStream), (hStream))
+VGPU_POOL_REREAD_HOOK(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
+VGPU_POOL_REREAD_HOOK(cuCtxSynchronize, (void), ())
+VGPU_POOL_REREAD_HOOK(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))
+VGPU_POOL_REREAD_HOOK(cuEventSynchronize, (CUevent hEvent), (hEvent))
 
 VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   VGPU_HOOK_BEGIN(cuMemPoolDestroy, (pool));
