@@ -195,6 +195,35 @@ static void sweep_freesDead_keepsLiveAndFresh(void) {
   vgpu_region_close(&m);
 }
 
+/* HAMi-core's exit handler sets a slot's pid and status to 0 but leaves its counters (seen in
+ * testdata/hami-core/after-exit), and a HAMi reader attached to our region leaves such a slot too.
+ * Those bytes must not count as usage, and the slot must be reused with clean counters. */
+static void foreignLeftoverSlot_notCounted_reusedClean(void) {
+  struct vgpu_region_map m;
+  open_fresh(&m, "leftover.cache");
+  vgpu_region_lock(&m);
+  uint64_t my_start = 0;
+  EXPECT(vgpu_proc_stat(getpid(), &my_start) == 1);
+  struct vgpu_slot_identity gone = {.pid = dead_pid()};
+  struct vgpu_slot_identity me = {.pid = getpid(), .start_time_ticks = my_start};
+  int i_left = vgpu_region_claim_slot(&m, &gone);
+  int i_me = vgpu_region_claim_slot(&m, &me);
+  vgpu_slot_add(&m, i_left, 0, VGPU_MEM_DATA, 64u << 20);
+  vgpu_slot_add(&m, i_me, 0, VGPU_MEM_DATA, 1u << 20);
+  /* What HAMi-core's exit leaves: identity cleared, counters and proc_num untouched. */
+  __atomic_store_n(&m.r->procs[i_left].pid, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&m.r->procs[i_left].status, 0, __ATOMIC_RELEASE);
+  EXPECT_EQ_U(m.r->proc_num, 2);
+  EXPECT_EQ_U(vgpu_region_used(&m, 0), 1u << 20);
+  struct vgpu_slot_identity next = {.pid = dead_pid()};
+  int i_next = vgpu_region_claim_slot(&m, &next);
+  EXPECT_EQ_U(i_next, i_left);
+  EXPECT_EQ_U(vgpu_slot_total(&m, i_next, 0), 0);
+  EXPECT_EQ_U(vgpu_region_used(&m, 0), 1u << 20);
+  vgpu_region_unlock(&m);
+  vgpu_region_close(&m);
+}
+
 static void claim_fullTable_reportsFull(void) {
   struct vgpu_region_map m;
   open_fresh(&m, "full.cache");
@@ -220,7 +249,8 @@ int main(int argc, char **argv) {
   static const struct unit_case cases[] = {
       CASE(lock_holderKilled_nextLockerProceeds), CASE(reserveLock_holderKilled_nextLockerProceeds),
       CASE(seqlock_readers_neverSeeTornSlot),
-      CASE(sweep_freesDead_keepsLiveAndFresh), CASE(claim_fullTable_reportsFull)};
+      CASE(sweep_freesDead_keepsLiveAndFresh), CASE(foreignLeftoverSlot_notCounted_reusedClean),
+      CASE(claim_fullTable_reportsFull)};
   int rc = unit_run("region_lock", cases, sizeof cases / sizeof cases[0], argc, argv);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
