@@ -76,6 +76,9 @@ public final class MappedRegion {
     if (lastReadError.getAndSet(null) != null) {
       LOG.info("msg=\"region readable again\" file=\"{}\"", path);
     }
+    if (s.bestEffort()) {
+      errors.incrementBestEffortRead();
+    }
     return new Read.Ok(s);
   }
 

@@ -51,6 +51,11 @@ public final class ExporterCollector extends VgpuCollector {
               L_NODE,
               "reason"),
           Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_BEST_EFFORT_READS,
+              "Region snapshots whose slot seqlock never settled within the retry bound (a writer died mid-update or rewrites without pause); their values were served as read.",
+              L_NODE),
+          Families.describe(
               MetricType.GAUGE,
               EXPORTER_APISERVER_UP,
               "1 when the pod informer's watch is established; 0 when the API server is unreachable or RBAC forbids (labels then come from directory names).",
@@ -117,20 +122,24 @@ public final class ExporterCollector extends VgpuCollector {
     parse.add(errors.tooManyFiles(), node.add("reason", ParseErrors.TOO_MANY_FILES));
     out.add(parse.build());
     out.add(
-        new Families.Gauge(EXPORTER_APISERVER_UP, help(4))
+        new Families.Counter(EXPORTER_BEST_EFFORT_READS, help(4))
+            .add(errors.bestEffortReads(), node)
+            .build());
+    out.add(
+        new Families.Gauge(EXPORTER_APISERVER_UP, help(5))
             .add(state.api().up() ? 1 : 0, node)
             .build());
     out.add(
-        new Families.Gauge(EXPORTER_CACHE_ROOT_READABLE, help(5))
+        new Families.Gauge(EXPORTER_CACHE_ROOT_READABLE, help(6))
             .add(state.discovery().rootReadable() ? 1 : 0, node)
             .build());
     if (state.discovery().generation() > 0) {
       double age = Duration.between(state.discovery().scannedAt(), state.at()).toMillis() / 1000.0;
       out.add(
-          new Families.Gauge(EXPORTER_DISCOVERY_AGE, help(6)).add(Math.max(0, age), node).build());
+          new Families.Gauge(EXPORTER_DISCOVERY_AGE, help(7)).add(Math.max(0, age), node).build());
     }
-    var success = new Families.Gauge(EXPORTER_COLLECTOR_SUCCESS, help(7));
-    var duration = new Families.Gauge(EXPORTER_COLLECTOR_DURATION, help(8));
+    var success = new Families.Gauge(EXPORTER_COLLECTOR_SUCCESS, help(8));
+    var duration = new Families.Gauge(EXPORTER_COLLECTOR_DURATION, help(9));
     Map<String, CollectorStats.Outcome> outcomes = new TreeMap<>(stats.outcomes());
     outcomes.forEach(
         (name, o) -> {

@@ -108,6 +108,9 @@ public final class MetricNames {
   /** Counter (exposed with {@code _total}), label reason. */
   public static final String EXPORTER_PARSE_ERRORS = "vgpu_exporter_parse_errors";
 
+  /** Counter (exposed with {@code _total}): snapshots served with a slot seqlock unsettled. */
+  public static final String EXPORTER_BEST_EFFORT_READS = "vgpu_exporter_region_best_effort_reads";
+
   public static final String EXPORTER_APISERVER_UP = "vgpu_exporter_apiserver_up";
   public static final String EXPORTER_CACHE_ROOT_READABLE = "vgpu_exporter_cache_root_readable";
   public static final String EXPORTER_DISCOVERY_AGE = "vgpu_exporter_discovery_age_seconds";

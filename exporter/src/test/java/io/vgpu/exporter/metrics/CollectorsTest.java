@@ -367,4 +367,31 @@ class CollectorsTest {
           .isLessThanOrEqualTo(NodeStateProvider.MAX_SCRAPES_IN_PROGRESS);
     }
   }
+
+  @Test
+  void stuckSeqlock_servedBestEffort_andCountedPerRead() throws Exception {
+    try (TestNode node = new TestNode(root)) {
+      PrometheusRegistry r = node.registry();
+      assertThat(
+              Samples.parse(TestNode.text(r)).value("vgpu_exporter_region_best_effort_reads_total"))
+          .isZero();
+      // Slot 0's seqlock (v1.2: 1856 + 1960 * 0 + 1936) left odd, as by a writer killed mid-update.
+      Path region = root.resolve(UID_TRAIN + "_trainer").resolve("a.cache");
+      try (var ch =
+          java.nio.channels.FileChannel.open(region, java.nio.file.StandardOpenOption.WRITE)) {
+        java.nio.ByteBuffer odd =
+            java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 7);
+        ch.write(odd, 1856 + 1936);
+      }
+      Samples first = Samples.parse(TestNode.text(r));
+      Samples second = Samples.parse(TestNode.text(r));
+      assertThat(first.value("vgpu_exporter_region_best_effort_reads_total")).isGreaterThan(0);
+      assertThat(second.value("vgpu_exporter_region_best_effort_reads_total"))
+          .isGreaterThan(first.value("vgpu_exporter_region_best_effort_reads_total"));
+      // The torn-looking slot is still served as read, and other containers are untouched.
+      assertThat(second.find("vgpu_container_memory_used_bytes", "pod_uid", UID_TRAIN)).hasSize(2);
+      assertThat(second.value("vgpu_container_memory_limit_bytes", "pod_uid", UID_SERVE))
+          .isEqualTo(2048.0 * MIB);
+    }
+  }
 }
