@@ -1,6 +1,5 @@
 package io.vgpu.hostpid;
 
-import io.vgpu.hostpid.internal.CgroupParser;
 import io.vgpu.hostpid.internal.Ids;
 import java.util.Optional;
 
@@ -98,15 +97,6 @@ public record CgroupIdentity(
             .orElseThrow(() -> new IllegalArgumentException("not a pod UID: " + podUid));
     return new CgroupIdentity(
         Kind.KUBEPODS, Optional.of(uid), containerId, runtime, Optional.of(qosClass));
-  }
-
-  /**
-   * Parses the contents of {@code /proc/<pid>/cgroup} (v1, v2 or hybrid). Never throws: anything
-   * not recognised as a kubelet path, or hierarchies naming different pods/containers, gives {@link
-   * #unknown()}.
-   */
-  public static CgroupIdentity parse(String procCgroupContent) {
-    return CgroupParser.parse(procCgroupContent);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.vgpu.hostpid;
 
 import io.vgpu.hostpid.internal.BoundedReader;
+import io.vgpu.hostpid.internal.CgroupParser;
 import io.vgpu.hostpid.internal.StatParser;
 import io.vgpu.hostpid.internal.StatParser.Stat;
 import io.vgpu.hostpid.internal.StatusParser;
@@ -165,7 +166,7 @@ public final class ProcFs {
             pid,
             startTimeTicks,
             Arrays.stream(nsPids).boxed().toList(),
-            CgroupIdentity.parse(cgroup.text())));
+            CgroupParser.parse(cgroup.text())));
   }
 
   /** Whether the process with this pid is alive and still the one that started then. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.vgpu.hostpid.CgroupIdentity.Kind;
+import io.vgpu.hostpid.internal.CgroupParser;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.stream.Stream;
@@ -113,7 +114,7 @@ class CgroupIdentityTest {
   void parse_recognisedPath_returnsPodAndContainer(
       String name, String path, String containerId, String runtime, String qos) {
     for (String content : new String[] {"0::" + path + "\n", v1(path, "/")}) {
-      CgroupIdentity identity = CgroupIdentity.parse(content);
+      CgroupIdentity identity = CgroupParser.parse(content);
 
       assertThat(identity.kind()).as(content).isEqualTo(Kind.KUBEPODS);
       assertThat(identity.podUid()).contains(UID);
@@ -159,8 +160,8 @@ class CgroupIdentityTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("unknownPaths")
   void parse_unrecognisedKubepodsPath_returnsUnknown(String name, String path) {
-    assertThat(CgroupIdentity.parse("0::" + path + "\n")).isEqualTo(CgroupIdentity.unknown());
-    assertThat(CgroupIdentity.parse(v1(path, "/"))).isEqualTo(CgroupIdentity.unknown());
+    assertThat(CgroupParser.parse("0::" + path + "\n")).isEqualTo(CgroupIdentity.unknown());
+    assertThat(CgroupParser.parse(v1(path, "/"))).isEqualTo(CgroupIdentity.unknown());
   }
 
   static Stream<Arguments> relativeSystemdPaths() {
@@ -195,7 +196,7 @@ class CgroupIdentityTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("relativeSystemdPaths")
   void parse_relativeSystemdPath_returnsPod(String name, String path, String qos) {
-    CgroupIdentity identity = CgroupIdentity.parse("0::" + path + "\n");
+    CgroupIdentity identity = CgroupParser.parse("0::" + path + "\n");
 
     assertThat(identity)
         .isEqualTo(CgroupIdentity.kubepods(UID, Optional.of(CID), Optional.of("containerd"), qos));
@@ -217,7 +218,7 @@ class CgroupIdentityTest {
       "/a/../kubepods.slice",
     };
     for (String path : paths) {
-      assertThat(CgroupIdentity.parse("0::" + path + "\n"))
+      assertThat(CgroupParser.parse("0::" + path + "\n"))
           .as(path)
           .isEqualTo(CgroupIdentity.unknown());
     }
@@ -225,20 +226,20 @@ class CgroupIdentityTest {
 
   @Test
   void parse_hostPaths_returnsHost() {
-    assertThat(CgroupIdentity.parse("0::/\n")).isEqualTo(CgroupIdentity.host());
-    assertThat(CgroupIdentity.parse("0::/system.slice/containerd.service\n").kind())
+    assertThat(CgroupParser.parse("0::/\n")).isEqualTo(CgroupIdentity.host());
+    assertThat(CgroupParser.parse("0::/system.slice/containerd.service\n").kind())
         .isEqualTo(Kind.HOST);
-    assertThat(CgroupIdentity.parse(v1("/user.slice/user-0.slice/session-1.scope", "/")).kind())
+    assertThat(CgroupParser.parse(v1("/user.slice/user-0.slice/session-1.scope", "/")).kind())
         .isEqualTo(Kind.HOST);
-    assertThat(CgroupIdentity.parse("0::/docker/" + CID + "\n").kind()).isEqualTo(Kind.HOST);
-    assertThat(CgroupIdentity.parse("0::/\n12:pids:/\n").kind()).isEqualTo(Kind.HOST);
+    assertThat(CgroupParser.parse("0::/docker/" + CID + "\n").kind()).isEqualTo(Kind.HOST);
+    assertThat(CgroupParser.parse("0::/\n12:pids:/\n").kind()).isEqualTo(Kind.HOST);
   }
 
   @Test
   void parse_hybridWithUnifiedLineAtServicePath_takesThePodFromV1Lines() {
     String content = v1("/kubepods/pod" + UID + "/" + CID, "/system.slice/containerd.service");
 
-    assertThat(CgroupIdentity.parse(content).containerId()).contains(CID);
+    assertThat(CgroupParser.parse(content).containerId()).contains(CID);
   }
 
   @Test
@@ -255,7 +256,7 @@ class CgroupIdentityTest {
             + CID
             + "\n";
 
-    assertThat(CgroupIdentity.parse(content)).isEqualTo(CgroupIdentity.unknown());
+    assertThat(CgroupParser.parse(content)).isEqualTo(CgroupIdentity.unknown());
   }
 
   @Test
@@ -272,7 +273,7 @@ class CgroupIdentityTest {
             + cid2
             + "\n";
 
-    assertThat(CgroupIdentity.parse(content)).isEqualTo(CgroupIdentity.unknown());
+    assertThat(CgroupParser.parse(content)).isEqualTo(CgroupIdentity.unknown());
   }
 
   @Test
@@ -281,7 +282,7 @@ class CgroupIdentityTest {
         new String[] {
           "", "\n", "garbage\n", "0:/\n", "x::/\n", "0::/\n\n0::/\n", "::/kubepods\n", null
         }) {
-      assertThat(CgroupIdentity.parse(content))
+      assertThat(CgroupParser.parse(content))
           .as(String.valueOf(content))
           .isEqualTo(CgroupIdentity.unknown());
     }
@@ -289,7 +290,7 @@ class CgroupIdentityTest {
 
   @Test
   void parse_missingFinalNewline_stillParses() {
-    assertThat(CgroupIdentity.parse("0::/kubepods/pod" + UID + "/" + CID).containerId())
+    assertThat(CgroupParser.parse("0::/kubepods/pod" + UID + "/" + CID).containerId())
         .contains(CID);
   }
 

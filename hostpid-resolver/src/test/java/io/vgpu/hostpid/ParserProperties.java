@@ -2,6 +2,7 @@ package io.vgpu.hostpid;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.hostpid.internal.CgroupParser;
 import io.vgpu.hostpid.internal.StatParser;
 import io.vgpu.hostpid.internal.StatusParser;
 import io.vgpu.hostpid.testing.ProcTree;
@@ -28,19 +29,19 @@ class ParserProperties {
 
   @Property
   void cgroupParse_arbitraryText_neverThrows(@ForAll String text) {
-    assertThat(CgroupIdentity.parse(text)).isNotNull();
+    assertThat(CgroupParser.parse(text)).isNotNull();
   }
 
   @Property
   void cgroupParse_arbitraryBytes_neverThrows(@ForAll @Size(max = 600) byte[] bytes) {
-    assertThat(CgroupIdentity.parse(new String(bytes, StandardCharsets.ISO_8859_1))).isNotNull();
+    assertThat(CgroupParser.parse(new String(bytes, StandardCharsets.ISO_8859_1))).isNotNull();
   }
 
   /** Junk made of the pieces real paths are made of reaches the deep branches of the parser. */
   @Property(tries = 3000)
   void cgroupParse_shuffledPathPieces_neverThrowsAndPodsAreWellFormed(
       @ForAll("pathPieces") List<String> pieces) {
-    CgroupIdentity identity = CgroupIdentity.parse(String.join("", pieces));
+    CgroupIdentity identity = CgroupParser.parse(String.join("", pieces));
 
     if (identity.isPod()) {
       assertThat(CgroupIdentity.normalizePodUid(identity.podUid().orElseThrow()))
@@ -142,7 +143,7 @@ class ParserProperties {
 
   @Property
   void cgroupParse_generatedKubeletPath_readsBackIdentity(@ForAll("kubeletPaths") Rendered r) {
-    assertThat(CgroupIdentity.parse(r.content())).isEqualTo(r.identity());
+    assertThat(CgroupParser.parse(r.content())).isEqualTo(r.identity());
   }
 
   @Property

@@ -41,7 +41,7 @@ public final class RegionFile implements AutoCloseable {
   /**
    * Files larger than this are refused ({@link Reason#TOO_LARGE}): 16 MiB, 8x the largest layout.
    */
-  public static final long MAX_FILE_SIZE = 16L << 20;
+  public static final long MAX_FILE_SIZE = Detector.MAX_FILE_SIZE;
 
   private final Path path;
   private final FileChannel channel;

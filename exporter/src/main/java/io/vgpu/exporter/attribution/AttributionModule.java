@@ -5,6 +5,7 @@ import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.http.HealthCheck;
+import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.metrics.HamiCompatCollector;
 import io.vgpu.exporter.metrics.NodeStateProvider;
 import io.vgpu.exporter.nvml.JnaNvmlClient;
@@ -46,6 +47,9 @@ public final class AttributionModule {
                   Duration.ofSeconds(60)),
               clock);
       builder.service(NvmlSampler.class, sampler);
+      builder.service(
+          Collectors.NvmlProvider.class,
+          ctx -> new NvmlCollector(ctx.states(), sampler, ctx.config().hamiCompat()));
       builder.healthCheck(nvmlCheck(sampler));
       builder.closeOnExit(sampler);
       nvml = sampler::latest;
@@ -78,6 +82,7 @@ public final class AttributionModule {
       builder.healthCheck(writeBackCheck(service));
     }
     builder.service(AttributionService.class, service);
+    builder.service(Collectors.AttributionProvider.class, ctx -> collector(ctx.states(), service));
     builder.closeOnExit(service);
     return builder;
   }

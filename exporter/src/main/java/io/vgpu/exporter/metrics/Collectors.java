@@ -69,22 +69,12 @@ public final class Collectors {
               "nvml",
               "per GPU memory and utilization, NVML health and errors (hami_host_gpu_* too)",
               c -> c.get(Flags.NVML),
-              ctx ->
-                  ctx.service(io.vgpu.exporter.nvml.NvmlSampler.class)
-                      .map(
-                          s ->
-                              new io.vgpu.exporter.attribution.NvmlCollector(
-                                  ctx.states(), s, ctx.config().hamiCompat()))),
+              ctx -> ctx.service(NvmlProvider.class).map(p -> p.create(ctx))),
           new Entry(
               "attribution",
               "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
               c -> true,
-              ctx ->
-                  ctx.service(io.vgpu.exporter.attribution.AttributionService.class)
-                      .map(
-                          s ->
-                              io.vgpu.exporter.attribution.AttributionModule.collector(
-                                  ctx.states(), s))),
+              ctx -> ctx.service(AttributionProvider.class).map(p -> p.create(ctx))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
@@ -93,6 +83,24 @@ public final class Collectors {
                   Optional.of(
                       new ExporterCollector(
                           ctx.states(), ctx.build(), ctx.parseErrors(), ctx.stats()))));
+
+  /**
+   * Builds the collector of a module that owns its own (NVML, attribution). The module registers it
+   * as a service under its entry's key below, so this list names every collector and fixes their
+   * order while this package depends on no module.
+   */
+  @FunctionalInterface
+  public interface Provider {
+    MultiCollector create(CollectorContext ctx);
+  }
+
+  /** Service key of the {@code nvml} entry's provider. */
+  @FunctionalInterface
+  public interface NvmlProvider extends Provider {}
+
+  /** Service key of the {@code attribution} entry's provider. */
+  @FunctionalInterface
+  public interface AttributionProvider extends Provider {}
 
   private Collectors() {}
 

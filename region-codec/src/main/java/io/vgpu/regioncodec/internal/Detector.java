@@ -2,7 +2,6 @@ package io.vgpu.regioncodec.internal;
 
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionException.Reason;
-import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionFormatException;
 import io.vgpu.regioncodec.UnsupportedLayoutException;
 
@@ -11,6 +10,9 @@ import io.vgpu.regioncodec.UnsupportedLayoutException;
  * step 2). Never guesses: anything else is a typed exception that names what was found.
  */
 public final class Detector {
+  /** Larger files are refused: 16 MiB, 8x the largest layout (public as RegionFile's). */
+  public static final long MAX_FILE_SIZE = 16L << 20;
+
   private Detector() {}
 
   /** Bytes needed to read magic and version fields. */
@@ -35,13 +37,13 @@ public final class Detector {
           "region file has " + size + " bytes; at least 12 are needed for magic and version",
           size);
     }
-    if (size > RegionFile.MAX_FILE_SIZE) {
+    if (size > MAX_FILE_SIZE) {
       throw new RegionFormatException(
           Reason.TOO_LARGE,
           "region file has "
               + size
               + " bytes, more than the "
-              + RegionFile.MAX_FILE_SIZE
+              + MAX_FILE_SIZE
               + " any known layout needs",
           size);
     }
