@@ -24,6 +24,11 @@ public final class LogSetup {
     if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext ctx)) {
       return;
     }
+    configure(ctx, level, format);
+  }
+
+  /** Configures {@code ctx}; also the start-up configuration ({@link StartupLogConfigurator}). */
+  static void configure(LoggerContext ctx, String level, String format) {
     ctx.reset();
     Encoder<ILoggingEvent> encoder;
     if (format.equals("json")) {

@@ -158,34 +158,31 @@ class TextEncoderTest {
     for (int i = 0; i < labels.size(); i++) {
       points.putIfAbsent(labels.get(i), vals.get(i));
     }
+    String name = unit == null ? base : base + "_" + unit;
     try {
-      switch (kind) {
+      MetricMetadata m =
+          unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
+      return switch (kind) {
         case 0 -> {
-          String name = unit == null ? base : base + "_" + unit;
-          MetricMetadata m =
-              unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
           List<GaugeDataPointSnapshot> ps = new ArrayList<>();
           points.forEach((l, v) -> ps.add(new GaugeDataPointSnapshot(v, l, null)));
-          return new GaugeSnapshot(m, ps);
+          yield new GaugeSnapshot(m, ps);
         }
         case 1 -> {
-          String name = unit == null ? base : base + "_" + unit;
-          MetricMetadata m =
-              unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
           List<CounterDataPointSnapshot> ps = new ArrayList<>();
           points.forEach(
               (l, v) ->
                   ps.add(
                       new CounterDataPointSnapshot(
                           Double.isNaN(v) ? v : Math.abs(v), l, null, 0L)));
-          return new CounterSnapshot(m, ps);
+          yield new CounterSnapshot(m, ps);
         }
         default -> {
           List<InfoDataPointSnapshot> ps = new ArrayList<>();
           points.keySet().forEach(l -> ps.add(new InfoDataPointSnapshot(l)));
-          return new InfoSnapshot(new MetricMetadata(base, help), ps);
+          yield new InfoSnapshot(new MetricMetadata(base, help), ps);
         }
-      }
+      };
     } catch (IllegalArgumentException rejected) {
       return null;
     }

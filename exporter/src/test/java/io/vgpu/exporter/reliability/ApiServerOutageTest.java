@@ -294,8 +294,8 @@ class ApiServerOutageTest {
     samples.add(end);
     System.out.printf(
         "outage: %d scrapes in %d s, all 200; readyz: %s%noutage: footprint start %s%n"
-            + "outage: footprint end   %s%n",
-        scrapes, outage.toSeconds(), reason.strip(), start, end);
+            + "outage: footprint end   %s%noutage: footprint every 10 s %s%n",
+        scrapes, outage.toSeconds(), reason.strip(), start, end, samples);
     assertThat(end.threads())
         .as("threads during the outage")
         .isLessThanOrEqualTo(start.threads() + 4);
