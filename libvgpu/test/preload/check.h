@@ -39,6 +39,13 @@ static inline const vgpu_region_t *test_region(void) {
   const char *p = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   int fd = p ? open(p, O_RDONLY) : -1;
   if (fd < 0) return NULL;
+  /* Another process may be creating it (open, then ftruncate to full size): a mapping read past
+   * the file's end faults with SIGBUS, so wait until the file has its full size. */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < (off_t)VGPU_REGION_FILE_SIZE) {
+    close(fd);
+    return NULL;
+  }
   void *m = mmap(NULL, VGPU_REGION_FILE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   r = m == MAP_FAILED ? NULL : m;
