@@ -80,6 +80,8 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
   return rc;
 }
 
+static void pools_refresh_if_any(void);
+
 VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   VGPU_HOOK_BEGIN(cuMemFree_v2, (dptr));
   CUresult rc = VGPU_CALL_REAL(cuMemFree_v2, (dptr));
@@ -87,7 +89,7 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (rc == CUDA_SUCCESS && dptr && vgpu_track_take(VGPU_TRACK_PTR, (uint64_t)dptr, &rec))
     vgpu_release_rec(&rec);
   else if (rc == CUDA_SUCCESS && dptr)
-    vgpu_pools_refresh(); /* cuMemFree may free a stream-ordered allocation */
+    pools_refresh_if_any(); /* cuMemFree may free a stream-ordered allocation */
   return rc;
 }
 
@@ -187,6 +189,17 @@ static void pools_refresh_if_any(void) {
   if (__atomic_load_n(&g_npools, __ATOMIC_RELAXED) > 0) vgpu_pools_refresh();
 }
 
+/* Calls the real function, then re-reads the pools: frees and trims change what a pool reserves,
+ * a lower release threshold lets a pool give memory back, and synchronizing is when a pool
+ * releases what it holds above that threshold. */
+#define VGPU_POOL_REREAD_HOOK(name, params, args) \
+  VGPU_EXPORT CUresult name params {              \
+    VGPU_HOOK_BEGIN(name, args);                  \
+    CUresult rc = VGPU_CALL_REAL(name, args);     \
+    pools_refresh_if_any();                       \
+    return rc;                                    \
+  }
+
 static CUresult free_async_real(bool ptsz, CUdeviceptr dptr, CUstream stream) {
   return ptsz ? VGPU_CALL_REAL(cuMemFreeAsync_ptsz, (dptr, stream))
               : VGPU_CALL_REAL(cuMemFreeAsync, (dptr, stream));
@@ -281,18 +294,8 @@ VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byte
   return alloc_async(true, dptr, bytesize, pool, true, hStream);
 }
 
-VGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  VGPU_HOOK_BEGIN(cuMemFreeAsync, (dptr, hStream));
-  CUresult rc = VGPU_CALL_REAL(cuMemFreeAsync, (dptr, hStream));
-  vgpu_pools_refresh();
-  return rc;
-}
-VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  VGPU_HOOK_BEGIN(cuMemFreeAsync_ptsz, (dptr, hStream));
-  CUresult rc = VGPU_CALL_REAL(cuMemFreeAsync_ptsz, (dptr, hStream));
-  vgpu_pools_refresh();
-  return rc;
-}
+VGPU_POOL_REREAD_HOOK(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
+VGPU_POOL_REREAD_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
 
 VGPU_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
   VGPU_HOOK_BEGIN(cuMemPoolCreate, (pool, poolProps));
@@ -309,23 +312,7 @@ VGPU_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
   return rc;
 }
 
-VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
-  VGPU_HOOK_BEGIN(cuMemPoolTrimTo, (pool, minBytesToKeep));
-  CUresult rc = VGPU_CALL_REAL(cuMemPoolTrimTo, (pool, minBytesToKeep));
-  vgpu_pools_refresh();
-  return rc;
-}
-
-/* Calls the real function, then re-reads the pools: a lower release threshold lets a pool give
- * memory back, and synchronizing is when a pool releases what it holds above that threshold. */
-#define VGPU_POOL_REREAD_HOOK(name, params, args) \
-  VGPU_EXPORT CUresult name params {              \
-    VGPU_HOOK_BEGIN(name, args);                  \
-    CUresult rc = VGPU_CALL_REAL(name, args);     \
-    pools_refresh_if_any();                       \
-    return rc;                                    \
-  }
-
+VGPU_POOL_REREAD_HOOK(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))
 VGPU_POOL_REREAD_HOOK(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
                       (pool, attr, value))
 VGPU_POOL_REREAD_HOOK(cuStreamSynchronize, (CUstream hStream), (hStream))

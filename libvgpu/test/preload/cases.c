@@ -306,16 +306,6 @@ static int case_getproc_fallback(void) {
 }
 
 /* Many threads allocating and freeing: never above the limit, back to 0 at the end. */
-static volatile int g_stop;
-static void *sampler(void *arg) {
-  unsigned long long limit = *(unsigned long long *)arg, max = 0;
-  while (!g_stop) {
-    unsigned long long u = test_used(0);
-    if (u > max) max = u;
-  }
-  *(unsigned long long *)arg = max <= limit ? 0 : max;
-  return NULL;
-}
 static void *worker(void *arg) {
   CUcontext ctx = arg;
   cuCtxSetCurrent(ctx);
@@ -342,14 +332,12 @@ static int case_threads(void) {
   CUdeviceptr warm;
   CHECK(cuMemAlloc(&warm, 1) == CUDA_SUCCESS); /* registers before the sampler starts */
   CHECK(cuMemFree(warm) == CUDA_SUCCESS);
-  pthread_t t[8], s;
-  unsigned long long limit = 64 * MiB;
-  CHECK(pthread_create(&s, NULL, sampler, &limit) == 0);
+  pthread_t t[8];
+  struct test_sampler smp;
+  CHECK(test_sampler_start(&smp, 64 * MiB) == 0);
   for (int i = 0; i < 8; i++) CHECK(pthread_create(&t[i], NULL, worker, ctx) == 0);
   for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
-  g_stop = 1;
-  pthread_join(s, NULL);
-  CHECK_EQ_U(limit, 0); /* 0 = the sampler never saw usage above 64 MiB */
+  CHECK_EQ_U(test_sampler_stop(&smp), 0); /* 0 = the sampler never saw usage above 64 MiB */
   CHECK_EQ_U(test_used(0), 0);
   return 0;
 }

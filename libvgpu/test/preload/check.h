@@ -6,6 +6,7 @@
 #define VGPU_TEST_CHECK_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -83,3 +84,34 @@ static inline unsigned long long test_my_used(int dev, int kind /* 0 ctx, 2 data
 }
 
 #endif /* VGPU_TEST_CHECK_H */
+
+/* A thread that samples the container's usage of device 0 as fast as it can, for tests that must
+ * show usage never goes above a limit while other threads or processes allocate. */
+struct test_sampler {
+  pthread_t thread;
+  volatile int stop;
+  unsigned long long limit, max;
+};
+
+static inline void *test_sampler_body(void *arg) {
+  struct test_sampler *t = arg;
+  while (!t->stop) {
+    unsigned long long u = test_used(0);
+    if (u > t->max) t->max = u;
+  }
+  return NULL;
+}
+
+static inline int test_sampler_start(struct test_sampler *t, unsigned long long limit) {
+  t->stop = 0;
+  t->limit = limit;
+  t->max = 0;
+  return pthread_create(&t->thread, NULL, test_sampler_body, t);
+}
+
+/* Stops the sampler: 0 when usage never went above the limit, else the highest usage seen. */
+static inline unsigned long long test_sampler_stop(struct test_sampler *t) {
+  t->stop = 1;
+  pthread_join(t->thread, NULL);
+  return t->max <= t->limit ? 0 : t->max;
+}

@@ -105,16 +105,6 @@ static int case_chunk_overshoot(void) {
  * synchronizes, so free space that looks available is not, and the pool grows anyway. When that
  * growth does not fit, the allocation is undone (freed, stream synchronized, pool trimmed back)
  * and refused; the count never shows the overshoot. */
-static volatile int g_stop;
-static void *sampler(void *arg) {
-  unsigned long long limit = *(unsigned long long *)arg, max = 0;
-  while (!g_stop) {
-    unsigned long long u = test_used(0);
-    if (u > max) max = u;
-  }
-  *(unsigned long long *)arg = max <= limit ? 0 : max;
-  return NULL;
-}
 
 static int case_undo(void) {
   setup();
@@ -122,9 +112,8 @@ static int case_undo(void) {
   CHECK(cuMemAllocAsync(&w, 1, 0) == CUDA_SUCCESS); /* registers the slot before sampling */
   CHECK(cuMemFreeAsync(w, 0) == CUDA_SUCCESS);
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
-  pthread_t s;
-  unsigned long long limit = 48 * MiB;
-  CHECK(pthread_create(&s, NULL, sampler, &limit) == 0);
+  struct test_sampler smp;
+  CHECK(test_sampler_start(&smp, 48 * MiB) == 0);
   /* Default pool, release threshold 0: the synchronize of the undo releases everything unused. */
   CUdeviceptr a, b;
   CHECK(cuMemAllocAsync(&a, 20 * MiB, 0) == CUDA_SUCCESS);
@@ -151,9 +140,7 @@ static int case_undo(void) {
   CHECK_EXACT(STEP);
   CHECK(cuMemPoolDestroy(pool) == CUDA_SUCCESS);
   CHECK_EXACT(0);
-  g_stop = 1;
-  pthread_join(s, NULL);
-  CHECK_EQ_U(limit, 0); /* 0 = never above 48 MiB */
+  CHECK_EQ_U(test_sampler_stop(&smp), 0); /* 0 = never above 48 MiB */
   return 0;
 }
 
@@ -253,14 +240,12 @@ static int case_threads(void) {
   CUdeviceptr w;
   CHECK(cuMemAllocAsync(&w, 1, 0) == CUDA_SUCCESS);
   CHECK(cuMemFreeAsync(w, 0) == CUDA_SUCCESS);
-  pthread_t t[8], s;
-  unsigned long long limit = 80 * MiB;
-  CHECK(pthread_create(&s, NULL, sampler, &limit) == 0);
+  pthread_t t[8];
+  struct test_sampler smp;
+  CHECK(test_sampler_start(&smp, 80 * MiB) == 0);
   for (int i = 0; i < 8; i++) CHECK(pthread_create(&t[i], NULL, worker, ctx) == 0);
   for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
-  g_stop = 1;
-  pthread_join(s, NULL);
-  CHECK_EQ_U(limit, 0);
+  CHECK_EQ_U(test_sampler_stop(&smp), 0);
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
   CHECK_EXACT(0);
   const vgpu_region_ext_t *e = test_ext();
@@ -297,9 +282,8 @@ static int case_processes(void) {
       exit(0);
     }
   }
-  pthread_t s;
-  unsigned long long limit = 100 * MiB;
-  CHECK(pthread_create(&s, NULL, sampler, &limit) == 0);
+  struct test_sampler smp;
+  CHECK(test_sampler_start(&smp, 100 * MiB) == 0);
   CHECK(write(go[1], "xxxx", N) == N);
   int total = 0;
   for (int i = 0; i < N; i++) {
@@ -307,9 +291,7 @@ static int case_processes(void) {
     CHECK(read(fds[i][0], &got, sizeof got) == (ssize_t)sizeof got);
     total += got;
   }
-  g_stop = 1;
-  pthread_join(s, NULL);
-  CHECK_EQ_U(limit, 0);
+  CHECK_EQ_U(test_sampler_stop(&smp), 0);
   CHECK_EQ_U(total, 96);
   CHECK_EQ_U(test_used(0), 3 * STEP);
   CHECK(write(hold[1], "xxxx", N) == N);
