@@ -42,11 +42,7 @@ final class DoubleText {
    */
   private static final double EXACT_LIMIT = 0x1p53;
 
-  static void write(ExpositionBuffer out, double d) {
-    write(out, d, null);
-  }
-
-  /** As {@link #write(ExpositionBuffer, double)}, fractions through {@code fractions} if given. */
+  /** Writes {@code d}; fractions through {@code fractions}' table when given (null: uncached). */
   static void write(ExpositionBuffer out, double d, Fractions fractions) {
     if (d == Double.POSITIVE_INFINITY) {
       out.writeAscii("+Inf");

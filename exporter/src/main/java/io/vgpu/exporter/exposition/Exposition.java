@@ -6,8 +6,8 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 public sealed interface Exposition permits Rendition, Exposition.Fallback {
 
   /**
-   * The snapshots held something {@link TextEncoder} does not write (see its {@code check}): the
-   * caller encodes them with client_java's writer. Not cached.
+   * The snapshots held something {@link TextEncoder} does not write: the caller encodes them with
+   * client_java's writer. Not cached.
    */
   record Fallback(MetricSnapshots snapshots, String reason) implements Exposition {}
 }

@@ -21,10 +21,6 @@ public final class ExpositionBuffer {
     return size;
   }
 
-  public int capacity() {
-    return bytes.length;
-  }
-
   public void reset() {
     size = 0;
   }

@@ -119,7 +119,6 @@ public final class ExpositionCache {
     try {
       MetricSnapshots snapshots = source.get();
       try {
-        TextEncoder.check(snapshots);
         buffer = takeBuffer(format);
         buffer.reset();
         synchronized (encoder) {

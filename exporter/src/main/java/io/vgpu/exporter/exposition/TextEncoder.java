@@ -19,8 +19,8 @@ import java.util.Set;
  * Writes client_java snapshots as Prometheus text 0.0.4 or OpenMetrics 1.0.0, byte for byte what
  * client_java's own writers produce (tests compare the two on generated and real snapshots), for
  * the subset this exporter emits: gauges, counters and info families with legacy-valid names, no
- * exemplars, no created or scrape timestamps. Anything else throws {@link Unsupported} before a
- * byte is written, and the caller uses client_java's writer instead.
+ * exemplars, no created or scrape timestamps. Anything else throws {@link Unsupported}, and the
+ * caller uses client_java's writer instead.
  *
  * <p>Why it exists: client_java writes each label value character by character through a
  * BufferedWriter and formats every value with Double.toString; on a node of 100 containers x 8
@@ -63,56 +63,33 @@ public final class TextEncoder {
   private final DoubleText.Fractions fractions = new DoubleText.Fractions();
 
   /**
-   * Checks that every snapshot is one this encoder writes exactly as client_java would, without
-   * writing anything.
+   * Writes {@code snapshots} to {@code out} in {@code format}, checking as it goes that each is one
+   * this encoder writes exactly as client_java would; anything else throws {@link Unsupported} with
+   * {@code out} partly written (the caller discards it and uses client_java's writer).
    */
-  public static void check(MetricSnapshots snapshots) throws Unsupported {
+  public void encode(MetricSnapshots snapshots, ExpositionFormat format, ExpositionBuffer out)
+      throws Unsupported {
+    render++;
+    boolean om = format == ExpositionFormat.OPENMETRICS;
     Set<String> names = new HashSet<>();
     for (MetricSnapshot s : snapshots) {
-      if (!(s instanceof GaugeSnapshot
-          || s instanceof CounterSnapshot
-          || s instanceof InfoSnapshot)) {
-        throw new Unsupported("type " + s.getClass().getSimpleName());
-      }
-      String name = s.getMetadata().getName();
+      MetricMetadata meta = s.getMetadata();
+      String name = meta.getName();
       if (!isLegacyName(name, false)) {
         throw new Unsupported("metric name " + name);
       }
       if (!names.add(name)) {
         throw new Unsupported("duplicate family " + name);
       }
-      for (DataPointSnapshot p : s.getDataPoints()) {
-        if (p.hasScrapeTimestamp() || p.hasCreatedTimestamp()) {
-          throw new Unsupported("timestamps in " + name);
-        }
-        if (p instanceof CounterSnapshot.CounterDataPointSnapshot c && c.getExemplar() != null) {
-          throw new Unsupported("exemplar in " + name);
-        }
-      }
-    }
-  }
-
-  /**
-   * Writes {@code snapshots} to {@code out} in {@code format}. Call {@link #check} first: label
-   * names are checked here, on first sight of each label set, and an unsupported one throws with
-   * {@code out} partly written.
-   */
-  public void encode(MetricSnapshots snapshots, ExpositionFormat format, ExpositionBuffer out)
-      throws Unsupported {
-    render++;
-    boolean om = format == ExpositionFormat.OPENMETRICS;
-    for (MetricSnapshot s : snapshots) {
       if (s.getDataPoints().isEmpty()) {
         continue;
       }
-      MetricMetadata meta = s.getMetadata();
-      String name = meta.getName();
       switch (s) {
         case GaugeSnapshot g -> {
           metadata(out, om, name, null, "gauge", meta);
           byte[] prefix = ascii(name);
           for (GaugeSnapshot.GaugeDataPointSnapshot p : g.getDataPoints()) {
-            line(out, prefix, p.getLabels());
+            line(out, prefix, p, name);
             DoubleText.write(out, p.getValue(), fractions);
             out.write((byte) '\n');
           }
@@ -121,7 +98,10 @@ public final class TextEncoder {
           metadata(out, om, name, om ? null : TOTAL, "counter", meta);
           byte[] prefix = ascii(name + "_total");
           for (CounterSnapshot.CounterDataPointSnapshot p : c.getDataPoints()) {
-            line(out, prefix, p.getLabels());
+            if (p.getExemplar() != null) {
+              throw new Unsupported("exemplar in " + name);
+            }
+            line(out, prefix, p, name);
             DoubleText.write(out, p.getValue(), fractions);
             out.write((byte) '\n');
           }
@@ -130,7 +110,7 @@ public final class TextEncoder {
           metadata(out, om, name, om ? null : INFO, om ? "info" : "gauge", meta);
           byte[] prefix = ascii(name + "_info");
           for (InfoSnapshot.InfoDataPointSnapshot p : i.getDataPoints()) {
-            line(out, prefix, p.getLabels());
+            line(out, prefix, p, name);
             out.write((byte) '1');
             out.write((byte) '\n');
           }
@@ -214,9 +194,13 @@ public final class TextEncoder {
     }
   }
 
-  private void line(ExpositionBuffer out, byte[] prefix, Labels labels) throws Unsupported {
+  private void line(ExpositionBuffer out, byte[] prefix, DataPointSnapshot p, String family)
+      throws Unsupported {
+    if (p.hasScrapeTimestamp() || p.hasCreatedTimestamp()) {
+      throw new Unsupported("timestamps in " + family);
+    }
     out.write(prefix);
-    out.write(block(labels));
+    out.write(block(p.getLabels()));
     out.write((byte) ' ');
   }
 

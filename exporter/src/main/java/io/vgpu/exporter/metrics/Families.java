@@ -127,31 +127,22 @@ public final class Families {
   private static final ConcurrentHashMap<String, MetricMetadata> METADATA =
       new ConcurrentHashMap<>();
 
-  private static final ConcurrentHashMap<String, MetricMetadata> PLAIN_METADATA =
-      new ConcurrentHashMap<>();
-
+  /** Metadata with the unit its name ends in ({@code _bytes}, {@code _seconds}, {@code _ratio}). */
   public static MetricMetadata metadata(String name, String help) {
+    return cachedMetadata(name, help, unitOf(name));
+  }
+
+  /** Cached by name; rebuilt when the help text or unit asked for differs from the cached one. */
+  private static MetricMetadata cachedMetadata(String name, String help, Unit unit) {
     MetricMetadata m = METADATA.get(name);
-    if (m == null || !java.util.Objects.equals(m.getHelp(), help)) {
-      Unit unit = unitOf(name);
+    if (m == null
+        || !java.util.Objects.equals(m.getHelp(), help)
+        || !java.util.Objects.equals(m.getUnit(), unit)) {
       m = unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
       if (METADATA.size() >= ORDERS_LIMIT) {
         METADATA.clear();
       }
       METADATA.put(name, m);
-    }
-    return m;
-  }
-
-  /** Metadata without a unit (info families), cached like {@link #metadata}. */
-  private static MetricMetadata plainMetadata(String name, String help) {
-    MetricMetadata m = PLAIN_METADATA.get(name);
-    if (m == null || !java.util.Objects.equals(m.getHelp(), help)) {
-      m = new MetricMetadata(name, help);
-      if (PLAIN_METADATA.size() >= ORDERS_LIMIT) {
-        PLAIN_METADATA.clear();
-      }
-      PLAIN_METADATA.put(name, m);
     }
     return m;
   }
@@ -228,7 +219,7 @@ public final class Families {
     private final List<InfoDataPointSnapshot> points = new ArrayList<>();
 
     public Info(String name, String help) {
-      this.meta = plainMetadata(name, help);
+      this.meta = cachedMetadata(name, help, null); // info families carry no unit
     }
 
     public Info add(Labels labels) {

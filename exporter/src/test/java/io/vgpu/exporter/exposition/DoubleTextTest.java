@@ -15,7 +15,7 @@ class DoubleTextTest {
 
   static String text(double d) {
     ExpositionBuffer b = new ExpositionBuffer(64);
-    DoubleText.write(b, d);
+    DoubleText.write(b, d, null);
     return new String(b.toByteArray(), StandardCharsets.US_ASCII);
   }
 
