@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.api.model.WatchEvent;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.vgpu.exporter.testing.Await;
+import io.vgpu.exporter.testing.KubeObjects;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.time.Instant;
@@ -122,23 +123,7 @@ class KubernetesMetadataSourceTest {
   }
 
   static Pod pod(String uid, String name) {
-    return new PodBuilder()
-        .withNewMetadata()
-        .withName(name)
-        .withNamespace("ml")
-        .withUid(uid)
-        .withResourceVersion("6")
-        .endMetadata()
-        .withNewSpec()
-        .withNodeName(NODE)
-        .addNewContainer()
-        .withName("main")
-        .endContainer()
-        .endSpec()
-        .withNewStatus()
-        .withPhase("Running")
-        .endStatus()
-        .build();
+    return KubeObjects.runningPod(NODE, uid, name, "main", "6");
   }
 
   static Node node() {

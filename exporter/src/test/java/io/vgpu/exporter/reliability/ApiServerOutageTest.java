@@ -7,16 +7,13 @@ import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.NodeListBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodListBuilder;
 import io.fabric8.kubernetes.api.model.WatchEvent;
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.testing.Await;
+import io.vgpu.exporter.testing.KubeObjects;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
 import java.lang.management.ManagementFactory;
@@ -101,23 +98,7 @@ class ApiServerOutageTest {
   }
 
   static Pod pod(String uid, String name, String container) {
-    return new PodBuilder()
-        .withNewMetadata()
-        .withName(name)
-        .withNamespace("ml")
-        .withUid(uid)
-        .withResourceVersion("3")
-        .endMetadata()
-        .withNewSpec()
-        .withNodeName(NODE)
-        .addNewContainer()
-        .withName(container)
-        .endContainer()
-        .endSpec()
-        .withNewStatus()
-        .withPhase("Running")
-        .endStatus()
-        .build();
+    return KubeObjects.runningPod(NODE, uid, name, container, "3");
   }
 
   static Node node() {
@@ -182,14 +163,7 @@ class ApiServerOutageTest {
   }
 
   static KubernetesClient client(int port) {
-    Config c =
-        new ConfigBuilder()
-            .withMasterUrl("http://127.0.0.1:" + port)
-            .withNamespace("default")
-            .withRequestTimeout(2000)
-            .withConnectionTimeout(1000)
-            .build();
-    return new KubernetesClientBuilder().withConfig(c).build();
+    return KubeObjects.localClient(port);
   }
 
   /** Threads, open fds, heap used after a GC, RSS. */

@@ -3,10 +3,6 @@ package io.vgpu.exporter.reliability;
 import static io.vgpu.exporter.reliability.LiveExporter.assertHealthyNeighbour;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.ConfigBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.mockwebserver.Context;
@@ -17,6 +13,7 @@ import io.fabric8.mockwebserver.http.RecordedRequest;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.testing.Await;
+import io.vgpu.exporter.testing.KubeObjects;
 import io.vgpu.exporter.testing.Samples;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -186,17 +183,6 @@ class FaultsTest {
     }
   }
 
-  private static KubernetesClient clientFor(int port) {
-    Config c =
-        new ConfigBuilder()
-            .withMasterUrl("http://127.0.0.1:" + port)
-            .withNamespace("default")
-            .withRequestTimeout(2000)
-            .withConnectionTimeout(1000)
-            .build();
-    return new KubernetesClientBuilder().withConfig(c).build();
-  }
-
   @Test
   void apiServer_downAtStartThenBack_servesMeanwhileAndReconnects() throws Exception {
     int port = freePort();
@@ -205,7 +191,7 @@ class FaultsTest {
             root(),
             Map.of(),
             new KubernetesMetadataSource(
-                clientFor(port), "rel-node", List.of(), Duration.ofMinutes(5)));
+                KubeObjects.localClient(port), "rel-node", List.of(), Duration.ofMinutes(5)));
     Await.until(Duration.ofSeconds(30), () -> readyz().contains("API server unreachable"));
     Samples s = ex.scrape();
     assertThat(s.value("vgpu_exporter_apiserver_up")).isZero();
@@ -255,7 +241,10 @@ class FaultsTest {
             root(),
             Map.of(),
             new KubernetesMetadataSource(
-                clientFor(api.getPort()), "rel-node", List.of(), Duration.ofMinutes(5)));
+                KubeObjects.localClient(api.getPort()),
+                "rel-node",
+                List.of(),
+                Duration.ofMinutes(5)));
     Await.until(Duration.ofSeconds(30), () -> readyz().contains("RBAC forbids list/watch pods"));
     Samples s = ex.scrape();
     assertThat(s.value("vgpu_exporter_apiserver_up")).isZero();
