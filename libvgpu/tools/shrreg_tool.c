@@ -48,7 +48,8 @@ enum {
   EXIT_READ_ONLY = 6,      /* layout the tool never writes (L0a, L0b, v1.1-broken) */
   EXIT_HOLDER_ALIVE = 7,   /* force-unlock refused: the holder is alive or cannot be judged */
   EXIT_LOCK_BUSY = 8,      /* cleanup could not take the slot-table lock in time */
-  EXIT_IO = 9              /* I/O error, or the file changed under us */
+  EXIT_IO = 9,             /* I/O error, or the file changed under us */
+  EXIT_CHANGED = 10        /* --expect-inode: the path no longer names the file the caller judged */
 };
 
 #define DEFAULT_CACHE_PATH "/tmp/cudevshr.cache"
@@ -77,6 +78,9 @@ typedef struct {
   int lock_timeout_ms;
   int set_dev;
   uint64_t set_value;
+  int expect_inode;     /* --expect-inode given: the open fd must be exactly this file */
+  uint64_t expect_dev;
+  uint64_t expect_ino;
 } options_t;
 
 static const char *g_prog = "shrreg-tool";
@@ -110,9 +114,13 @@ static void usage(FILE *out) {
           "  --proc-root DIR    procfs to judge liveness from (default /proc)\n"
           "  --observe-ms MS    how long --force-unlock watches a lock with no recorded holder (default %d)\n"
           "  --lock-timeout-ms MS  how long --cleanup waits for the slot-table lock (default %d)\n"
+          "  --expect-inode DEV:INO  act only if --file opens (without following a symlink) the regular,\n"
+          "                     singly linked file with this st_dev:st_ino (the node-side caller's\n"
+          "                     verdict was taken on that file); otherwise exit 10 and change nothing\n"
           "\n"
           "Exit codes: 0 ok, 1 problem found, 2 bad arguments, 3 file missing, 4 permission denied,\n"
-          "5 unknown layout, 6 layout is read-only, 7 lock holder alive, 8 lock busy, 9 I/O error.\n",
+          "5 unknown layout, 6 layout is read-only, 7 lock holder alive, 8 lock busy, 9 I/O error,\n"
+          "10 the file is not the one --expect-inode names.\n",
           DEFAULT_CACHE_PATH, DEFAULT_OBSERVE_MS, LOCK_TIMEOUT_MS);
 }
 
@@ -287,6 +295,20 @@ static int parse_args(int argc, char **argv, options_t *o) {
     } else if (strcmp(a, "--host") == 0) {
       o->host_pids = 1;
       continue;
+    } else if (strcmp(a, "--expect-inode") == 0) {
+      char buf[64];
+      char *colon;
+      if (i + 1 >= argc || strlen(argv[i + 1]) >= sizeof buf)
+        return fail(EXIT_USAGE, "--expect-inode needs DEV:INO (decimal st_dev and st_ino)");
+      memcpy(buf, argv[i + 1], strlen(argv[i + 1]) + 1);
+      colon = strchr(buf, ':');
+      if (colon == NULL) return fail(EXIT_USAGE, "--expect-inode needs DEV:INO (decimal st_dev and st_ino)");
+      *colon = '\0';
+      if (parse_u64(buf, &o->expect_dev) != 0 || parse_u64(colon + 1, &o->expect_ino) != 0)
+        return fail(EXIT_USAGE, "--expect-inode needs DEV:INO (decimal st_dev and st_ino)");
+      o->expect_inode = 1;
+      i++;
+      continue;
     } else {
       return fail(EXIT_USAGE, "unknown argument '%s' (try --help)", a);
     }
@@ -395,14 +417,22 @@ static int errno_exit(int e) {
   return EXIT_IO;
 }
 
+/* A copy of the options, taken before any command opens the region (for --expect-inode). */
+static options_t g_expect_opts;
+static const options_t *g_expect;
+
 static int region_open(region_t *r, const char *path, int rw) {
   struct stat st;
   const char *why = NULL;
+  int nofollow = (g_expect != NULL && g_expect->expect_inode) ? O_NOFOLLOW : 0;
   memset(r, 0, sizeof *r);
   r->path = path;
   r->fd = -1;
-  /* O_NONBLOCK: a FIFO planted at the path must not hang the tool. */
-  r->fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  /* O_NONBLOCK: a FIFO planted at the path must not hang the tool. O_NOFOLLOW when the node-side
+   * caller names the file it judged: a tenant may have swapped the path for a link since. */
+  r->fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | nofollow);
+  if (r->fd < 0 && nofollow && errno == ELOOP)
+    return fail(EXIT_CHANGED, "%s: is now a symbolic link, not the file the caller judged; nothing changed", path);
   if (r->fd < 0) {
     int e = errno;
     int code = errno_exit(e);
@@ -414,6 +444,16 @@ static int region_open(region_t *r, const char *path, int rw) {
     return fail(code, "%s: %s", path, strerror(e));
   }
   if (fstat(r->fd, &st) != 0) return fail(EXIT_IO, "%s: %s", path, strerror(errno));
+  if (nofollow) {
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (uint64_t)st.st_dev != g_expect->expect_dev ||
+        (uint64_t)st.st_ino != g_expect->expect_ino)
+      return fail(EXIT_CHANGED,
+                  "%s: not the file the caller judged (expected %llu:%llu, found %llu:%llu, %s, %lu link(s)); "
+                  "nothing changed",
+                  path, (unsigned long long)g_expect->expect_dev, (unsigned long long)g_expect->expect_ino,
+                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                  S_ISREG(st.st_mode) ? "regular" : "not regular", (unsigned long)st.st_nlink);
+  }
   if (!S_ISREG(st.st_mode)) return fail(EXIT_BAD_LAYOUT, "%s: not a regular file", path);
   if (st.st_size < 12) return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too small to be a region", path, (long long)st.st_size);
   if ((uint64_t)st.st_size > SHRREG_MAX_FILE_SIZE)
@@ -1514,8 +1554,12 @@ int shrreg_tool_main(int argc, char **argv);
 int shrreg_tool_main(int argc, char **argv) {
   options_t o;
   struct sigaction sa;
-  int rc = parse_args(argc, argv, &o);
+  int rc;
+  g_expect = NULL;
+  rc = parse_args(argc, argv, &o);
   if (rc != EXIT_OK) return rc;
+  g_expect_opts = o;
+  g_expect = &g_expect_opts;
   if (o.cmd == CMD_HELP) {
     usage(stdout);
     return EXIT_OK;

@@ -277,6 +277,43 @@ static void test_missing_file(void) {
   CHECK(r.rc == 0 && contains(r.out, "shrreg-tool ") && contains(r.out, "not readable"), "version w/o file: rc=%d", r.rc);
 }
 
+/* The node-side caller judges a file on an O_NOFOLLOW fd and then hands shrreg-tool the path with
+ * --expect-inode DEV:INO: a tenant that swaps the path for a symlink to (or a hard link of)
+ * another container's region in between must change nothing there. */
+static void test_expect_inode(void) {
+  run_t r;
+  struct stat st, vst;
+  char expect[64], victim_copy[300];
+  const char *p = fx_path("judged.cache");
+  const char *victim = fx_path("victim.cache");
+  fx_spec_t s = base_spec(FX_V1_2);
+  CHECK(fx_write(p, &s) == 0 && fx_write(victim, &s) == 0, "fixtures");
+  CHECK(stat(p, &st) == 0 && stat(victim, &vst) == 0, "stat");
+  snprintf(expect, sizeof expect, "%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+  RUN(&r, "--set-sm-limit", "0", "30", "--file", p, "--expect-inode", expect);
+  CHECK(r.rc == 0 && contains(r.out, "-> 30%"), "expected inode accepted: rc=%d err=%s", r.rc, r.err);
+  /* Swap: the judged path becomes a symlink to the victim's region. */
+  CHECK(unlink(p) == 0 && symlink(victim, p) == 0, "swap to symlink");
+  RUN(&r, "--set-sm-limit", "0", "5", "--file", p, "--expect-inode", expect);
+  CHECK(r.rc == 10 && contains(r.err, "symbolic link"), "symlink swap refused: rc=%d err=%s", r.rc, r.err);
+  RUN(&r, "--cleanup", "--file", p, "--expect-inode", expect);
+  CHECK(r.rc == 10, "symlink swap refused for cleanup: rc=%d", r.rc);
+  /* Swap: a hard link of the victim's region at the judged path (same content, other inode). */
+  CHECK(unlink(p) == 0 && link(victim, p) == 0, "swap to hard link");
+  RUN(&r, "--set-sm-limit", "0", "5", "--file", p, "--expect-inode", expect);
+  CHECK(r.rc == 10 && contains(r.err, "2 link(s)"), "hard link refused: rc=%d err=%s", r.rc, r.err);
+  /* Even the victim's own inode is refused while it has a second name. */
+  snprintf(expect, sizeof expect, "%llu:%llu", (unsigned long long)vst.st_dev, (unsigned long long)vst.st_ino);
+  RUN(&r, "--force-unlock", "--file", p, "--expect-inode", expect);
+  CHECK(r.rc == 10, "multiply linked file refused: rc=%d", r.rc);
+  RUN(&r, "--json", "--file", victim);
+  CHECK(strcmp(jq(r.out, "d['devices'][0]['sm_limit_percent']"), "50") == 0, "victim untouched: %s", r.out);
+  snprintf(victim_copy, sizeof victim_copy, "%s", p);
+  RUN(&r, "--inspect", "--file", victim_copy, "--expect-inode", "12");
+  CHECK(r.rc == 2 && contains(r.err, "DEV:INO"), "malformed expectation: rc=%d", r.rc);
+  unlink(p);
+}
+
 static void test_unknown_layouts(void) {
   run_t r;
   const char *p = fx_path("odd.cache");
@@ -923,6 +960,7 @@ int main(int argc, char **argv) {
   chmod(g_dir, 0755);
   test_help_and_usage();
   test_missing_file();
+  test_expect_inode();
   test_unknown_layouts();
   test_every_layout_inspect();
   test_extension_and_version();
