@@ -423,6 +423,7 @@ typedef struct {
   int64_t wake;
   void (*body)(void *);
   void *arg;
+  pthread_cond_t cv; /* signalled when this thread is picked to run */
 } des_thread_t;
 
 #define DES_MAX 8
@@ -444,14 +445,19 @@ static int des_pick(void) {
   return best;
 }
 
+/* Hands the CPU to the next thread: only that thread is woken (a broadcast to every waiter per
+ * hand-off made multi-process cells cost minutes of system time). */
 static void des_dispatch(void) {
+  int prev = DES.running;
   int next = des_pick();
   DES.running = next;
   if (next >= 0) {
     if (DES.t[next]->wake > SIM.now) SIM.now = DES.t[next]->wake;
     SIM.current_ctx = DES.t[next]->ctx;
+    if (next != prev) pthread_cond_signal(&DES.t[next]->cv);
+  } else {
+    pthread_cond_broadcast(&DES.cv); /* all done: wake des_run */
   }
-  pthread_cond_broadcast(&DES.cv);
 }
 
 static void des_wait(int64_t dt) {
@@ -461,7 +467,7 @@ static void des_wait(int64_t dt) {
   }
   des_me->wake = SIM.now + dt;
   des_dispatch();
-  while (DES.running != des_me->id) pthread_cond_wait(&DES.cv, &DES.mu);
+  while (DES.running != des_me->id) pthread_cond_wait(&des_me->cv, &DES.mu);
   SIM.current_ctx = des_me->ctx;
 }
 
@@ -469,7 +475,7 @@ static void *des_main(void *arg) {
   des_thread_t *me = arg;
   des_me = me;
   pthread_mutex_lock(&DES.mu);
-  while (DES.running != me->id) pthread_cond_wait(&DES.cv, &DES.mu);
+  while (DES.running != me->id) pthread_cond_wait(&me->cv, &DES.mu);
   SIM.current_ctx = me->ctx;
   me->body(me->arg);
   me->done = 1;
@@ -487,13 +493,17 @@ __attribute__((unused)) static void des_run(int n, void (**bodies)(void *), void
   DES.running = -1;
   for (int i = 0; i < n; i++) {
     th[i] = (des_thread_t){.id = i, .ctx = ctxs[i], .wake = SIM.now, .body = bodies[i], .arg = args[i]};
+    pthread_cond_init(&th[i].cv, NULL);
     DES.t[i] = &th[i];
     pthread_create(&th[i].th, NULL, des_main, &th[i]);
   }
   des_dispatch();
   while (DES.running >= 0) pthread_cond_wait(&DES.cv, &DES.mu);
   pthread_mutex_unlock(&DES.mu);
-  for (int i = 0; i < n; i++) pthread_join(th[i].th, NULL);
+  for (int i = 0; i < n; i++) {
+    pthread_join(th[i].th, NULL);
+    pthread_cond_destroy(&th[i].cv);
+  }
   DES.active = 0;
   DES.n = 0;
 }

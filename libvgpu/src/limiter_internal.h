@@ -1,0 +1,191 @@
+/*
+ * limiter_internal.h — what the SM limiter's three units share: its state types and the functions
+ * one unit calls in another. Not part of the library's interface (limiter.h is).
+ *
+ *   limiter_measure.c  timing events, contexts and streams, residency heartbeats, the GPU->host
+ *                      time map, completions (what a launch cost on the GPU)
+ *   limiter_bucket.c   the container's shared budget (GCRA word in the region's extension
+ *                      block), charging committed launches, the integral trim, estimates
+ *   limiter.c          the launch gate (before/after), the instance and process-wide API
+ *
+ * Tuning constants and their reasons: limiter_tuning.h. Locking: every function here that takes a
+ * dev_state_t runs under d->mu unless it says otherwise.
+ */
+#ifndef VGPU_LIMITER_INTERNAL_H
+#define VGPU_LIMITER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "limiter.h"
+#include "limiter_tuning.h"
+
+typedef struct {
+  CUevent s, e;
+  int64_t est_ns;
+  int64_t s_host, e_host;
+  int64_t s_rec, e_rec; /* host time just before each record call */
+  int64_t charged;      /* what the launch cost when committed */
+  int next;      /* next entry of the same stream, -1 at the tail */
+  int16_t ctx;   /* context slot */
+  int16_t sq;    /* stream slot */
+  int8_t ref;    /* reference event slot, -1 = unmeasured */
+  int8_t started;
+  int8_t done;
+  int8_t measured;
+} pend_t;
+
+typedef struct {
+  CUstream stream;
+  int used;
+  int head, tail, count;
+  int64_t est_ns;
+  uint64_t last_use;
+} stream_q_t;
+
+typedef struct {
+  CUevent ev;
+  int64_t host_ns;  /* CLOCK_MONOTONIC of the event's GPU time: record-time lower bound */
+  int64_t upper_ns; /* it had completed by then (INT64_MAX until seen complete) */
+  /* Sliding-window maximum of recent lower bounds "record time - elapsed" (a deque ordered by
+   * decreasing bound): local in time, so a GPU timer drifting against CLOCK_MONOTONIC is
+   * followed instead of accumulated. */
+  struct {
+    int64_t rec, lb;
+  } win[LB_WINDOW_N];
+  int win_head, win_n;
+  int users;
+  int valid;
+} ref_t;
+
+typedef struct {
+  CUcontext ctx;
+  int used;
+  int bad;
+  unsigned gen;
+  CUstream internal;
+  ref_t refs[MAX_REFS];
+  int cur_ref;
+  int64_t last_calib_ns, last_calib_try_ns;
+  CUevent *pool;
+  int pool_n, pool_cap;
+  /* Residency heartbeats: events recorded on the idle internal stream complete only while the
+   * context owns the GPU, so a late one marks a time slice given to another context. */
+  struct {
+    CUevent ev;
+    int64_t rec_ns;
+    int ref;
+  } hb[MAX_HB];
+  int hb_head, hb_n;
+  int64_t last_hb_ns;
+  int64_t last_prompt_ns; /* completion of the last heartbeat that ran at once */
+  /* Off-GPU stretches in time order, non-overlapping (a ring on the heap, MAX_FOREIGN entries);
+   * cum = total length of every stretch before this one, so the off-GPU time inside [a, b) is
+   * F(b) - F(a), found by binary search. */
+  struct foreign_s {
+    int64_t a, b, cum;
+  } *foreign;
+  int foreign_head, foreign_n;
+  int64_t foreign_total;
+  stream_q_t sq[MAX_STREAMS];
+} ctx_t;
+
+typedef struct {
+  pthread_mutex_t mu;
+  uint64_t *bucket;
+  uint64_t local_bucket;
+  vgpu_ext_device_t *xd;
+  int64_t local_wm_ns; /* union watermark over this process's streams */
+  int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
+  int blocked;
+  int last_limit;
+  double leff; /* fraction of the GPU, with trim */
+  int64_t est_dev_ns;
+  /* trim */
+  double trim, p_term;
+  int64_t win_start_ns, win_busy0, win_thr0;
+  int win_commits;
+  /* bookkeeping */
+  pend_t ent[MAX_PEND];
+  int free_head;
+  int done_idx[MAX_PEND];
+  int n_done;
+  int n_inflight;
+  int64_t last_poll_ns;
+  uint64_t stream_clock;
+  ctx_t ctx[MAX_CTX];
+  /* stats (process-local) */
+  int64_t busy_ns, throttled_ns;
+  uint64_t launches_total, launches_delayed, launches_flushed;
+} dev_state_t;
+
+struct vgpu_limiter {
+  vgpu_limiter_driver_t drv;
+  vgpu_limiter_config_t cfg;
+  pthread_mutex_t alloc_mu;
+  dev_state_t *dev[VGPU_MAX_DEVICES];
+  dev_state_t *orphan[VGPU_MAX_DEVICES]; /* the parent's state after fork: never touched again */
+  uint64_t fast_launches[VGPU_MAX_DEVICES]; /* launches seen while unlimited (atomic) */
+  uint64_t fast_flushed[VGPU_MAX_DEVICES];
+};
+
+
+static inline int64_t lim_now_ns(const vgpu_limiter_t *lim) {
+  return lim->drv.now_ns(lim->drv.clock_ctx);
+}
+static inline int64_t lim_i64min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t lim_i64max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ---- limiter_measure.c ---- */
+
+/* Runs the limiter's own driver calls in relaxed capture mode (see limiter.h). */
+typedef struct {
+  CUstreamCaptureMode saved;
+  int swapped;
+} capture_guard_t;
+capture_guard_t lim_relax_capture(const vgpu_limiter_t *lim);
+void lim_restore_capture(const vgpu_limiter_t *lim, capture_guard_t g);
+CUevent lim_pool_get(const vgpu_limiter_t *lim, ctx_t *c);
+void lim_pool_put(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
+void lim_ctx_drop(dev_state_t *d, int ci);
+int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
+int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);
+void lim_ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now);
+int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream);
+/* Time inside [a, b) during which the context was known to be off the GPU. */
+int64_t lim_foreign_overlap(const ctx_t *c, int64_t a, int64_t b);
+void lim_heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min_period);
+int lim_ent_alloc(dev_state_t *d);
+void lim_ent_free(dev_state_t *d, int i);
+/* Queries stream heads in FIFO order, finishes completed launches and commits what is safe. */
+void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
+
+/* ---- limiter_bucket.c ---- */
+
+/* The word is the container's TAT in CLOCK_MONOTONIC ns (system-wide, so every process of the
+ * container agrees). 0 (fresh region) or a value further ahead than any legitimate debt
+ * (garbage, a clock from another boot) reads as "now". */
+static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
+  int64_t tat = (int64_t)word;
+  if (tat <= 0 || tat > now + TAT_MAX_AHEAD_NS) return now;
+  return tat;
+}
+
+/* How far the container's charged work plus this process's in-flight estimate runs ahead. */
+static inline int64_t lim_bucket_ahead_ns(const dev_state_t *d, int64_t now) {
+  int64_t tat = lim_bucket_tat(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
+  return tat - now + (int64_t)((double)d->inflight_est_ns / d->leff);
+}
+
+typedef struct {
+  pend_t **ents; /* in start order */
+  int n;
+} commit_batch_t;
+int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch);
+/* Charges the done launches that are safe to commit (all of them with force_all). */
+void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all);
+/* Publishes the window's share and integrates the trim once a window is complete. */
+void lim_publish_window(dev_state_t *d, int limit, int64_t now);
+void lim_update_leff(dev_state_t *d, int limit);
+
+#endif /* VGPU_LIMITER_INTERNAL_H */

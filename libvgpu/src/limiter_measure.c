@@ -1,0 +1,421 @@
+/*
+ * limiter_measure.c — what a launch cost on the GPU. Each limited launch is bracketed by two
+ * timing events (S before, E after) on its own stream. E done => the launch's GPU interval [S, E],
+ * mapped to CLOCK_MONOTONIC through a per-context reference event (map_event: every event's
+ * record time bounds the reference's host time from below). Intervals are committed in start
+ * order, and only up to the start of the earliest still-running launch, so the union over this
+ * process's streams is exact. Residency: heartbeat events on an idle internal stream complete
+ * only while the context owns the GPU; a late one marks another context's time slice, which is
+ * not charged (lim_foreign_overlap).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+#include "limiter_internal.h"
+
+/* ---- events, contexts, streams ----------------------------------------------------------- */
+
+capture_guard_t lim_relax_capture(const vgpu_limiter_t *lim) {
+  capture_guard_t g = {CU_STREAM_CAPTURE_MODE_RELAXED, 0};
+  if (lim->drv.cuThreadExchangeStreamCaptureMode != NULL &&
+      lim->drv.cuThreadExchangeStreamCaptureMode(&g.saved) == CUDA_SUCCESS)
+    g.swapped = 1;
+  return g;
+}
+
+void lim_restore_capture(const vgpu_limiter_t *lim, capture_guard_t g) {
+  if (g.swapped) lim->drv.cuThreadExchangeStreamCaptureMode(&g.saved);
+}
+
+CUevent lim_pool_get(const vgpu_limiter_t *lim, ctx_t *c) {
+  if (c->pool_n > 0) return c->pool[--c->pool_n];
+  CUevent ev = NULL;
+  if (lim->drv.cuEventCreate(&ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return NULL;
+  return ev;
+}
+
+void lim_pool_put(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev) {
+  if (ev == NULL) return;
+  if (c->pool_n == c->pool_cap) {
+    int cap = c->pool_cap ? c->pool_cap * 2 : 64;
+    if (cap > 2 * MAX_PEND + 8) {
+      lim->drv.cuEventDestroy(ev);
+      return;
+    }
+    CUevent *np = realloc(c->pool, (size_t)cap * sizeof(*np));
+    if (np == NULL) {
+      lim->drv.cuEventDestroy(ev);
+      return;
+    }
+    c->pool = np;
+    c->pool_cap = cap;
+  }
+  c->pool[c->pool_n++] = ev;
+}
+
+/* Forgets a context without touching its (possibly destroyed) objects. */
+void lim_ctx_drop(dev_state_t *d, int ci) {
+  ctx_t *c = &d->ctx[ci];
+  for (int i = 0; i < MAX_PEND; i++) {
+    pend_t *p = &d->ent[i];
+    if (p->ctx == ci && p->ref != -2 && (p->s != NULL || p->e != NULL)) {
+      /* Still pending in this context: becomes an unmeasured launch charged at its estimate. */
+      p->s = p->e = NULL;
+      if (!p->done) {
+        p->measured = 0;
+      }
+    }
+  }
+  free(c->pool);
+  free(c->foreign);
+  unsigned gen = c->gen + 1;
+  memset(c, 0, sizeof(*c));
+  c->gen = gen;
+}
+
+int lim_ctx_find(const dev_state_t *d, CUcontext ctx) {
+  if (ctx == NULL) return -1;
+  for (int i = 0; i < MAX_CTX; i++)
+    if (d->ctx[i].used && !d->ctx[i].bad && d->ctx[i].ctx == ctx) return i;
+  return -1;
+}
+
+int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx) {
+  int free_slot = -1;
+  for (int i = 0; i < MAX_CTX; i++) {
+    if (d->ctx[i].used && d->ctx[i].ctx == ctx) return d->ctx[i].bad ? -1 : i;
+    if (!d->ctx[i].used && free_slot < 0) free_slot = i;
+  }
+  if (free_slot < 0) return -1;
+  ctx_t *c = &d->ctx[free_slot];
+  c->used = 1;
+  c->ctx = ctx;
+  c->cur_ref = -1;
+  c->foreign = calloc(MAX_FOREIGN, sizeof(*c->foreign));
+  for (int s = 0; s < MAX_STREAMS; s++) c->sq[s].head = c->sq[s].tail = -1;
+  if (lim->drv.cuStreamCreate(&c->internal, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    c->bad = 1;
+    return -1;
+  }
+  return free_slot;
+}
+
+/*
+ * Starts a new reference event for the context's time line (every CALIB_EVERY_NS, so that a
+ * drift between the GPU's timer and CLOCK_MONOTONIC stays bounded by one second's worth). Nothing
+ * waits for it: a synchronize would block for other contexts' whole time slices. Its host time
+ * starts at the lower bound "record call time" and is tightened by every event sample
+ * (map_event); ref_settle adds the upper bound.
+ */
+void lim_ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
+  if (c->cur_ref >= 0 && now - c->last_calib_ns < CALIB_EVERY_NS) return;
+  if (c->cur_ref >= 0 && now - c->last_calib_try_ns < CALIB_RETRY_NS) return;
+  c->last_calib_try_ns = now;
+  int slot = -1;
+  for (int i = 0; i < MAX_REFS; i++)
+    if (i != c->cur_ref && (!c->refs[i].valid || c->refs[i].users == 0)) {
+      slot = i;
+      break;
+    }
+  if (slot < 0) return;
+  ref_t *r = &c->refs[slot];
+  if (r->ev == NULL && lim->drv.cuEventCreate(&r->ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    r->ev = NULL;
+    return;
+  }
+  int64_t t0 = lim_now_ns(lim);
+  if (lim->drv.cuEventRecord(r->ev, c->internal) != CUDA_SUCCESS) return;
+  r->host_ns = t0;
+  r->upper_ns = INT64_MAX;
+  r->win_head = r->win_n = 0;
+  r->valid = 1;
+  r->users = 0;
+  c->cur_ref = slot;
+  c->last_calib_ns = t0;
+}
+
+/* Once a reference event has run, "now" bounds its host time from above. */
+static void ref_settle(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
+  for (int i = 0; i < MAX_REFS; i++) {
+    ref_t *r = &c->refs[i];
+    if (!r->valid || r->upper_ns != INT64_MAX) continue;
+    if (lim->drv.cuEventQuery(r->ev) != CUDA_SUCCESS) continue;
+    r->upper_ns = now;
+  }
+}
+
+int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
+  int victim = -1;
+  uint64_t oldest = UINT64_MAX;
+  for (int i = 0; i < MAX_STREAMS; i++) {
+    stream_q_t *q = &c->sq[i];
+    if (q->used && q->stream == stream) {
+      q->last_use = ++d->stream_clock;
+      return i;
+    }
+    if (!q->used) {
+      if (oldest != 0) {
+        victim = i;
+        oldest = 0;
+      }
+    } else if (q->count == 0 && q->last_use < oldest) {
+      victim = i;
+      oldest = q->last_use;
+    }
+  }
+  if (victim < 0) return -1;
+  stream_q_t *q = &c->sq[victim];
+  q->used = 1;
+  q->stream = stream;
+  q->head = q->tail = -1;
+  q->count = 0;
+  q->est_ns = 0;
+  q->last_use = ++d->stream_clock;
+  return victim;
+}
+
+/* ---- residency heartbeats ------------------------------------------------------------- */
+
+static void foreign_add(ctx_t *c, int64_t a, int64_t b) {
+  if (c->foreign == NULL) return; /* no memory: stretches are charged (fails safe) */
+  if (c->foreign_n > 0) {
+    struct foreign_s *last = &c->foreign[(c->foreign_head + c->foreign_n - 1) % MAX_FOREIGN];
+    if (a <= last->b) { /* heartbeats queued behind one gap: extend it */
+      if (b > last->b) {
+        c->foreign_total += b - last->b;
+        last->b = b;
+      }
+      return;
+    }
+  }
+  if (c->foreign_n == MAX_FOREIGN) { /* the oldest is older than any launch still measured */
+    c->foreign_head = (c->foreign_head + 1) % MAX_FOREIGN;
+    c->foreign_n--;
+  }
+  struct foreign_s *f = &c->foreign[(c->foreign_head + c->foreign_n) % MAX_FOREIGN];
+  f->a = a;
+  f->b = b;
+  f->cum = c->foreign_total;
+  c->foreign_total += b - a;
+  c->foreign_n++;
+}
+
+/* Off-GPU time before t among the remembered stretches (F(t), monotone in t). */
+static int64_t foreign_before(const ctx_t *c, int64_t t) {
+  int lo = 0, hi = c->foreign_n - 1, at = -1;
+  while (lo <= hi) { /* last stretch starting before t */
+    int mid = (lo + hi) / 2;
+    if (c->foreign[(c->foreign_head + mid) % MAX_FOREIGN].a < t) {
+      at = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (at < 0) return c->foreign_n > 0 ? c->foreign[c->foreign_head].cum : 0;
+  const struct foreign_s *f = &c->foreign[(c->foreign_head + at) % MAX_FOREIGN];
+  return f->cum + (lim_i64min(t, f->b) - f->a);
+}
+
+int64_t lim_foreign_overlap(const ctx_t *c, int64_t a, int64_t b) {
+  if (c->foreign_n == 0 || b <= a) return 0;
+  return foreign_before(c, b) - foreign_before(c, a);
+}
+
+void lim_heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min_period) {
+  if (c->cur_ref < 0 || c->hb_n == MAX_HB || now - c->last_hb_ns < min_period) return;
+  CUevent ev = lim_pool_get(lim, c);
+  if (ev == NULL) return;
+  int64_t t = lim_now_ns(lim);
+  if (lim->drv.cuEventRecord(ev, c->internal) != CUDA_SUCCESS) {
+    lim_pool_put(lim, c, ev);
+    return;
+  }
+  int i = (c->hb_head + c->hb_n) % MAX_HB;
+  c->hb[i].ev = ev;
+  c->hb[i].rec_ns = t;
+  c->hb[i].ref = c->cur_ref;
+  c->refs[c->cur_ref].users++;
+  c->hb_n++;
+  c->last_hb_ns = t;
+}
+
+static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int64_t rec_ns,
+                         int *ok);
+
+static void heartbeats_poll(const vgpu_limiter_t *lim, ctx_t *c) {
+  while (c->hb_n > 0) {
+    int i = c->hb_head;
+    CUresult r = lim->drv.cuEventQuery(c->hb[i].ev);
+    if (r == CUDA_ERROR_NOT_READY) break;
+    if (r == CUDA_SUCCESS) {
+      int ok = 1;
+      int64_t g = map_event(lim, c, c->hb[i].ref, c->hb[i].ev, c->hb[i].rec_ns, &ok);
+      if (ok && g - c->hb[i].rec_ns > HB_GAP_NS) {
+        /* The other context took over somewhere after the last heartbeat that ran promptly;
+         * with nothing better known, the middle of that stretch is the unbiased guess. */
+        int64_t a = c->hb[i].rec_ns;
+        if (c->last_prompt_ns > 0 && a - c->last_prompt_ns < 2 * HB_PERIOD_NS)
+          a = c->last_prompt_ns + (a - c->last_prompt_ns) / 2;
+        foreign_add(c, a, g);
+      } else if (ok) {
+        c->last_prompt_ns = g;
+      }
+    }
+    c->refs[c->hb[i].ref].users--;
+    lim_pool_put(lim, c, c->hb[i].ev);
+    c->hb_head = (c->hb_head + 1) % MAX_HB;
+    c->hb_n--;
+  }
+}
+
+/* ---- completions ------------------------------------------------------------------------- */
+
+int lim_ent_alloc(dev_state_t *d) {
+  int i = d->free_head;
+  if (i < 0) return -1;
+  d->free_head = d->ent[i].next;
+  memset(&d->ent[i], 0, sizeof(d->ent[i]));
+  d->ent[i].next = -1;
+  d->ent[i].ref = -1;
+  d->n_inflight++;
+  return i;
+}
+
+void lim_ent_free(dev_state_t *d, int i) {
+  d->ent[i].ref = -2; /* free marker for ctx_drop */
+  d->ent[i].s = d->ent[i].e = NULL;
+  d->ent[i].next = d->free_head;
+  d->free_head = i;
+  d->n_inflight--;
+}
+
+/*
+ * CLOCK_MONOTONIC time of a completed event recorded at host time rec_ns (0 = unknown). The GPU
+ * processes an event after its record call, so rec_ns - elapsed(ref, ev) is a lower bound of the
+ * reference's host time: the maximum over many events converges to the true time line (the
+ * events processed at once, which is most of them), without trusting any single round trip.
+ */
+static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int64_t rec_ns,
+                         int *ok) {
+  float ms = 0;
+  if (lim->drv.cuEventElapsedTime(&ms, c->refs[ref].ev, ev) != CUDA_SUCCESS) {
+    *ok = 0;
+    return 0;
+  }
+  int64_t el = (int64_t)((double)ms * 1e6);
+  ref_t *r = &c->refs[ref];
+  if (rec_ns > 0) {
+    int64_t lb = rec_ns - el;
+    while (r->win_n > 0) { /* drop dominated samples from the back */
+      int back = (r->win_head + r->win_n - 1) % LB_WINDOW_N;
+      if (r->win[back].lb > lb) break;
+      r->win_n--;
+    }
+    if (r->win_n == LB_WINDOW_N) {
+      r->win_head = (r->win_head + 1) % LB_WINDOW_N;
+      r->win_n--;
+    }
+    int at = (r->win_head + r->win_n) % LB_WINDOW_N;
+    r->win[at].rec = rec_ns;
+    r->win[at].lb = lb;
+    r->win_n++;
+    while (r->win_n > 1 && r->win[r->win_head].rec < rec_ns - LB_WINDOW_NS) { /* expire */
+      r->win_head = (r->win_head + 1) % LB_WINDOW_N;
+      r->win_n--;
+    }
+  }
+  int64_t host = r->win_n > 0 ? r->win[r->win_head].lb : r->host_ns;
+  if (host < r->host_ns && r->upper_ns == INT64_MAX) host = r->host_ns; /* fresh: t0 still holds */
+  return host + el;
+}
+
+
+/* Entry done: derive its host interval, recycle its events, queue it for commit. */
+static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t now, int ok) {
+  pend_t *p = &d->ent[idx];
+  ctx_t *c = &d->ctx[p->ctx];
+  if (ok && p->measured && p->ref >= 0 && c->refs[p->ref].valid) {
+    int good = 1;
+    int64_t s = p->started ? p->s_host : map_event(lim, c, p->ref, p->s, p->s_rec, &good);
+    int64_t e = map_event(lim, c, p->ref, p->e, p->e_rec, &good);
+    if (good) {
+      e = lim_i64min(e, now);
+      s = lim_i64min(s, e);
+      p->s_host = s;
+      p->e_host = e;
+    } else {
+      p->measured = 0;
+    }
+  } else {
+    p->measured = 0;
+  }
+  if (p->ref >= 0) c->refs[p->ref].users--;
+  lim_pool_put(lim, c, p->s);
+  lim_pool_put(lim, c, p->e);
+  p->s = p->e = NULL;
+  p->done = 1;
+  d->done_idx[d->n_done++] = idx;
+}
+
+
+/* Queries stream heads in FIFO order, finishes completed launches and commits what is safe. */
+void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
+  d->last_poll_ns = now;
+  int64_t frontier = INT64_MAX;
+  int hb_pending = 0;
+  for (int ci = 0; ci < MAX_CTX; ci++)
+    hb_pending |= d->ctx[ci].used && (d->ctx[ci].hb_n > 0 || d->ctx[ci].cur_ref >= 0);
+  if (d->n_inflight > d->n_done || hb_pending) {
+    capture_guard_t g = lim_relax_capture(lim);
+    for (int ci = 0; ci < MAX_CTX; ci++) {
+      ctx_t *c = &d->ctx[ci];
+      if (!c->used) continue;
+      ref_settle(lim, c, now);
+      heartbeats_poll(lim, c);
+      for (int si = 0; si < MAX_STREAMS; si++) {
+        stream_q_t *q = &c->sq[si];
+        while (q->used && q->head >= 0) {
+          int idx = q->head;
+          pend_t *p = &d->ent[idx];
+          int done = 0, ok = 1;
+          if (p->e == NULL) {
+            done = 1;
+            ok = 0;
+          } else {
+            CUresult r = lim->drv.cuEventQuery(p->e);
+            if (r == CUDA_SUCCESS) {
+              done = 1;
+            } else if (r == CUDA_ERROR_NOT_READY) {
+              if (!p->started && p->measured && p->ref >= 0) {
+                if (lim->drv.cuEventQuery(p->s) == CUDA_SUCCESS) {
+                  int good = 1;
+                  int64_t s = map_event(lim, c, p->ref, p->s, p->s_rec, &good);
+                  if (good) {
+                    p->s_host = lim_i64min(s, now);
+                    p->started = 1;
+                  }
+                }
+              }
+              if (p->started) frontier = lim_i64min(frontier, p->s_host);
+            } else {
+              done = 1; /* context gone or event broken: charge the estimate */
+              ok = 0;
+            }
+          }
+          if (!done) break;
+          q->head = p->next;
+          if (q->head < 0) q->tail = -1;
+          q->count--;
+          finish_entry(lim, d, idx, now, ok);
+        }
+      }
+    }
+    lim_restore_capture(lim, g);
+  }
+  lim_commit_done(d, now, frontier, d->n_done > MAX_PEND / 2);
+  lim_publish_window(d, d->last_limit, now);
+}

@@ -1,0 +1,104 @@
+/*
+ * limiter_tuning.h — every tuning constant of the SM limiter, with the reason for its value.
+ * The units that use them: limiter_measure.c (events, heartbeats, completions), limiter_bucket.c
+ * (the shared budget and the trim), limiter.c (the launch gate and the public API).
+ */
+#ifndef VGPU_LIMITER_TUNING_H
+#define VGPU_LIMITER_TUNING_H
+
+/* ---- capacities: state stays bounded whatever the application does ---------------------- */
+
+/* Bracketed launches in flight per process and device. At 3/4 full the gate polls at once, and a
+ * full table charges a launch blind at its estimate, so an application that enqueues faster than
+ * the GPU drains never grows the state. */
+#define MAX_PEND 512
+/* Contexts per device with measured launches (primary context plus a few created ones); a
+ * further context's launches are admitted and charged at their estimate. */
+#define MAX_CTX 4
+/* Streams per context tracked for estimates and FIFO order; the least recently used idle stream
+ * is recycled. */
+#define MAX_STREAMS 32
+/* Reference events alive per context: the current one plus those older launches still map to. */
+#define MAX_REFS 4
+/* Heartbeats pending per context: at one per HB_PERIOD_NS, 64 cover 6.4 ms of another context's
+ * time slice (real slices are 1–2 ms; queued heartbeats complete together and merge). */
+#define MAX_HB 64
+/* Remembered off-GPU stretches per context. A launch's interval can only be discounted by the
+ * stretches still remembered when it completes, and time-sliced contexts alternate every slice:
+ * a 1 s kernel sharing the GPU with three other containers spans ~4 s of wall time and ~500
+ * stretches. 4096 cover 16 s of 2 ms slices (kept on the heap, looked up by binary search). */
+#define MAX_FOREIGN 4096
+/* Time-line samples kept per reference event (sliding-window maximum of lower bounds)... */
+#define LB_WINDOW_N 128
+/* ...from the last 50 ms: local enough in time that a GPU timer drifting by hundreds of ppm
+ * against CLOCK_MONOTONIC moves the map by microseconds. */
+#define LB_WINDOW_NS 50000000LL
+
+/* ---- the budget (GCRA bucket) ----------------------------------------------------------- */
+
+/* Wall-time credit a container may run ahead of its entitlement. Big enough that admitted work
+ * runs back to back (a duty cycle of whole bursts, not a launch-by-launch trickle), small enough
+ * that the share holds over 100 ms. */
+#define BURST_NS 10000000LL
+/* A charge never starts earlier than its launch's start minus this (anti-windup: idle time earns
+ * no credit), with room for a sleep's overshoot. */
+#define SLACK_NS 500000LL
+/* Bound on the bucket's debt, and the sanity bound beyond which the shared word reads as garbage
+ * ("now"). A legitimate debt is one burst plus the longest kernel divided by the limit: a 5 s
+ * kernel at 10 % owes 45 s, at 1 % almost 500 s. An hour covers 36 s kernels at 1 %; a bound that
+ * short forgave the rest of the debt (10 s made 2 s kernels at 10 % run at 16.7 % and 5 s ones at
+ * 33 %). A debt is only ever moved forward by the CAS in bucket_charge, so another process's
+ * write never erases it. */
+#define TAT_MAX_AHEAD_NS 3600000000000LL
+/* Cost of a launch before anything was measured (the stream then keeps one launch in flight). */
+#define DEFAULT_EST_NS 100000LL
+/* A running launch this far past twice its estimate means the estimate is wrong: its stream gets
+ * no more launches until it completes (an asynchronous queue cannot run ahead of the budget). */
+#define OVERDUE_NS 2000000LL
+
+/* ---- the gate's waits --------------------------------------------------------------------- */
+
+/* While held back with nothing in flight, wake at least every 1 ms (limit changes apply fast). */
+#define SLEEP_CHUNK_NS 1000000LL
+/* HAMi's monitor set recent_kernel < 0 (a higher-priority container is active): re-check every
+ * 100 ms, like HAMi-core's 1 s but faster to resume. */
+#define PRIORITY_POLL_NS 100000000LL
+/* Poll completions at most every 100 µs on the launch path (one event query per stream head). */
+#define POLL_EVERY_NS 100000LL
+/* launches_total is published to the region in batches (one atomic add per 256 launches). */
+#define FLUSH_EVERY 256
+
+/* ---- residency heartbeats (other contexts' time slices are not charged) ------------------- */
+
+/* Heartbeat period while work is in flight and the launch waits: the start of another context's
+ * slice is known to within this (estimated as the middle). */
+#define HB_PERIOD_NS 100000LL
+/* ...and at most this often right after launches (a launch's stretch behind another context's
+ * slice is seen even when the gate never waits). */
+#define HB_AFTER_LAUNCH_NS 20000LL
+/* A heartbeat this late means the context was off the GPU: above a record round trip (~10 µs) and
+ * far below a time slice (1–2 ms). */
+#define HB_GAP_NS 50000LL
+
+/* ---- the GPU -> host time map ------------------------------------------------------------- */
+
+/* Start a new reference event every second: a drifting GPU timer never accumulates error. */
+#define CALIB_EVERY_NS 1000000000LL
+#define CALIB_RETRY_NS 50000000LL
+
+/* ---- the integral trim (residual bias of short launches: events' own cost, estimates) ------ */
+
+/* Trim / published-share window. */
+#define WINDOW_NS 1000000000LL
+/* A window integrates only with this many measured launches in it: a window holding one or two
+ * seconds-long kernels reads 0 % or twice the limit and would swing the trim to its bounds (5 s
+ * kernels at 90 % ran at 83.6 %). */
+#define WINDOW_MIN_COMMITS 16
+/* The published share is refreshed at least this often even with few launches. */
+#define WINDOW_MAX_NS 10000000000LL
+/* Integral gain per second of window on the relative error (a 10 % bias is gone in ~3 s), and a
+ * small proportional term. The trim is bounded by VGPU_LIMITER_TRIM_MAX (limiter.h). */
+#define TRIM_KI 0.3
+#define TRIM_KP 0.05
+
+#endif /* VGPU_LIMITER_TUNING_H */
