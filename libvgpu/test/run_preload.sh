@@ -81,6 +81,10 @@ run sigkill LIBCUDA_LOG_LEVEL=0 SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-300}
 run dead_memory
 run launch
 run launch CUDA_DEVICE_SM_LIMIT=50
+# The SM limit throttles through the hooks: the fake's kernels take 1 ms on a serial engine, and
+# the limited rate is compared with the solo unlimited rate measured in the same run.
+THROTTLE=$PWD/$BUILD/preload/sm_throttle
+PROG=$THROTTLE run throttle CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 --stderr 'sm_throttle: .* limit 30%'
 run no_gpu_use
 run cvd_reorder FAKE_CUDA_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_MEMORY_LIMIT_0=100m CUDA_DEVICE_MEMORY_LIMIT_1=50m
 run cvd_uuid FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001 CUDA_DEVICE_MEMORY_LIMIT_0=10m CUDA_DEVICE_MEMORY_LIMIT_1=50m

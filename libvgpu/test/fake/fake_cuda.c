@@ -13,8 +13,18 @@
  *   FAKE_CUDA_TRAMPOLINES=1         cuGetProcAddress returns private trampolines instead of the
  *                                   exported functions (tests libvgpu's version-table fallback)
  *   CUDA_VISIBLE_DEVICES            honoured like the real driver: indices or uuids
+ *   FAKE_CUDA_KERNEL_US=<us>        every launch is a kernel running that long (default 0: done at
+ *                                   once). Kernels run one at a time per device in launch order,
+ *                                   like a GPU whose kernels fill every SM: a kernel starts at
+ *                                   max(launch time, end of the device's previous kernel). An event
+ *                                   completes at the end of the last kernel launched before it on
+ *                                   its stream (at once on an idle stream); cuEventQuery,
+ *                                   cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize and
+ *                                   cuEventElapsedTime obey those times (CLOCK_MONOTONIC).
  * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
- * physical bytes in use: plain allocations plus what every pool reserves).
+ * physical bytes in use: plain allocations plus what every pool reserves), fakeCudaKernelsDone()
+ * (kernels whose end time has passed) and fakeCudaBusyNs(int ordinal) (kernel time executed so
+ * far on a device).
  *
  * Pools behave like the driver's (measured on H100/H200): a request that does not fit the free
  * space at the pool's end grows the pool by roundup(request - that space, granule); a stream-ordered
@@ -30,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #undef cuGetProcAddress
 #undef cuDeviceGetUuid
 #undef cuEventElapsedTime
@@ -294,7 +305,10 @@ FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
 }
 
 static void sync_pools_locked(void);
+static void wait_until_ns(long long t);
+static long long device_tail_ns(void);
 FAKE_EXPORT CUresult cuCtxSynchronize(void) {
+  wait_until_ns(device_tail_ns()); /* every kernel of the device has run */
   LOCK();
   sync_pools_locked();
   UNLOCK();
@@ -528,8 +542,9 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
+static long long stream_tail_ns(CUstream s);
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) {
-  (void)s;
+  wait_until_ns(stream_tail_ns(s));
   return cuCtxSynchronize();
 }
 FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
@@ -658,7 +673,81 @@ FAKE_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQ
   return arr_req(req, (uintptr_t)m, 4);
 }
 
-/* ---- launches and events (events complete at once, 10 us apart) */
+/* ---- launches and events: a serial engine per device (FAKE_CUDA_KERNEL_US), events complete at
+ * the end of their stream's last kernel */
+
+static long long kernel_ns = -1; /* -1: not read yet */
+static long long engine_free_ns[MAXDEV]; /* end of the device's last kernel, by physical index */
+static long long busy_ns[MAXDEV];
+#define MAXSTREAMQ 256
+static struct {
+  CUstream s;
+  int phys;
+  long long tail_ns;
+} stream_q[MAXSTREAMQ];
+static int stream_qn;
+#define MAXENDS 65536
+static long long kernel_ends[MAXENDS]; /* ring of recent kernel end times, for fakeCudaKernelsDone */
+static unsigned long kernels_launched, kernels_counted;
+
+static long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static void wait_until_ns(long long t) {
+  for (long long now = mono_ns(); now < t; now = mono_ns()) {
+    long long d = t - now;
+    struct timespec ts = {(time_t)(d / 1000000000LL), (long)(d % 1000000000LL)};
+    nanosleep(&ts, NULL);
+  }
+}
+static long long kernel_duration_ns(void) {
+  if (__atomic_load_n(&kernel_ns, __ATOMIC_ACQUIRE) < 0) {
+    const char *e = getenv("FAKE_CUDA_KERNEL_US");
+    long long v = e ? strtoll(e, NULL, 10) * 1000 : 0;
+    __atomic_store_n(&kernel_ns, v > 0 ? v : 0, __ATOMIC_RELEASE);
+  }
+  return kernel_ns;
+}
+static int cur_phys(void) { return cur ? phys_of(cur->dev) : 0; }
+/* The legacy/per-thread default stream and NULL are one stream per device here. */
+static long long *stream_tail_locked(CUstream s, int phys) {
+  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) s = NULL;
+  for (int i = 0; i < stream_qn; i++)
+    if (stream_q[i].s == s && stream_q[i].phys == phys) return &stream_q[i].tail_ns;
+  int i = stream_qn < MAXSTREAMQ ? stream_qn++ : (int)(((uintptr_t)s >> 4) % MAXSTREAMQ);
+  stream_q[i].s = s;
+  stream_q[i].phys = phys;
+  stream_q[i].tail_ns = 0;
+  return &stream_q[i].tail_ns;
+}
+static long long stream_tail_ns(CUstream s) {
+  LOCK();
+  long long t = *stream_tail_locked(s, cur_phys());
+  UNLOCK();
+  return t;
+}
+static long long device_tail_ns(void) {
+  LOCK();
+  long long t = engine_free_ns[cur_phys()];
+  UNLOCK();
+  return t;
+}
+/* A kernel on stream s: starts when the device's engine is free (and not before now). */
+static void enqueue_kernel(CUstream s) {
+  long long d = kernel_duration_ns();
+  if (d == 0 || !cur) return;
+  LOCK();
+  int phys = cur_phys();
+  long long now = mono_ns(), start = engine_free_ns[phys] > now ? engine_free_ns[phys] : now;
+  long long *tail = stream_tail_locked(s, phys);
+  if (*tail > start) start = *tail;
+  engine_free_ns[phys] = *tail = start + d;
+  busy_ns[phys] += d;
+  kernel_ends[kernels_launched++ % MAXENDS] = start + d;
+  UNLOCK();
+}
 
 static CUresult launched(void) {
   __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED);
@@ -666,7 +755,8 @@ static CUresult launched(void) {
 }
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
-  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)s; (void)p; (void)e;
+  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)p; (void)e;
+  enqueue_kernel(s);
   return launched();
 }
 FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -674,7 +764,8 @@ FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, s, p, e);
 }
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e) {
-  (void)c; (void)f; (void)p; (void)e;
+  (void)f; (void)p; (void)e;
+  enqueue_kernel(c ? c->hStream : NULL);
   return launched();
 }
 FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **e) {
@@ -691,20 +782,24 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, u
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, s, p, NULL);
 }
 FAKE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *l, unsigned n, unsigned fl) {
-  (void)l; (void)fl;
-  for (unsigned i = 0; i < n; i++) launched();
+  (void)fl;
+  for (unsigned i = 0; i < n; i++) {
+    enqueue_kernel(l ? l[i].hStream : NULL);
+    launched();
+  }
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s) {
-  (void)g; (void)s;
+  (void)g;
+  enqueue_kernel(s);
   return launched();
 }
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { return cuGraphLaunch(g, s); }
 
-static unsigned long long event_clock;
+/* An event holds its completion time (CLOCK_MONOTONIC ns); 0 = never recorded (complete). */
 FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
   (void)flags;
-  *e = (CUevent)calloc(1, sizeof(unsigned long long));
+  *e = (CUevent)calloc(1, sizeof(long long));
   return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -712,23 +807,55 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
-  (void)s;
-  *(unsigned long long *)e = __atomic_add_fetch(&event_clock, 10, __ATOMIC_RELAXED);
+  LOCK();
+  long long now = mono_ns(), tail = *stream_tail_locked(s, cur_phys());
+  __atomic_store_n((long long *)e, tail > now ? tail : now, __ATOMIC_RELEASE);
+  UNLOCK();
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventQuery(CUevent e) {
-  (void)e;
-  return CUDA_SUCCESS;
+  return __atomic_load_n((long long *)e, __ATOMIC_ACQUIRE) <= mono_ns() ? CUDA_SUCCESS
+                                                                        : CUDA_ERROR_NOT_READY;
 }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) {
-  (void)e;
-  return cuCtxSynchronize();
+  wait_until_ns(__atomic_load_n((long long *)e, __ATOMIC_ACQUIRE));
+  LOCK();
+  sync_pools_locked();
+  UNLOCK();
+  return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
-  *ms = (float)(*(unsigned long long *)b - *(unsigned long long *)a) / 1000.0f;
+  long long ta = __atomic_load_n((long long *)a, __ATOMIC_ACQUIRE);
+  long long tb = __atomic_load_n((long long *)b, __ATOMIC_ACQUIRE);
+  long long now = mono_ns();
+  if (ta == 0 || tb == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (ta > now || tb > now) return CUDA_ERROR_NOT_READY;
+  *ms = (float)((double)(tb - ta) / 1e6);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime_v2(ms, a, b); }
+
+/* Kernels whose end time has passed (FAKE_CUDA_KERNEL_US > 0). */
+FAKE_EXPORT unsigned long fakeCudaKernelsDone(void) {
+  LOCK();
+  long long now = mono_ns();
+  unsigned long lo = kernels_launched > MAXENDS ? kernels_launched - MAXENDS : 0;
+  if (kernels_counted < lo) kernels_counted = lo;
+  while (kernels_counted < kernels_launched && kernel_ends[kernels_counted % MAXENDS] <= now)
+    kernels_counted++; /* ends are increasing: the engine is serial */
+  unsigned long n = kernels_counted;
+  UNLOCK();
+  return n;
+}
+/* Kernel time executed on a device (visible ordinal) up to now. */
+FAKE_EXPORT long long fakeCudaBusyNs(int ordinal) {
+  LOCK();
+  int phys = ordinal >= 0 && ordinal < nvis ? vis[ordinal] : 0;
+  long long now = mono_ns(), b = busy_ns[phys];
+  if (engine_free_ns[phys] > now) b -= engine_free_ns[phys] - now; /* not run yet */
+  UNLOCK();
+  return b;
+}
 
 FAKE_EXPORT unsigned long fakeCudaLaunchCount(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }
 FAKE_EXPORT size_t fakeCudaDeviceUsed(int ordinal) {
