@@ -3,6 +3,7 @@
  * (limiter.h) and stamps last_kernel_time. With no SM limit in the region the gate is a few loads.
  */
 #include <pthread.h>
+#include <unistd.h>
 
 #include "hook.h"
 #if __has_include("limiter.h")
@@ -13,6 +14,28 @@
 #ifdef VGPU_HAVE_LIMITER
 static int g_limiter_state; /* 0 not set up, 1 ready, -1 unavailable */
 static pthread_mutex_t g_limiter_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* This process's slot, without registering one (the sm_util thread must not claim a slot again
+ * after the exit path freed ours): the cached index while it still holds our pid, else a scan. */
+static int own_slot(void) {
+  static int cached = -1;
+  struct vgpu_region_map *m = vgpu_state_region(false);
+  if (m == NULL) return -1;
+  int32_t me = (int32_t)getpid();
+  int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (c >= 0 && __atomic_load_n(&m->r->procs[c].pid, __ATOMIC_ACQUIRE) == me &&
+      __atomic_load_n(&m->r->procs[c].status, __ATOMIC_ACQUIRE) != VGPU_SLOT_FREE)
+    return c;
+  int n = __atomic_load_n(&m->r->proc_num, __ATOMIC_ACQUIRE);
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  for (int i = 0; i < n; i++)
+    if (__atomic_load_n(&m->r->procs[i].pid, __ATOMIC_ACQUIRE) == me &&
+        __atomic_load_n(&m->r->procs[i].status, __ATOMIC_ACQUIRE) != VGPU_SLOT_FREE) {
+      __atomic_store_n(&cached, i, __ATOMIC_RELAXED);
+      return i;
+    }
+  return -1;
+}
 
 static void limiter_setup(void) {
   pthread_mutex_lock(&g_limiter_mu);
@@ -38,6 +61,7 @@ static void limiter_setup(void) {
     lc.device_count = VGPU_MAX_DEVICES;
     lc.policy = (int)cfg->util_policy;
     for (int d = 0; d < VGPU_MAX_DEVICES; d++) lc.sm_limit_percent[d] = (int)cfg->sm_limit[d];
+    lc.own_slot = own_slot; /* sm_util for HAMi's monitor */
     g_limiter_state = vgpu_limiter_init(&drv, &lc) == 0 ? 1 : -1;
     if (g_limiter_state < 0) VGPU_LOG_ERROR("SM limiter could not start: SM limit NOT enforced");
   }

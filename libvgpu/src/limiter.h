@@ -92,6 +92,10 @@ typedef struct {
   int device_count;        /* devices this process sees, <= VGPU_MAX_DEVICES */
   int policy;              /* VGPU_LIMITER_POLICY_* */
   int sm_limit_percent[VGPU_MAX_DEVICES]; /* only when region == NULL; 0 or >= 100 = none */
+  /* Optional: this process's slot in region->procs (or -1). When set, the limiter writes the
+   * process's measured busy share into procs[slot].device_util[dev].sm_util the way HAMi-core
+   * does (percent over the last ~1 s, refreshed every 120 ms), so HAMi's monitor reads it. */
+  int (*own_slot)(void);
 } vgpu_limiter_config_t;
 
 /* Parses GPU_CORE_UTILIZATION_POLICY ("force"/"FORCE", "disable"/"DISABLE", else default). */
@@ -115,8 +119,12 @@ vgpu_limiter_t *vgpu_limiter_create(const vgpu_limiter_driver_t *drv,
 void vgpu_limiter_destroy(vgpu_limiter_t *lim);
 void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream);
 void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream);
-/* Processes finished launches now (normally done inside before/after); publishes counters. */
+/* Processes finished launches now (normally done inside before/after); publishes counters and
+ * (with cfg.own_slot) the slot's sm_util when due. */
 void vgpu_limiter_poll(vgpu_limiter_t *lim, int dev);
+/* Refreshes sm_util from what was already charged, without driver calls (so a process that went
+ * idle reads 0 after a window). The process-wide limiter runs this from its own thread. */
+void vgpu_limiter_publish_util(vgpu_limiter_t *lim, int dev);
 void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx);
 
 /* Observability for tests and logs. */

@@ -114,6 +114,11 @@ typedef struct {
   int64_t last_poll_ns;
   uint64_t stream_clock;
   ctx_t ctx[MAX_CTX];
+  /* sm_util: (time, busy_ns) snapshots every UTIL_REFRESH_NS, the oldest ~1 s ago */
+  struct {
+    int64_t t, busy;
+  } util[UTIL_RING_N];
+  int util_head, util_n;
   /* stats (process-local) */
   int64_t busy_ns, throttled_ns;
   uint64_t launches_total, launches_delayed, launches_flushed;
@@ -127,6 +132,7 @@ struct vgpu_limiter {
   dev_state_t *orphan[VGPU_MAX_DEVICES]; /* the parent's state after fork: never touched again */
   uint64_t fast_launches[VGPU_MAX_DEVICES]; /* launches seen while unlimited (atomic) */
   uint64_t fast_flushed[VGPU_MAX_DEVICES];
+  int util_thread; /* the process-wide limiter's sm_util thread runs (1) */
 };
 
 

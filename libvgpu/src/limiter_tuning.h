@@ -101,4 +101,12 @@
 #define TRIM_KI 0.3
 #define TRIM_KP 0.05
 
+/* ---- sm_util for HAMi's monitor (same scale and refresh as HAMi-core's watcher) ----------- */
+
+/* HAMi-core's watcher rewrites every slot's sm_util every 120 ms from NVML's per-process
+ * utilization over the last second; ours: the busy time the limiter charged to this process over
+ * the last ~1 s (UTIL_RING_N snapshots UTIL_REFRESH_NS apart), in percent. */
+#define UTIL_REFRESH_NS 120000000LL
+#define UTIL_RING_N 9
+
 #endif /* VGPU_LIMITER_TUNING_H */

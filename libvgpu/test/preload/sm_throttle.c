@@ -62,6 +62,54 @@ static double run_for(app_t *a, double secs) {
   return (double)(fakeCudaKernelsDone() - k0) / (now_s() - t0);
 }
 
+/*
+ * HAMi's vGPUmonitor reading the region file the way its documentation describes, from raw bytes
+ * at the v1 offsets (independent of our struct): magic 19920718 at 0, major version 1 at 4, size
+ * at least 2 008 952; proc_num at 2 008 896 clamped to [0, 1024]; slot i at 1856 + 1960 i with
+ * status at +1928 (0 = skip), hostpid at +4 and device_util[d].sm_util at +1160 + 48 d + 16;
+ * the container's utilization is the sum of sm_util over live slots.
+ */
+typedef struct {
+  uint64_t sm_util;   /* summed over live slots */
+  int live_slots;
+  int hostpids_known; /* live slots with hostpid != 0 */
+} hami_view_t;
+
+static hami_view_t hami_read(int dev) {
+  hami_view_t v = {0, 0, 0};
+  static unsigned char buf[2008952];
+  const char *path = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  size_t got = 0;
+  while (got < sizeof buf) {
+    ssize_t n = pread(fd, buf + got, sizeof buf - got, (off_t)got);
+    CHECK(n > 0);
+    got += (size_t)n;
+  }
+  close(fd);
+  int32_t magic, procnum, status, hostpid;
+  uint32_t major;
+  memcpy(&magic, buf, 4);
+  memcpy(&major, buf + 4, 4);
+  CHECK(magic == 19920718 && major == 1);
+  memcpy(&procnum, buf + 2008896, 4);
+  if (procnum < 0) procnum = 0;
+  if (procnum > 1024) procnum = 1024;
+  for (int i = 0; i < procnum; i++) {
+    size_t base = 1856 + 1960 * (size_t)i;
+    memcpy(&status, buf + base + 1928, 4);
+    if (status == 0) continue;
+    uint64_t sm;
+    memcpy(&sm, buf + base + 1160 + 48 * (size_t)dev + 16, 8);
+    memcpy(&hostpid, buf + base + 4, 4);
+    v.sm_util += sm;
+    v.live_slots++;
+    v.hostpids_known += hostpid != 0;
+  }
+  return v;
+}
+
 static int case_throttle(void) {
   const char *lim_env = getenv("CUDA_DEVICE_SM_LIMIT");
   const char *us_env = getenv("FAKE_CUDA_KERNEL_US");
@@ -95,7 +143,10 @@ static int case_throttle(void) {
   double limited = run_for(&a, 2.0);
   double lim_busy = ((double)fakeCudaBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
   uint64_t thr1 = __atomic_load_n(&x->devices[0].throttled_ns, __ATOMIC_ACQUIRE);
+  hami_view_t busy_view = hami_read(0); /* sm_util describes the last ~1 s: the limited phase */
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  usleep(1500 * 1000);
+  hami_view_t idle_view = hami_read(0);
 
   double share = 100.0 * limited / solo;
   fprintf(stderr,
@@ -108,6 +159,14 @@ static int case_throttle(void) {
    * from the ~100 % of a run the limiter does not throttle. */
   CHECK(share > limit - 12 && share < limit + 12);
   CHECK(thr1 > thr0); /* launches were really held back */
+  /* HAMi's monitor sees this container's utilization (HAMi-core's scale: percent), and 0 once
+   * the process has been idle for a second; the slot names a host pid (host pid namespace). */
+  fprintf(stderr, "sm_throttle: HAMi monitor view: sm_util %lu%% while limited, %lu%% idle, "
+          "%d live slot(s), %d with a host pid\n", (unsigned long)busy_view.sm_util,
+          (unsigned long)idle_view.sm_util, busy_view.live_slots, busy_view.hostpids_known);
+  CHECK(busy_view.live_slots == 1 && busy_view.hostpids_known == 1);
+  CHECK(busy_view.sm_util + 12 > (uint64_t)limit && busy_view.sm_util < (uint64_t)limit + 12);
+  CHECK(idle_view.sm_util == 0);
   return 0;
 }
 

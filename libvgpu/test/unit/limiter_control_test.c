@@ -69,7 +69,7 @@ static void test_convergence_matrix(void) {
       sim_reset();
       sim_region_t r = sim_region_new(limits[l]);
       vgpu_limiter_driver_t drv = sim_driver();
-      vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}};
+      vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
       vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
       app_t a;
       app_init(&a, shapes[s], 1);
@@ -93,7 +93,7 @@ static void test_no_windup_after_idle(void) {
   sim_reset();
   sim_region_t r = sim_region_new(30);
   vgpu_limiter_driver_t drv = sim_driver();
-  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}};
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
   vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
   app_t a;
   app_init(&a, &SHORT, 1);
@@ -119,7 +119,7 @@ static void test_limit_change_takes_effect(void) {
   sim_reset();
   sim_region_t r = sim_region_new(90);
   vgpu_limiter_driver_t drv = sim_driver();
-  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}};
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
   vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
   app_t a;
   app_init(&a, &MIXED, 1);
@@ -148,7 +148,7 @@ static void test_bounded_state(void) {
   sim_reset();
   sim_region_t r = sim_region_new(90);
   vgpu_limiter_driver_t drv = sim_driver();
-  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}};
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
   vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
   /* 5 us kernels: the app can enqueue far faster than the GPU drains at 90 %. */
   shape_t tiny = {"tiny-5us", 1, 1, {5 * US}, {0}};
@@ -185,7 +185,7 @@ static void test_corrupt_bucket_recovers(void) {
   sim_reset();
   sim_region_t r = sim_region_new(50);
   vgpu_limiter_driver_t drv = sim_driver();
-  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}};
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
   vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
   app_t a;
   app_init(&a, &SHORT, 1);

@@ -513,8 +513,86 @@ static void test_threads_consistent(void) {
   sim_region_free(r);
 }
 
+/* ---- sm_util for HAMi's monitor ---------------------------------------------------------- */
+
+static sim_region_t g_util_region;
+static int own_slot_0(void) { return 0; }
+static int own_slot_1(void) { return 1; }
+
+/* A process that also runs the sm_util refresher (the process-wide limiter's thread does it). */
+static void util_body(void *arg) {
+  proc_t *p = arg;
+  while (SIM.now < g_until) {
+    proc_launch(p);
+    vgpu_limiter_publish_util(p->lim, 0);
+  }
+}
+
+/* What HAMi's vGPUmonitor computes for a container: proc_num clamped to [0, 1024], slots with
+ * status 0 skipped, the rest's device_util[dev].sm_util summed. */
+static uint64_t hami_container_sm_util(const vgpu_region_t *r, int dev) {
+  int n = r->proc_num < 0 ? 0 : r->proc_num > VGPU_MAX_PROCS ? VGPU_MAX_PROCS : r->proc_num;
+  uint64_t sum = 0;
+  for (int i = 0; i < n; i++)
+    if (r->procs[i].status != 0) sum += r->procs[i].device_util[dev].sm_util;
+  return sum;
+}
+
+/* Two processes of one container at 40 %, then idle: the
+ * slots' sm_util (percent, refreshed every 120 ms over ~1 s, HAMi-core's scale) sum to the
+ * container's share, each near its process's true share. On the old code every slot stays 0. */
+static void test_sm_util_for_hami(void) {
+  const int64_t dur[1] = {200 * US};
+  sim_reset();
+  g_util_region = sim_region_new(40);
+  vgpu_region_t *r = g_util_region.region;
+  r->proc_num = 2;
+  for (int i = 0; i < 2; i++) {
+    r->procs[i].pid = 100 + i;
+    r->procs[i].status = 1;
+  }
+  int (*slots[2])(void) = {own_slot_0, own_slot_1};
+  proc_t ps[2];
+  for (int i = 0; i < 2; i++) {
+    vgpu_limiter_driver_t drv = sim_driver();
+    vgpu_limiter_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.region = r;
+    cfg.ext = g_util_region.ext;
+    cfg.device_count = 1;
+    cfg.own_slot = slots[i];
+    proc_init(&ps[i], vgpu_limiter_create(&drv, &cfg), i + 1, 1, dur);
+  }
+  /* the last ~1 s of a 5 s run is the window sm_util describes */
+  set_window(4000 * MS, 1000 * MS);
+  void (*bodies[2])(void *) = {util_body, util_body};
+  void *args[2] = {&ps[0], &ps[1]};
+  int ctxs[2] = {1, 2};
+  g_until = SIM.win_b;
+  des_run(2, bodies, args, ctxs);
+  uint64_t total = hami_container_sm_util(r, 0);
+  printf("  sm_util for HAMi: slots %lu%% + %lu%% = %lu%% (truth %.1f%% + %.1f%%, limit 40)\n",
+         (unsigned long)r->procs[0].device_util[0].sm_util,
+         (unsigned long)r->procs[1].device_util[0].sm_util, (unsigned long)total, pct(1), pct(2));
+  CHECK(total >= 36 && total <= 44, "container sm_util %lu", (unsigned long)total);
+  for (int i = 0; i < 2; i++)
+    CHECK(fabs((double)r->procs[i].device_util[0].sm_util - pct(i + 1)) <= 4.0,
+          "slot %d sm_util %lu vs truth %.1f", i, (unsigned long)r->procs[i].device_util[0].sm_util,
+          pct(i + 1));
+  /* an idle process reads 0 within about a second (HAMi-core's watcher zeroes it too) */
+  for (int k = 0; k < 20; k++) {
+    SIM.now += 100 * MS;
+    for (int i = 0; i < 2; i++) vgpu_limiter_publish_util(ps[i].lim, 0);
+  }
+  CHECK(hami_container_sm_util(r, 0) == 0, "idle container sm_util %lu",
+        (unsigned long)hami_container_sm_util(r, 0));
+  for (int i = 0; i < 2; i++) vgpu_limiter_destroy(ps[i].lim);
+  sim_region_free(g_util_region);
+}
+
 int main(void) {
   printf("limiter_sharing_test: simulated GPU\n");
+  test_sm_util_for_hami();
   test_processes_share_one_budget();
   test_two_containers();
   test_switch_overhead_is_not_kernel_time();
