@@ -22,6 +22,12 @@ Environment:
                     run; e.g. BENCH_ONLY='container-|two-containers' is the multi-process set,
                     about 2.5 minutes)
   BENCH_FAKE=1      no GPU: a fake workload and no NVML, to test this script itself
+  BENCH_MATRIX=issue15  the kernel-shape matrix instead: baselines, then per shape (short, 20 ms
+                    "long", 1 s "xlong") one container at 10/50/90 (xlong: 20/50/90), two
+                    containers 30/60 and four at 20 each (about 8 minutes); BENCH_ONLY filters
+                    the shapes; xlong cells use BENCH_XLONG_SETTLE=6 + BENCH_XLONG_MEASURE=20 s
+Columns also give sm_util: the mean over the window of what HAMi's vGPUmonitor reads from the
+group's cache file (sum of the live slots' device_util[0].sm_util), to compare with thr and NVML.
 """
 import json
 import os
@@ -44,6 +50,9 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 SETTLE = float(os.environ.get("BENCH_SETTLE", "2"))
 MEASURE = float(os.environ.get("BENCH_MEASURE", "5" if QUICK else "8"))
 ONLY = os.environ.get("BENCH_ONLY")
+MATRIX = os.environ.get("BENCH_MATRIX", "")  # "issue15": the kernel-shape x container matrix
+XLONG_SETTLE = float(os.environ.get("BENCH_XLONG_SETTLE", "6"))
+XLONG_MEASURE = float(os.environ.get("BENCH_XLONG_MEASURE", "20"))
 SM_LIMIT_OFFSET = 1728  # vgpu_region_t.sm_limit[0], see include/vgpu/vgpu_region.h
 # ext.devices[0].busy_ns: VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices) (448)
 # + offsetof(vgpu_ext_device_t, busy_ns) (40); see include/vgpu/vgpu_region.h
@@ -150,15 +159,24 @@ def host_pid_of(popen, pidns):
     return popen.pid
 
 
+def window_of(shape):
+    """(settle, measure) seconds: seconds-long kernels need several limit periods per window."""
+    if shape == "xlong":
+        return max(SETTLE, XLONG_SETTLE), max(MEASURE, XLONG_MEASURE)
+    return SETTLE, MEASURE
+
+
 class Proc:
     def __init__(self, shape, limit, cache, pidns=False, preload=True, total=None, ptds=False):
         self.shape, self.limit, self.cache, self.pidns = shape, limit, cache, pidns
+        settle, measure = window_of(shape)
+        self.settle, self.measure = settle, measure
         if FAKE:
             cmd = [sys.executable, os.path.abspath(__file__), "--fake-bench", shape,
-                   str(limit or 0), str(SETTLE), str(MEASURE), str(total or 0), cache or ""]
+                   str(limit or 0), str(settle), str(measure), str(total or 0), cache or ""]
         else:
             cmd = [BENCH_PTDS if ptds else BENCH, "--shape", shape, "--ipus", str(IPUS),
-                   "--settle", str(SETTLE), "--measure", str(MEASURE)]
+                   "--settle", str(settle), "--measure", str(measure)]
             if total:
                 cmd += ["--total", str(total)]
         if pidns:
@@ -192,7 +210,7 @@ class Proc:
         raise RuntimeError(f"workload did not start (rc={self.p.poll()})")
 
     def finish(self):
-        out, _ = self.p.communicate(timeout=SETTLE + MEASURE + 30)  # a hung cell costs 30 s
+        out, _ = self.p.communicate(timeout=self.settle + self.measure + 30)  # a hung cell costs 30 s
         for line in out.splitlines():
             if line.startswith("RESULT "):
                 self.result = json.loads(line[len("RESULT "):])
@@ -219,6 +237,27 @@ def charged_ns(cache):
         return struct.unpack("<Q", raw)[0] if len(raw) == 8 else None
     except OSError:
         return None
+
+
+def hami_sm_util(cache):
+    """What HAMi's vGPUmonitor reads as the container's utilization of device 0: magic and
+    major version checked, proc_num clamped to [0, 1024], slots with status 0 skipped, the rest's
+    device_util[0].sm_util summed (v1 offsets, include/vgpu/vgpu_region.h)."""
+    try:
+        with open(cache, "rb") as f:
+            raw = f.read(2008952)
+    except OSError:
+        return None
+    if len(raw) < 2008952 or struct.unpack_from("<iI", raw, 0) != (19920718, 1):
+        return None
+    n = min(max(struct.unpack_from("<i", raw, 2008896)[0], 0), 1024)
+    total = 0
+    for i in range(n):
+        base = 1856 + 1960 * i
+        if struct.unpack_from("<i", raw, base + 1928)[0] == 0:
+            continue
+        total += struct.unpack_from("<Q", raw, base + 1160 + 16)[0]
+    return total
 
 
 def sleep_until_us(t_us):
@@ -253,7 +292,8 @@ def run(name, groups, change=None):
         log(f"  FAILED: {exc}")
         for label, limit, _ in groups:
             ROWS.append(dict(name=name, label=label + " FAILED", limit=limit, nv=None, thr=None,
-                             dev=None, chg=None, busy=None, nv_bad=False, per_proc=[], pids=""))
+                             dev=None, chg=None, busy=None, smu=None, nv_bad=False, per_proc=[],
+                             pids=""))
 
 
 def _run(name, groups, change):
@@ -268,8 +308,9 @@ def _run(name, groups, change):
             for p in procs:
                 p.wait_ready()
         t0s = [p.t0 for _, _, ps in started for p in ps]
-        a = max(t0s) + int(SETTLE * 1e6)
-        b = min(t0s) + int(SETTLE * 1e6) + int(MEASURE * 1e6)
+        settle, measure = started[0][2][0].settle, started[0][2][0].measure
+        a = max(t0s) + int(settle * 1e6)
+        b = min(t0s) + int(settle * 1e6) + int(measure * 1e6)
         if change is not None:
             at, gi, new_limit = change
             sleep_until_us(min(t0s) + int(at * 1e6))
@@ -279,6 +320,13 @@ def _run(name, groups, change):
         sleep_until_us(a)
         chg_a = [(charged_ns(procs[0].cache) if procs[0].cache else None) for _, _, procs in started]
         ta = time.time()
+        smu = [[] for _ in started]  # HAMi's monitor view: sum of the slots' sm_util, sampled
+        while time.time() * 1e6 < b - 250000:
+            for gi, (_, _, procs) in enumerate(started):
+                v = hami_sm_util(procs[0].cache) if procs[0].cache else None
+                if v is not None:
+                    smu[gi].append(v)
+            time.sleep(0.2)
         sleep_until_us(b)
         chg_b = [(charged_ns(procs[0].cache) if procs[0].cache else None) for _, _, procs in started]
         tb = time.time()
@@ -304,8 +352,10 @@ def _run(name, groups, change):
         if chg_a[gi] is not None and chg_b[gi] is not None and tb > ta:
             chg = 100.0 * (chg_b[gi] - chg_a[gi]) / ((tb - ta) * 1e9)
         per_proc = [100.0 * p.result["per_s"] / BASE[shape] for p in procs] if BASE.get(shape) else []
+        smu_mean = sum(smu[gi]) / len(smu[gi]) if smu[gi] else None
         cells.append(dict(name=name, label=label, limit=limit, nv=nv, thr=thr, dev=dev, chg=chg,
-                          per_proc=per_proc, pids=",".join(str(p.host_pid) for p in procs)))
+                          smu=smu_mean, per_proc=per_proc,
+                          pids=",".join(str(p.host_pid) for p in procs)))
     # Device-busy share per group: all of it for one group; split by throughput for several.
     thr_sum = sum(c["thr"] for c in cells if c["thr"] is not None)
     for c in cells:
@@ -327,6 +377,7 @@ def _run(name, groups, change):
         c["nv_bad"] = bad
         ROWS.append(c)
         log(f"  {c['label']}: limit {c['limit']} thr {fmt(c['thr'])} chg {fmt(c['chg'])} "
+            f"sm_util {fmt(c.get('smu'))} "
             f"dev {fmt(dev)} busy {fmt(c['busy'])} nvml {fmt(c['nv'])}{' (!)' if bad else ''} "
             f"per-process thr {' '.join(fmt(x) for x in c['per_proc'])}")
 
@@ -339,7 +390,60 @@ def single(shape, limit, **kw):
     return ("container", limit, [dict(shape=shape, limit=limit, cache=fresh_cache(f"{shape}{limit}"), **kw)])
 
 
+def print_table():
+    print()
+    print(f"SM limiter benchmark on {GPU_NAME}{DRIVER}; window {SETTLE:g} s settle + {MEASURE:g} s "
+          f"(xlong: {max(SETTLE, XLONG_SETTLE):g} + {max(MEASURE, XLONG_MEASURE):g} s)")
+    print("thr = throughput / unlimited baseline (primary); chg = busy the limiter charged; "
+          "dev = NVML device util; busy = device-busy share (dev, split by thr between groups); "
+          "sm_util = HAMi monitor's view (sum of the slots' sm_util); "
+          "NVML = per-process SM util of the host pids, ! = implausible (see limiter_bench.py)")
+    hdr = (f"{'case':30} {'group':16} {'limit':>5} {'thr %':>6} {'err':>6} {'chg %':>6} {'dev %':>6} "
+           f"{'busy %':>6} {'err':>6} {'sm_util':>7} {'NVML %':>7} {'err':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    worst = {"thr": 0.0, "busy": 0.0, "nvml": 0.0}
+
+    def err(v, limit, key):
+        if not limit or v is None:
+            return ""
+        worst[key] = max(worst[key], abs(v - limit))
+        return f"{v - limit:+.1f}"
+
+    for c in ROWS:
+        limit = c["limit"]
+        nv = fmt(c["nv"]) + ("!" if c.get("nv_bad") else "")
+        print(f"{c['name']:30} {c['label']:16} {limit if limit else '-':>5} {fmt(c['thr']):>6} "
+              f"{err(c['thr'], limit, 'thr'):>6} {fmt(c['chg']):>6} {fmt(c['dev']):>6} "
+              f"{fmt(c.get('busy')):>6} {err(c.get('busy'), limit, 'busy'):>6} "
+              f"{fmt(c.get('smu')):>7} {nv:>7} {err(c['nv'], limit, 'nvml'):>6}")
+    print(f"worst |error| (goal: 5 pp): thr {worst['thr']:.1f}, busy {worst['busy']:.1f}, "
+          f"NVML {worst['nvml']:.1f}; matrix took {time.time() - START:.0f} s")
+
+
+def main_issue15():
+    """The issue-15 cells: 1, 2 and 4 containers x short (20 ms batches of 50 us kernels),
+    20 ms and 1 s kernels; the solo unlimited rate of each shape measured first in the same run."""
+    shapes = [s for s in ("short", "long", "xlong") if not ONLY or re.search(ONLY, s)]
+    for shape in shapes:
+        run(f"baseline-{shape}", [("nopreload", None, [dict(shape=shape, limit=None, cache=None, preload=False)])])
+    for shape in shapes:
+        for limit in ((20, 50, 90) if shape == "xlong" else (10, 50, 90)):
+            run(f"single-{shape}", [single(shape, limit)])
+        ca, cb = fresh_cache(f"two{shape}a"), fresh_cache(f"two{shape}b")
+        run(f"two-containers-{shape}", [
+            ("container A", 30, [dict(shape=shape, limit=30, cache=ca)]),
+            ("container B", 60, [dict(shape=shape, limit=60, cache=cb)])])
+        run(f"four-containers-{shape}", [
+            (f"container {k}", 20, [dict(shape=shape, limit=20, cache=fresh_cache(f"four{shape}{k}"))])
+            for k in "ABCD"])
+    print_table()
+
+
 def main():
+    if MATRIX == "issue15":
+        main_issue15()
+        return
     shapes = ["short", "long"] if QUICK else ["short", "long", "mixed"]
     limits = [25, 75] if QUICK else [10, 25, 50, 75, 90]
     for shape in shapes:
@@ -379,32 +483,7 @@ def main():
         change=(3.0, 0, 25))
     SETTLE = saved
 
-    print()
-    print(f"SM limiter benchmark on {GPU_NAME}{DRIVER}; window {SETTLE:g} s settle + {MEASURE:g} s")
-    print("thr = throughput / unlimited baseline (primary); chg = busy the limiter charged; "
-          "dev = NVML device util; busy = device-busy share (dev, split by thr between groups); "
-          "NVML = per-process SM util of the host pids, ! = implausible (see limiter_bench.py)")
-    hdr = (f"{'case':30} {'group':16} {'limit':>5} {'thr %':>6} {'err':>6} {'chg %':>6} {'dev %':>6} "
-           f"{'busy %':>6} {'err':>6} {'NVML %':>7} {'err':>6}")
-    print(hdr)
-    print("-" * len(hdr))
-    worst = {"thr": 0.0, "busy": 0.0, "nvml": 0.0}
-
-    def err(v, limit, key):
-        if not limit or v is None:
-            return ""
-        worst[key] = max(worst[key], abs(v - limit))
-        return f"{v - limit:+.1f}"
-
-    for c in ROWS:
-        limit = c["limit"]
-        nv = fmt(c["nv"]) + ("!" if c.get("nv_bad") else "")
-        print(f"{c['name']:30} {c['label']:16} {limit if limit else '-':>5} {fmt(c['thr']):>6} "
-              f"{err(c['thr'], limit, 'thr'):>6} {fmt(c['chg']):>6} {fmt(c['dev']):>6} "
-              f"{fmt(c.get('busy')):>6} {err(c.get('busy'), limit, 'busy'):>6} {nv:>7} "
-              f"{err(c['nv'], limit, 'nvml'):>6}")
-    print(f"worst |error| (goal: 5 pp): thr {worst['thr']:.1f}, busy {worst['busy']:.1f}, "
-          f"NVML {worst['nvml']:.1f}; matrix took {time.time() - START:.0f} s")
+    print_table()
 
 
 def fake_bench(shape, limit, settle, measure, total, cache):
