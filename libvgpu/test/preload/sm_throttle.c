@@ -38,8 +38,8 @@ static vgpu_region_t *region_rw(void) {
   return m;
 }
 
-#define DEPTH 4 /* batches in flight */
-#define BATCH 4 /* kernels per batch */
+#define DEPTH 8 /* batches in flight: 64 ms of queued work rides out a descheduled CI thread */
+#define BATCH 8 /* kernels per batch */
 
 typedef struct {
   CUstream stream;
