@@ -83,7 +83,6 @@ static int effective_limit(const vgpu_limiter_t *lim, int dev) {
   return (int)v;
 }
 
-
 /* The process-wide limiter's sm_util refresher: HAMi-core's watcher rewrites sm_util every
  * 120 ms, so a process that stops launching reads 0 within a second there too. No driver calls
  * (it may run while the driver tears down at exit); signals stay with the application. */
@@ -238,7 +237,8 @@ void vgpu_limiter_destroy(vgpu_limiter_t *lim) {
           if (p->e) lim->drv.cuEventDestroy(p->e);
         }
       }
-      for (int k = 0; k < c->hb_n; k++) lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
+      for (int k = 0; k < c->hb_n; k++)
+        lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
       for (int k = 0; k < c->pool_n; k++) lim->drv.cuEventDestroy(c->pool[k]);
       for (int k = 0; k < MAX_REFS; k++)
         if (c->refs[k].ev) lim->drv.cuEventDestroy(c->refs[k].ev);
@@ -265,7 +265,8 @@ static void disarm(bracket_t *b) {
     dev_state_t *d = lim->dev[b->dev];
     if (d != NULL) {
       pthread_mutex_lock(&d->mu);
-      if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen) lim_pool_put(lim, &d->ctx[b->ctx], b->s);
+      if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen)
+        lim_pool_put(lim, &d->ctx[b->ctx], b->s);
       pthread_mutex_unlock(&d->mu);
     }
   }
@@ -315,8 +316,8 @@ static void before_unlimited(vgpu_limiter_t *lim, int dev) {
  * the wait is then not charged) and polls completions. Returns the limit that applies after the
  * wait (0: the limit went away meanwhile); *now is the time the wait ended.
  */
-static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx, CUstream stream,
-                     int limit, int64_t *now) {
+static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx,
+                     CUstream stream, int limit, int64_t *now) {
   for (;;) {
     int64_t ahead = lim_bucket_ahead_ns(d, *now);
     int room = d->n_inflight < MAX_PEND - 1 && stream_may_run_ahead(d, ctx, stream, *now);

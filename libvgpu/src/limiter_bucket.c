@@ -23,8 +23,7 @@
  * credit: anti-windup). Unmeasured launches charge their estimate from now. Returns the GPU ns
  * charged. Call under d->mu (d->local_wm_ns).
  */
-int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff,
-                             const commit_batch_t *batch) {
+int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch) {
   uint64_t old = __atomic_load_n(d->bucket, __ATOMIC_RELAXED);
   for (;;) {
     double tat = (double)lim_bucket_tat(old, now);
@@ -70,9 +69,7 @@ static void ewma(int64_t *acc, int64_t sample, int shift) {
     *acc += (sample - *acc) / (1 << shift);
 }
 
-
-void lim_commit_done(dev_state_t *d, int64_t now,
-                        int64_t frontier, int force_all) {
+void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all) {
   if (d->n_done == 0) return;
   /* Insertion sort by start (nearly sorted already); unmeasured entries first. */
   for (int i = 1; i < d->n_done; i++) {

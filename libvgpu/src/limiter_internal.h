@@ -135,7 +135,6 @@ struct vgpu_limiter {
   int util_thread; /* the process-wide limiter's sm_util thread runs (1) */
 };
 
-
 static inline int64_t lim_now_ns(const vgpu_limiter_t *lim) {
   return lim->drv.now_ns(lim->drv.clock_ctx);
 }

@@ -333,7 +333,6 @@ static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent e
   return host + el;
 }
 
-
 /* Entry done: derive its host interval, recycle its events, queue it for commit. */
 static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t now, int ok) {
   pend_t *p = &d->ent[idx];
@@ -360,7 +359,6 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   p->done = 1;
   d->done_idx[d->n_done++] = idx;
 }
-
 
 /* Queries stream heads in FIFO order, finishes completed launches and commits what is safe. */
 void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {

@@ -126,7 +126,8 @@ static int case_throttle(void) {
   app_t a;
   memset(&a, 0, sizeof a);
   CHECK(cuStreamCreate(&a.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
-  for (int i = 0; i < DEPTH; i++) CHECK(cuEventCreate(&a.done[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  for (int i = 0; i < DEPTH; i++)
+    CHECK(cuEventCreate(&a.done[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
 
   __atomic_store_n(&r->sm_limit[0], 0, __ATOMIC_RELEASE); /* solo unlimited rate, same run */
   run_for(&a, 0.2);
