@@ -18,5 +18,6 @@ echo "== libvgpu"
 make -s -C libvgpu all
 cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -Ilibvgpu/test/unit \
   -isystem /usr/local/cuda/include -o libvgpu/build/limiter_hookcost \
-  libvgpu/gpu/limiter_hookcost.c libvgpu/src/limiter.c -lpthread -lm
+  libvgpu/gpu/limiter_hookcost.c libvgpu/src/limiter.c libvgpu/src/limiter_measure.c \
+  libvgpu/src/limiter_bucket.c -lpthread -lm
 libvgpu/build/limiter_hookcost

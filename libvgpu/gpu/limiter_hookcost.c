@@ -3,7 +3,8 @@
  * "no measurable cost without an SM limit" goal. Build and run:
  *   gcc -O2 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -Ilibvgpu/test/unit \
  *       -isystem /usr/local/cuda/include libvgpu/gpu/limiter_hookcost.c libvgpu/src/limiter.c \
- *       -lpthread -lm -o /tmp/hookcost && /tmp/hookcost
+ *       libvgpu/src/limiter_measure.c libvgpu/src/limiter_bucket.c -lpthread -lm \
+ *       -o /tmp/hookcost && /tmp/hookcost
  * The limited case runs against the simulated driver, so it shows the limiter's own bookkeeping
  * only (real event records cost about 1-2 us each on top).
  */
