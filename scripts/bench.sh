@@ -5,6 +5,7 @@
 #   hostpid-resolver/bench.sh   /proc scan and resolution (JMH)
 #   exporter ScrapeBenchmark    one scrape of 100 containers x 8 devices x 4 processes (JMH)
 #   libvgpu limiter hook cost   ns per launch with no limit (C)
+#   libvgpu context destroy     bookkeeping of a context destroyed with 100 000 live allocations (C)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 short=(-f1 -wi 2 -i 3 -w 1s -r 1s)
@@ -21,3 +22,6 @@ cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -Ilibvgpu/test/u
   libvgpu/gpu/limiter_hookcost.c libvgpu/src/limiter.c libvgpu/src/limiter_measure.c \
   libvgpu/src/limiter_bucket.c -lpthread -lm
 libvgpu/build/limiter_hookcost
+cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -isystem /usr/local/cuda/include \
+  -o libvgpu/build/ctx_destroy_bench libvgpu/bench/ctx_destroy_bench.c libvgpu/build/libvgpu.a -ldl -lpthread -lm
+libvgpu/build/ctx_destroy_bench

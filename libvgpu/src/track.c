@@ -10,6 +10,7 @@
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct vgpu_track_rec *g_tab; /* kind == 0: empty */
 static size_t g_cap, g_len;
+static uint64_t g_gen; /* bumped when the table is rebuilt (grow, fork reset) */
 
 static size_t hash(uint8_t kind, uint64_t key) {
   uint64_t h = key ^ ((uint64_t)kind << 56);
@@ -46,6 +47,7 @@ static bool grow(void) {
   if (!nt) return false;
   g_tab = nt;
   g_cap = ncap;
+  g_gen++;
   g_len = 0;
   for (size_t i = 0; i < ocap; i++)
     if (old[i].kind) insert_nogrow(&old[i]);
@@ -89,6 +91,20 @@ bool vgpu_track_put(const struct vgpu_track_rec *rec) {
   return ok;
 }
 
+bool vgpu_track_get(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
+  pthread_mutex_lock(&g_mu);
+  bool found = false;
+  if (g_cap) {
+    size_t i = find(kind, key);
+    if (i != SIZE_MAX) {
+      if (out) *out = g_tab[i];
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  return found;
+}
+
 bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
   pthread_mutex_lock(&g_mu);
   bool found = false;
@@ -104,24 +120,38 @@ bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
   return found;
 }
 
+/* One pass over the table, O(capacity + records removed): a removal shifts later entries of the
+ * probe chain back into the hole, so the slot just emptied is examined again before moving on; no
+ * entry that has not been examined can land behind the cursor (entries only move backwards along
+ * their chain, and a chain that wraps only moves entries already examined). The callbacks run
+ * outside the mutex (they take the region's write lock, which fork() orders before ours), in
+ * batches; a table regrown by another thread between batches is rescanned from the start. */
+#define TAKE_CTX_BATCH 256
 size_t vgpu_track_take_ctx(uintptr_t ctx, void (*fn)(const struct vgpu_track_rec *)) {
-  size_t n = 0;
+  struct vgpu_track_rec batch[TAKE_CTX_BATCH];
+  size_t n = 0, i = 0;
+  uint64_t seen_gen = 0;
+  bool first = true;
   for (;;) {
-    struct vgpu_track_rec rec;
-    bool found = false;
+    size_t got = 0;
     pthread_mutex_lock(&g_mu);
-    for (size_t i = 0; i < g_cap; i++) {
+    if (first || seen_gen != g_gen) i = 0;
+    first = false;
+    seen_gen = g_gen;
+    while (i < g_cap && got < TAKE_CTX_BATCH) {
       if (g_tab[i].kind && g_tab[i].ctx == ctx && g_tab[i].kind != VGPU_TRACK_CTX) {
-        rec = g_tab[i];
+        batch[got++] = g_tab[i];
         remove_at(i);
-        found = true;
-        break;
+      } else {
+        i++;
       }
     }
+    bool done = i >= g_cap;
     pthread_mutex_unlock(&g_mu);
-    if (!found) return n;
-    if (fn) fn(&rec);
-    n++;
+    for (size_t k = 0; k < got; k++)
+      if (fn) fn(&batch[k]);
+    n += got;
+    if (done) return n;
   }
 }
 
@@ -143,5 +173,6 @@ void vgpu_track_reset_after_fork(void) {
   pthread_mutex_lock(&g_mu);
   if (g_tab) memset(g_tab, 0, g_cap * sizeof *g_tab);
   g_len = 0;
+  g_gen++;
   pthread_mutex_unlock(&g_mu);
 }

@@ -18,12 +18,18 @@ enum vgpu_track_kind {
   VGPU_TRACK_ARRAY = 3,  /* CUarray */
   VGPU_TRACK_MIPMAP = 4, /* CUmipmappedArray */
   VGPU_TRACK_CTX = 5,    /* non-primary context's own footprint */
+  VGPU_TRACK_VMM_MAP = 6,    /* a cuMemMap mapping, keyed by its address; aux = the handle mapped */
+  VGPU_TRACK_CTX_LIMIT = 7,  /* cuCtxSetLimit reservations of a context (heap, stack, printf FIFO) */
+  VGPU_TRACK_GRAPH_EXEC = 8, /* an instantiated graph with allocation nodes; aux = device mask */
 };
 
 struct vgpu_track_rec {
   uint64_t key;
   uint64_t bytes;
   uintptr_t ctx; /* context the allocation belongs to (0: none/unknown) */
+  uint64_t aux;  /* kind-specific (see enum vgpu_track_kind and the hook that writes it) */
+  uint32_t refs; /* VMM: handles held (cuMemCreate, cuMemRetainAllocationHandle, import) */
+  uint32_t maps; /* VMM: live mappings of the handle (cuMemMap until cuMemUnmap) */
   uint8_t kind;
   int8_t ridx;
   uint8_t mem_kind; /* enum vgpu_mem_kind */
@@ -31,9 +37,12 @@ struct vgpu_track_rec {
 
 /* Inserts (or replaces) a record. Returns false only when memory is exhausted. */
 bool vgpu_track_put(const struct vgpu_track_rec *rec);
+/* Copies the record without removing it; false when absent. */
+bool vgpu_track_get(uint8_t kind, uint64_t key, struct vgpu_track_rec *out);
 /* Removes and returns the record; false when absent (already freed, or never ours). */
 bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out);
-/* Removes every record of `ctx` (context destroyed or reset); calls fn for each. */
+/* Removes every record of `ctx` (context destroyed or reset) in one pass over the table (linear
+ * in its capacity); calls fn for each, outside the table's mutex. */
 size_t vgpu_track_take_ctx(uintptr_t ctx, void (*fn)(const struct vgpu_track_rec *));
 size_t vgpu_track_count(void);
 /* fork: 0 = prepare (lock), 1 = parent/child (unlock). */

@@ -57,4 +57,28 @@ static void takeCtx_removesOnlyThatContext(void) {
   EXPECT_EQ_U(vgpu_track_count(), 0);
 }
 
-UNIT_MAIN("track", CASE(track_randomOps_matchModel), CASE(takeCtx_removesOnlyThatContext))
+/* Two interleaved contexts of 60 000 records each, keys spaced like device pointers (long probe
+ * chains, clusters wrapping the table's end): one pass removes exactly context A's records and
+ * every record of B stays reachable by its key. */
+static void takeCtx_manyRecords_exactAndOthersReachable(void) {
+  const uint64_t n = 60000;
+  for (uint64_t i = 0; i < 2 * n; i++) {
+    struct vgpu_track_rec r = {.key = 0x7f0000000000ull + i * 0x10000ull, .bytes = 1 + (i & 1),
+                               .ctx = (i & 1) ? 0xB : 0xA, .kind = VGPU_TRACK_PTR};
+    EXPECT(vgpu_track_put(&r));
+  }
+  g_released = 0;
+  EXPECT_EQ_U(vgpu_track_take_ctx(0xA, on_release), n);
+  EXPECT_EQ_U(g_released, n); /* A's records are 1 byte each */
+  EXPECT_EQ_U(vgpu_track_count(), n);
+  for (uint64_t i = 1; i < 2 * n; i += 2) {
+    struct vgpu_track_rec out;
+    EXPECT(vgpu_track_get(VGPU_TRACK_PTR, 0x7f0000000000ull + i * 0x10000ull, &out));
+    EXPECT(out.ctx == 0xB);
+  }
+  EXPECT_EQ_U(vgpu_track_take_ctx(0xB, NULL), n);
+  EXPECT_EQ_U(vgpu_track_count(), 0);
+}
+
+UNIT_MAIN("track", CASE(track_randomOps_matchModel), CASE(takeCtx_removesOnlyThatContext),
+          CASE(takeCtx_manyRecords_exactAndOthersReachable))
