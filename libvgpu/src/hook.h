@@ -42,6 +42,11 @@ static inline void vgpu_release_rec(const struct vgpu_track_rec *r) {
 
 /* Pools (hook_cuda_mem.c): re-read what every known pool reserves and fix the count. */
 void vgpu_pools_refresh(void);
+/* Graph memory (hook_cuda_graph.c): re-read each counted device's graph pool and fix the count. */
+void vgpu_graph_mem_refresh(void);
+/* Before launching or uploading an executable graph: reserves the growth of the graph pool its
+ * allocation nodes can cause. false: it does not fit the limit (OOM logged), do not launch. */
+bool vgpu_graph_mem_before_launch(CUgraphExec exec);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

@@ -232,10 +232,12 @@ VGPU_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *la
 
 VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   VGPU_HOOK_BEGIN(cuGraphLaunch, (hGraphExec, hStream));
+  if (!vgpu_graph_mem_before_launch(hGraphExec)) return CUDA_ERROR_OUT_OF_MEMORY; /* allocation nodes */
   LAUNCH(cuGraphLaunch, hStream, (hGraphExec, hStream));
 }
 
 VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   VGPU_HOOK_BEGIN(cuGraphLaunch_ptsz, (hGraphExec, hStream));
+  if (!vgpu_graph_mem_before_launch(hGraphExec)) return CUDA_ERROR_OUT_OF_MEMORY; /* allocation nodes */
   LAUNCH(cuGraphLaunch_ptsz, ptsz_stream(hStream), (hGraphExec, hStream));
 }

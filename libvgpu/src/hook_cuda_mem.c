@@ -187,6 +187,7 @@ void vgpu_pools_refresh(void) {
  * relaxed load). */
 static void pools_refresh_if_any(void) {
   if (__atomic_load_n(&g_npools, __ATOMIC_RELAXED) > 0) vgpu_pools_refresh();
+  vgpu_graph_mem_refresh(); /* one relaxed load when no graph memory is counted */
 }
 
 /* Calls the real function, then re-reads the pools: frees and trims change what a pool reserves,
@@ -346,32 +347,7 @@ static void pools_atfork_child(void) {
 }
 __attribute__((constructor)) static void mem_ctor(void) { pthread_atfork(NULL, NULL, pools_atfork_child); }
 
-/* ---- virtual memory management */
-
-VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                 const CUmemAllocationProp *prop, unsigned long long flags) {
-  VGPU_HOOK_BEGIN(cuMemCreate, (handle, size, prop, flags));
-  int ridx = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-                 ? vgpu_ridx((CUdevice)prop->location.id)
-                 : -1;
-  if (vgpu_mem_reserve(ridx, size, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuMemCreate, (handle, size, prop, flags));
-  if (rc != CUDA_SUCCESS) {
-    vgpu_mem_release(ridx, size, VGPU_MEM_DATA);
-    return rc;
-  }
-  track(VGPU_TRACK_VMM, (uint64_t)*handle, ridx, size);
-  return rc;
-}
-
-VGPU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VGPU_HOOK_BEGIN(cuMemRelease, (handle));
-  CUresult rc = VGPU_CALL_REAL(cuMemRelease, (handle));
-  struct vgpu_track_rec rec;
-  if (rc == CUDA_SUCCESS && vgpu_track_take(VGPU_TRACK_VMM, (uint64_t)handle, &rec))
-    vgpu_release_rec(&rec);
-  return rc;
-}
+/* Virtual memory management (cuMemCreate & co.): hook_cuda_vmm.c. Graph memory: hook_cuda_graph.c. */
 
 /* ---- arrays */
 
@@ -503,6 +479,7 @@ VGPU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   int ridx = ridx_of_current();
   vgpu_state_slot(); /* a process asking has a context: make sure the region exists */
   vgpu_pools_refresh();
+  vgpu_graph_mem_refresh();
   uint64_t limit = vgpu_mem_limit(ridx);
   if (limit) {
     uint64_t used = vgpu_mem_used(ridx);

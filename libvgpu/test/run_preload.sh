@@ -70,6 +70,14 @@ PROG=$POOLS run pool_undo $G32 CUDA_DEVICE_MEMORY_LIMIT=48m --stderr 'OOM: reque
 PROG=$POOLS run pool_exact $G32 CUDA_DEVICE_MEMORY_LIMIT=1g --no-stderr 'OOM|beyond the limit'
 PROG=$POOLS run pool_threads $G32 CUDA_DEVICE_MEMORY_LIMIT=80m LIBCUDA_LOG_LEVEL=0
 PROG=$POOLS run pool_processes $G32 CUDA_DEVICE_MEMORY_LIMIT=100m LIBCUDA_LOG_LEVEL=0
+# Every other way to hold device memory (test/preload/memkinds.c), the fake modelling each lifetime.
+MEMK=$PWD/$BUILD/preload/memkinds
+PROG=$MEMK run vmm_mapped --stderr 'OOM: requested 16MB but only 8MB available'
+PROG=$MEMK run vmm_retain
+PROG=$MEMK run vmm_share
+PROG=$MEMK run graph_mem --stderr 'OOM: requested 96MB'
+PROG=$MEMK run ctx_limits
+PROG=$MEMK run ctx_destroy_many
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 run dlsym
 run getproc

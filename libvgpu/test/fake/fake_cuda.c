@@ -37,6 +37,8 @@
  */
 #include <cuda.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@
 #undef cuEventElapsedTime
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
+struct proc { const char *name; void *fn; };
+#define P(n) {#n, (void *)n}
 #define MAXDEV 16
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -221,7 +225,9 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+static void ctx_limits_drop_locked(const struct ctx *c);
 static void free_ctx_allocs_locked(struct ctx *c) {
+  ctx_limits_drop_locked(c);
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].addr && allocs[i].ctx == c) {
       used_mem[phys_of(allocs[i].dev)] -= allocs[i].size;
@@ -307,6 +313,7 @@ FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
 static void sync_pools_locked(void);
 static void wait_until_ns(long long t);
 static long long device_tail_ns(void);
+static int graph_mem_free(unsigned long long dptr);
 FAKE_EXPORT CUresult cuCtxSynchronize(void) {
   wait_until_ns(device_tail_ns()); /* every kernel of the device has run */
   LOCK();
@@ -378,8 +385,9 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   LOCK();
   struct alloc *a = find_locked((unsigned long long)dptr, 1);
   if (a) release_locked(a);
+  int graph = !a && graph_mem_free((unsigned long long)dptr);
   UNLOCK();
-  return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return a || graph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
   if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
@@ -538,8 +546,9 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   } else if (a) {
     release_locked(a);
   }
+  int graph = !a && graph_mem_free((unsigned long long)dptr);
   UNLOCK();
-  return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return a || graph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
 static long long stream_tail_ns(CUstream s);
@@ -579,7 +588,82 @@ FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode
   return CUDA_SUCCESS;
 }
 
-/* ---- VMM */
+/* ---- VMM: physical allocations live while any handle, mapping or exported descriptor holds them
+ *
+ * As on the real driver (measured on H100/H200, driver 580): cuMemRelease of a mapped handle keeps
+ * the memory until the last cuMemUnmap; cuMemRetainAllocationHandle returns the handle value that
+ * was mapped and takes one more reference on it; an exported POSIX descriptor keeps the allocation
+ * alive until it is closed; cuMemImportFromShareableHandle gives a new handle of the same memory.
+ * cuMemUnmap must cover whole mappings, starting at one. */
+
+#define VMM_MAX 4096
+struct vmm_phys {
+  size_t size;
+  int dev; /* visible ordinal */
+  int handles, maps, exports; /* what keeps it alive */
+  int live;
+};
+struct vmm_handle {
+  unsigned long long value;
+  int phys, refs;
+};
+struct vmm_map {
+  unsigned long long va;
+  size_t size;
+  unsigned long long handle; /* the handle value mapped (cuMemRetainAllocationHandle returns it) */
+  int phys;
+};
+struct vmm_export {
+  int fd;
+  unsigned long long ino;
+  int phys;
+};
+static struct vmm_phys vmm_phys[VMM_MAX];
+static struct vmm_handle vmm_handles[VMM_MAX];
+static struct vmm_map vmm_maps[VMM_MAX];
+static struct vmm_export vmm_exports[VMM_MAX];
+static unsigned long long next_vmm_handle = 0x5000;
+
+static void vmm_phys_check_locked(int p) {
+  struct vmm_phys *ph = &vmm_phys[p];
+  if (ph->live && ph->handles == 0 && ph->maps == 0 && ph->exports == 0) {
+    used_mem[phys_of(ph->dev)] -= ph->size;
+    memset(ph, 0, sizeof *ph);
+  }
+}
+
+/* Exported descriptors closed by the application no longer hold their allocation. */
+static void vmm_exports_gc_locked(void) {
+  for (int i = 0; i < VMM_MAX; i++) {
+    struct vmm_export *e = &vmm_exports[i];
+    if (!e->fd) continue;
+    struct stat st;
+    if (fstat(e->fd, &st) != 0 || (unsigned long long)st.st_ino != e->ino) {
+      int p = e->phys;
+      memset(e, 0, sizeof *e);
+      vmm_phys[p].exports--;
+      vmm_phys_check_locked(p);
+    }
+  }
+}
+
+static int vmm_handle_find_locked(unsigned long long value) {
+  for (int i = 0; i < VMM_MAX; i++)
+    if (vmm_handles[i].refs && vmm_handles[i].value == value) return i;
+  return -1;
+}
+
+static int vmm_handle_new_locked(int p) {
+  for (int i = 0; i < VMM_MAX; i++)
+    if (!vmm_handles[i].refs) {
+      vmm_handles[i].value = next_vmm_handle++;
+      vmm_handles[i].phys = p;
+      vmm_handles[i].refs = 1;
+      vmm_phys[p].handles++;
+      return i;
+    }
+  return -1;
+}
 
 FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                  const CUmemAllocationProp *prop, unsigned long long flags) {
@@ -587,25 +671,510 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
   if (!prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
       prop->location.id >= nvis)
     return CUDA_ERROR_INVALID_DEVICE;
+  if (size == 0 || size % (2u << 20)) return CUDA_ERROR_INVALID_VALUE; /* granularity 2 MiB */
   LOCK();
-  struct ctx *saved = cur;
-  struct ctx tmp = {.dev = prop->location.id};
-  cur = &tmp;
-  unsigned long long a = 0;
-  CUresult rc = alloc_locked(&a, size, 2, NULL);
-  if (rc == CUDA_SUCCESS) find_locked(a, 2)->ctx = NULL;
-  cur = saved;
+  vmm_exports_gc_locked();
+  int dev = prop->location.id, p = -1;
+  CUresult rc = CUDA_SUCCESS;
+  if (used_mem[phys_of(dev)] + size > total_mem) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; rc == CUDA_SUCCESS && i < VMM_MAX && p < 0; i++)
+    if (!vmm_phys[i].live) p = i;
+  if (rc == CUDA_SUCCESS && p < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS) {
+    vmm_phys[p] = (struct vmm_phys){.size = size, .dev = dev, .live = 1};
+    used_mem[phys_of(dev)] += size;
+    int h = vmm_handle_new_locked(p);
+    *handle = (CUmemGenericAllocationHandle)vmm_handles[h].value;
+  }
   UNLOCK();
-  if (rc == CUDA_SUCCESS) *handle = (CUmemGenericAllocationHandle)a;
   return rc;
 }
 FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   LOCK();
-  struct alloc *a = find_locked((unsigned long long)handle, 2);
-  if (a) release_locked(a);
+  int h = vmm_handle_find_locked((unsigned long long)handle);
+  if (h >= 0) {
+    int p = vmm_handles[h].phys;
+    vmm_handles[h].refs--;
+    vmm_phys[p].handles--;
+    vmm_phys_check_locked(p);
+  }
   UNLOCK();
-  return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return h >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                         unsigned long long flags) {
+  (void)alignment; (void)addr; (void)flags;
+  LOCK();
+  *ptr = (CUdeviceptr)next_addr;
+  next_addr += (size + 0x1fffff) & ~0x1fffffull;
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  (void)ptr; (void)size;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                              unsigned long long flags) {
+  (void)flags;
+  LOCK();
+  int h = vmm_handle_find_locked((unsigned long long)handle), slot = -1;
+  CUresult rc = h < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  if (rc == CUDA_SUCCESS && offset + size > vmm_phys[vmm_handles[h].phys].size) rc = CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; rc == CUDA_SUCCESS && i < VMM_MAX; i++) {
+    if (vmm_maps[i].size && ptr < vmm_maps[i].va + vmm_maps[i].size && vmm_maps[i].va < ptr + size)
+      rc = CUDA_ERROR_INVALID_VALUE; /* overlaps a live mapping */
+    if (!vmm_maps[i].size && slot < 0) slot = i;
+  }
+  if (rc == CUDA_SUCCESS && slot < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS) {
+    vmm_maps[slot] = (struct vmm_map){.va = ptr, .size = size, .handle = vmm_handles[h].value,
+                                      .phys = vmm_handles[h].phys};
+    vmm_phys[vmm_handles[h].phys].maps++;
+  }
+  UNLOCK();
+  return rc;
+}
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  LOCK();
+  int starts = 0;
+  for (int i = 0; i < VMM_MAX; i++)
+    if (vmm_maps[i].size && vmm_maps[i].va == ptr) starts = 1;
+  if (starts) {
+    for (int i = 0; i < VMM_MAX; i++) {
+      struct vmm_map *m = &vmm_maps[i];
+      if (!m->size || m->va < ptr || m->va + m->size > ptr + size) continue;
+      int p = m->phys;
+      memset(m, 0, sizeof *m);
+      vmm_phys[p].maps--;
+      vmm_phys_check_locked(p);
+    }
+  }
+  UNLOCK();
+  return starts ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+  (void)ptr; (void)size; (void)desc; (void)count;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+  LOCK();
+  unsigned long long a = (unsigned long long)(uintptr_t)addr;
+  int m = -1;
+  for (int i = 0; i < VMM_MAX && m < 0; i++)
+    if (vmm_maps[i].size && a >= vmm_maps[i].va && a < vmm_maps[i].va + vmm_maps[i].size) m = i;
+  if (m >= 0) { /* the same handle value, revived when every reference to it was released */
+    int h = vmm_handle_find_locked(vmm_maps[m].handle);
+    if (h >= 0) {
+      vmm_handles[h].refs++;
+      vmm_phys[vmm_handles[h].phys].handles++;
+    } else if ((h = vmm_handle_new_locked(vmm_maps[m].phys)) >= 0) {
+      vmm_handles[h].value = vmm_maps[m].handle;
+    }
+    *handle = (CUmemGenericAllocationHandle)vmm_maps[m].handle;
+  }
+  UNLOCK();
+  return m >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
+                                                  CUmemAllocationHandleType type, unsigned long long flags) {
+  (void)flags;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  LOCK();
+  int h = vmm_handle_find_locked((unsigned long long)handle), slot = -1;
+  for (int i = 0; i < VMM_MAX && slot < 0; i++)
+    if (!vmm_exports[i].fd) slot = i;
+  int fd = -1, pfd[2];
+  if (h >= 0 && slot >= 0 && pipe(pfd) == 0) { /* a descriptor with an inode of its own */
+    close(pfd[1]);
+    fd = pfd[0];
+  }
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0) {
+    vmm_exports[slot] = (struct vmm_export){.fd = fd, .ino = (unsigned long long)st.st_ino, .phys = vmm_handles[h].phys};
+    vmm_phys[vmm_handles[h].phys].exports++;
+    *(int *)shareable = fd;
+  }
+  UNLOCK();
+  return fd >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                    CUmemAllocationHandleType type) {
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  int fd = (int)(intptr_t)osHandle;
+  struct stat st;
+  LOCK();
+  int h = -1;
+  for (int i = 0; i < VMM_MAX && h < 0; i++)
+    if (vmm_exports[i].fd == fd && fstat(fd, &st) == 0 && (unsigned long long)st.st_ino == vmm_exports[i].ino)
+      h = vmm_handle_new_locked(vmm_exports[i].phys); /* a new handle of the same memory */
+  if (h >= 0) *handle = (CUmemGenericAllocationHandle)vmm_handles[h].value;
+  UNLOCK();
+  return h >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle) {
+  LOCK();
+  int h = vmm_handle_find_locked((unsigned long long)handle);
+  if (h >= 0) {
+    memset(prop, 0, sizeof *prop);
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = vmm_phys[vmm_handles[h].phys].dev;
+  }
+  UNLOCK();
+  return h >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- graph memory: allocation nodes are served from the device's graph pool when the graph is
+ * launched or uploaded (the pool grows by roundup(need - its unused part, FAKE_CUDA_GRAPH_GRANULE));
+ * an allocation stays live until a free node of the graph runs, cuMemFree/cuMemFreeAsync, or the
+ * next launch of a graph instantiated with AUTO_FREE_ON_LAUNCH; the pool keeps freed memory until
+ * cuDeviceGraphMemTrim (also after the graph is destroyed). Graphs run at once when launched. */
+
+#define GRAPH_MAX 64
+#define GNODE_MAX 32
+struct gnode {
+  CUgraphNodeType type;
+  size_t bytes;
+  int dev;
+  unsigned long long dptr; /* alloc: its address; free: the address freed */
+};
+struct fgraph {
+  int used;
+  int n;
+  struct gnode nodes[GNODE_MAX];
+};
+struct fexec {
+  int used;
+  struct fgraph *g;
+  unsigned long long flags;
+  int uploaded;
+};
+struct gpool {
+  size_t reserved, used;
+};
+struct galloc {
+  unsigned long long dptr;
+  size_t size;
+  int dev, live;
+};
+static struct fgraph fgraphs[GRAPH_MAX];
+static struct fexec fexecs[GRAPH_MAX];
+static struct gpool gpools[MAXDEV];
+static struct galloc gallocs[GRAPH_MAX * GNODE_MAX];
+static size_t graph_granule = 2u << 20;
+
+FAKE_EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags) {
+  (void)flags;
+  LOCK();
+  const char *e = getenv("FAKE_CUDA_GRAPH_GRANULE");
+  if (e) graph_granule = strtoull(e, NULL, 10);
+  struct fgraph *f = NULL;
+  for (int i = 0; i < GRAPH_MAX && !f; i++)
+    if (!fgraphs[i].used) f = &fgraphs[i];
+  if (f) {
+    memset(f, 0, sizeof *f);
+    f->used = 1;
+    *g = (CUgraph)f;
+  }
+  UNLOCK();
+  return f ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  LOCK();
+  ((struct fgraph *)g)->used = 0;
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+static struct gnode *gnode_add_locked(CUgraph g, CUgraphNode *out) {
+  struct fgraph *f = (struct fgraph *)g;
+  if (f->n >= GNODE_MAX) return NULL;
+  struct gnode *n = &f->nodes[f->n++];
+  memset(n, 0, sizeof *n);
+  *out = (CUgraphNode)n;
+  return n;
+}
+FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+  (void)deps; (void)ndeps;
+  if (!p || p->bytesize == 0 || p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  LOCK();
+  struct gnode *n = gnode_add_locked(g, node);
+  if (n) {
+    n->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    n->bytes = p->bytesize;
+    n->dev = p->poolProps.location.id;
+    n->dptr = next_addr;
+    next_addr += (p->bytesize + 0x1fffff) & ~0x1fffffull;
+    p->dptr = (CUdeviceptr)n->dptr;
+  }
+  UNLOCK();
+  return n ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                           CUdeviceptr dptr) {
+  (void)deps; (void)ndeps;
+  LOCK();
+  struct gnode *n = gnode_add_locked(g, node);
+  if (n) {
+    n->type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    n->dptr = (unsigned long long)dptr;
+  }
+  UNLOCK();
+  return n ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps) {
+  (void)deps; (void)ndeps;
+  LOCK();
+  struct gnode *n = gnode_add_locked(g, node);
+  if (n) n->type = CU_GRAPH_NODE_TYPE_EMPTY;
+  UNLOCK();
+  return n ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *num) {
+  struct fgraph *f = (struct fgraph *)g;
+  LOCK();
+  if (nodes)
+    for (int i = 0; i < f->n && (size_t)i < *num; i++) nodes[i] = (CUgraphNode)&f->nodes[i];
+  *num = (size_t)f->n;
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
+  *type = ((struct gnode *)node)->type;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+  struct gnode *n = (struct gnode *)node;
+  if (n->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_INVALID_VALUE;
+  memset(p, 0, sizeof *p);
+  p->bytesize = n->bytes;
+  p->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p->poolProps.location.id = n->dev;
+  p->dptr = (CUdeviceptr)n->dptr;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags) {
+  LOCK();
+  struct fexec *x = NULL;
+  for (int i = 0; i < GRAPH_MAX && !x; i++)
+    if (!fexecs[i].used) x = &fexecs[i];
+  if (x) {
+    *x = (struct fexec){.used = 1, .g = (struct fgraph *)g, .flags = flags};
+    *exec = (CUgraphExec)x;
+  }
+  UNLOCK();
+  return x ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+  CUresult rc = cuGraphInstantiateWithFlags(exec, g, p ? p->flags : 0);
+  if (p) p->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  return rc;
+}
+FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  LOCK();
+  ((struct fexec *)exec)->used = 0; /* live allocations and the pool's memory stay */
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+static struct galloc *galloc_find_locked(unsigned long long dptr) {
+  for (int i = 0; i < GRAPH_MAX * GNODE_MAX; i++)
+    if (gallocs[i].live && gallocs[i].dptr == dptr) return &gallocs[i];
+  return NULL;
+}
+static void galloc_free_locked(struct galloc *a) {
+  gpools[a->dev].used -= a->size;
+  a->live = 0;
+}
+/* Maps what the exec's allocation nodes need (pool growth), then runs the graph. */
+static CUresult graph_mem_launch_locked(struct fexec *x) {
+  struct fgraph *f = x->g;
+  if (x->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+    for (int i = 0; i < f->n; i++) {
+      struct galloc *a = f->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? galloc_find_locked(f->nodes[i].dptr) : NULL;
+      if (a) galloc_free_locked(a);
+    }
+  size_t need[MAXDEV] = {0};
+  for (int i = 0; i < f->n; i++) {
+    if (f->nodes[i].type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) continue;
+    if (galloc_find_locked(f->nodes[i].dptr)) return CUDA_ERROR_INVALID_VALUE; /* still live */
+    need[f->nodes[i].dev] += f->nodes[i].bytes;
+  }
+  for (int d = 0; d < MAXDEV; d++) {
+    struct gpool *gp = &gpools[d];
+    size_t unused = gp->reserved - gp->used;
+    if (need[d] > unused) {
+      size_t grow = round_up(need[d] - unused, graph_granule);
+      if (used_mem[phys_of(d)] + grow > total_mem) return CUDA_ERROR_OUT_OF_MEMORY;
+      used_mem[phys_of(d)] += grow;
+      gp->reserved += grow;
+    }
+  }
+  for (int i = 0; i < f->n; i++) {
+    struct gnode *n = &f->nodes[i];
+    if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+      for (int k = 0; k < GRAPH_MAX * GNODE_MAX; k++)
+        if (!gallocs[k].live) {
+          gallocs[k] = (struct galloc){.dptr = n->dptr, .size = n->bytes, .dev = n->dev, .live = 1};
+          gpools[n->dev].used += n->bytes;
+          break;
+        }
+    } else if (n->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+      struct galloc *a = galloc_find_locked(n->dptr);
+      if (a) galloc_free_locked(a);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult graph_mem_on_launch(CUgraphExec exec) {
+  LOCK();
+  CUresult rc = graph_mem_launch_locked((struct fexec *)exec);
+  UNLOCK();
+  return rc;
+}
+FAKE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream s) {
+  (void)s;
+  LOCK();
+  struct fexec *x = (struct fexec *)exec;
+  struct fgraph *f = x->g;
+  size_t need[MAXDEV] = {0};
+  for (int i = 0; i < f->n; i++)
+    if (f->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) need[f->nodes[i].dev] += f->nodes[i].bytes;
+  CUresult rc = CUDA_SUCCESS;
+  for (int d = 0; d < MAXDEV; d++) {
+    struct gpool *gp = &gpools[d];
+    size_t unused = gp->reserved - gp->used;
+    if (need[d] <= unused) continue;
+    size_t grow = round_up(need[d] - unused, graph_granule);
+    if (used_mem[phys_of(d)] + grow > total_mem) {
+      rc = CUDA_ERROR_OUT_OF_MEMORY;
+      break;
+    }
+    used_mem[phys_of(d)] += grow;
+    gp->reserved += grow;
+  }
+  UNLOCK();
+  return rc;
+}
+FAKE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream s) { return cuGraphUpload(exec, s); }
+/* cuMemFree / cuMemFreeAsync of a graph allocation outside its graph: 1 when it was one. */
+static int graph_mem_free(unsigned long long dptr) {
+  struct galloc *a = galloc_find_locked(dptr);
+  if (a) galloc_free_locked(a);
+  return a != NULL;
+}
+FAKE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev) {
+  if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
+  LOCK();
+  struct gpool *gp = &gpools[dev];
+  size_t keep = round_up(gp->used, graph_granule);
+  if (gp->reserved > keep) {
+    used_mem[phys_of(dev)] -= gp->reserved - keep;
+    gp->reserved = keep;
+  }
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value) {
+  if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
+  LOCK();
+  cuuint64_t v = attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT ? gpools[dev].reserved
+                 : attr == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT   ? gpools[dev].used
+                                                                : 0;
+  UNLOCK();
+  *(cuuint64_t *)value = v;
+  return CUDA_SUCCESS;
+}
+
+/* ---- context limits: the heap and printf FIFO take their size in device memory when set, the
+ * stack its size for every thread the device holds at once (132 SMs x 2048 threads, like an H100);
+ * released with the context. Defaults: stack 1 KiB, printf 1 MiB, heap 8 MiB (not charged: part of
+ * the context). */
+
+#define FAKE_SMS 132
+#define FAKE_THREADS_PER_SM 2048
+struct ctx_limits {
+  const struct ctx *ctx;
+  size_t value[3]; /* CU_LIMIT_STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE */
+  size_t bytes;    /* device memory held above the defaults */
+};
+static struct ctx_limits ctx_limits[64];
+static const size_t limit_default[3] = {1024, 1u << 20, 8u << 20};
+
+static struct ctx_limits *ctx_limits_of_locked(const struct ctx *c, int create) {
+  for (int i = 0; i < 64; i++)
+    if (ctx_limits[i].ctx == c) return &ctx_limits[i];
+  if (!create) return NULL;
+  for (int i = 0; i < 64; i++)
+    if (!ctx_limits[i].ctx) {
+      ctx_limits[i] = (struct ctx_limits){.ctx = c, .value = {limit_default[0], limit_default[1], limit_default[2]}};
+      return &ctx_limits[i];
+    }
+  return NULL;
+}
+static size_t limits_bytes(const size_t v[3]) {
+  size_t b = 0;
+  if (v[0] > limit_default[0]) b += (v[0] - limit_default[0]) * FAKE_SMS * FAKE_THREADS_PER_SM;
+  for (int l = 1; l < 3; l++)
+    if (v[l] > limit_default[l]) b += v[l] - limit_default[l];
+  return b;
+}
+/* The context goes away: so does what its limits held. */
+static void ctx_limits_drop_locked(const struct ctx *c) {
+  struct ctx_limits *l = ctx_limits_of_locked(c, 0);
+  if (!l) return;
+  used_mem[phys_of(c->dev)] -= l->bytes;
+  memset(l, 0, sizeof *l);
+}
+FAKE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+  if ((int)limit > CU_LIMIT_MALLOC_HEAP_SIZE) return CUDA_SUCCESS;
+  LOCK();
+  struct ctx_limits *l = ctx_limits_of_locked(cur, 1);
+  CUresult rc = l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (l) {
+    size_t v[3] = {l->value[0], l->value[1], l->value[2]};
+    v[limit] = value;
+    size_t b = limits_bytes(v);
+    int phys = phys_of(cur->dev);
+    if (b > l->bytes && used_mem[phys] + (b - l->bytes) > total_mem) {
+      rc = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      used_mem[phys] = used_mem[phys] - l->bytes + b;
+      l->bytes = b;
+      l->value[limit] = value;
+    }
+  }
+  UNLOCK();
+  return rc;
+}
+FAKE_EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit) {
+  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+  if ((int)limit > CU_LIMIT_MALLOC_HEAP_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  LOCK();
+  struct ctx_limits *l = ctx_limits_of_locked(cur, 0);
+  *value = l ? l->value[limit] : limit_default[limit];
+  UNLOCK();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? FAKE_SMS
+        : attrib == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR ? FAKE_THREADS_PER_SM
+                                                                        : 0;
+  return CUDA_SUCCESS;
+}
+
+static const struct proc mem_procs[] = {
+    P(cuMemAddressReserve), P(cuMemAddressFree), P(cuMemMap), P(cuMemUnmap), P(cuMemSetAccess),
+    P(cuMemRetainAllocationHandle), P(cuMemExportToShareableHandle), P(cuMemImportFromShareableHandle),
+    P(cuMemGetAllocationPropertiesFromHandle), P(cuGraphCreate), P(cuGraphDestroy), P(cuGraphAddMemAllocNode),
+    P(cuGraphAddMemFreeNode), P(cuGraphAddEmptyNode), P(cuGraphGetNodes), P(cuGraphNodeGetType),
+    P(cuGraphMemAllocNodeGetParams), P(cuGraphInstantiateWithFlags), P(cuGraphInstantiateWithParams),
+    P(cuGraphExecDestroy), P(cuGraphUpload), P(cuGraphUpload_ptsz), P(cuDeviceGraphMemTrim),
+    P(cuDeviceGetGraphMemAttribute), P(cuCtxSetLimit), P(cuCtxGetLimit), P(cuDeviceGetAttribute),
+};
 
 /* ---- arrays: the "driver" rounds every array up to 64 KiB */
 
@@ -789,8 +1358,10 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *l,
   }
   return CUDA_SUCCESS;
 }
+static CUresult graph_mem_on_launch(CUgraphExec exec);
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s) {
-  (void)g;
+  CUresult mem = g ? graph_mem_on_launch(g) : CUDA_SUCCESS; /* allocation nodes map first */
+  if (mem != CUDA_SUCCESS) return mem;
   enqueue_kernel(s);
   return launched();
 }
@@ -867,8 +1438,6 @@ FAKE_EXPORT size_t fakeCudaDeviceUsed(int ordinal) {
 
 /* ---- cuGetProcAddress: base name + cudaVersion + flags -> variant, like the driver */
 
-struct proc { const char *name; void *fn; };
-#define P(n) {#n, (void *)n}
 static const struct proc procs[] = {
     P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetUuid),
     P(cuDeviceGetUuid_v2), P(cuDeviceTotalMem_v2), P(cuDevicePrimaryCtxRetain),
@@ -903,6 +1472,8 @@ static CUresult tramp_cuMemFree_v2(CUdeviceptr d) { return cuMemFree_v2(d); }
 static void *lookup(const char *name) {
   for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
     if (strcmp(procs[i].name, name) == 0) return procs[i].fn;
+  for (size_t i = 0; i < sizeof mem_procs / sizeof mem_procs[0]; i++)
+    if (strcmp(mem_procs[i].name, name) == 0) return mem_procs[i].fn;
   return NULL;
 }
 

@@ -1,0 +1,305 @@
+/*
+ * memkinds.c — every way to hold device memory besides plain allocations, under LD_PRELOAD against
+ * the fake driver, which models each one's real lifetime (test/fake/fake_cuda.c): VMM handles with
+ * mappings, retained, exported and imported handles; graph allocation nodes served from the graph
+ * pool at launch; cuCtxSetLimit reservations; a context destroyed with many live allocations.
+ * `memkinds <case>`; exit 0 = pass. test/run_preload.sh runs them with CUDA_DEVICE_MEMORY_LIMIT=64m.
+ *
+ * What each proves: a request over the limit gets CUDA_ERROR_OUT_OF_MEMORY (before the driver is
+ * asked), the container's count equals what the fake device physically holds after every step,
+ * and usage returns to its baseline after the frees.
+ */
+#include <cuda.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+size_t fakeCudaDeviceUsed(int ordinal);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+
+/* The count equals what the fake device physically holds. */
+#define CHECK_EXACT(bytes)                                                                         \
+  do {                                                                                             \
+    CHECK_EQ_U(test_used(0), (bytes));                                                             \
+    CHECK_EQ_U(fakeCudaDeviceUsed(0), (bytes));                                                    \
+  } while (0)
+
+static CUcontext setup(void) {
+  CHECK(cuInit(0) == CUDA_SUCCESS);
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  return ctx;
+}
+
+static CUmemAllocationProp device_prop(void) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+/* cuMemCreate -> reserve -> map -> set access -> release: the documented VMM pattern. Returns the
+ * mapped address; the handle is released, the mapping keeps the memory. */
+static CUdeviceptr create_map_release(size_t size) {
+  CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle h;
+  CHECK(cuMemCreate(&h, size, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, size, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, size, 0, h, 0) == CUDA_SUCCESS);
+  CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CHECK(cuMemSetAccess(va, size, &acc, 1) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  return va;
+}
+
+/* Memory stays counted after cuMemRelease while mapped; an over-limit create is refused; the
+ * count returns to zero at the last unmap (one unmap may cover several adjacent mappings). */
+static int case_vmm_mapped(void) {
+  setup();
+  CUdeviceptr a = create_map_release(32 * MiB);
+  CHECK_EXACT(32 * MiB);
+  CUdeviceptr b = create_map_release(24 * MiB);
+  CHECK_EXACT(56 * MiB);
+  CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle h;
+  CHECK(cuMemCreate(&h, 16 * MiB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(56 * MiB);
+  CHECK(cuMemUnmap(a, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(24 * MiB);
+  CHECK(cuMemUnmap(b, 24 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  /* Two handles mapped side by side in one reservation, unmapped by one call. */
+  CUmemGenericAllocationHandle h1, h2;
+  CHECK(cuMemCreate(&h1, 16 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemCreate(&h2, 16 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, 32 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 16 * MiB, 0, h1, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va + 16 * MiB, 16 * MiB, 0, h2, 0) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h1) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h2) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  /* A handle mapped twice lives until both mappings are gone. */
+  CHECK(cuMemCreate(&h1, 8 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 8 * MiB, 0, h1, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va + 16 * MiB, 8 * MiB, 0, h1, 0) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h1) == CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 8 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(8 * MiB);
+  CHECK(cuMemUnmap(va + 16 * MiB, 8 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  CHECK(cuMemRelease(h1) != CUDA_SUCCESS); /* released once only */
+  CHECK_EXACT(0);
+  return 0;
+}
+
+/* A handle re-obtained from an address holds the memory after the original handle and the mapping
+ * are gone, until it is released too. */
+static int case_vmm_retain(void) {
+  setup();
+  CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle h, again;
+  CHECK(cuMemCreate(&h, 32 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, 32 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 32 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 4096)) == CUDA_SUCCESS);
+  CHECK(again == h);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuMemCreate(&h, 40 * MiB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemRelease(again) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  CHECK(cuMemCreate(&h, 40 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  return 0;
+}
+
+/* Shareable handles: the exporter stays charged after releasing (an exported descriptor keeps the
+ * memory alive); an importer is charged for what it maps, refused over the limit, and released when
+ * its handle is released and unmapped. */
+static int case_vmm_share(void) {
+  setup();
+  CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle h, imported;
+  CHECK(cuMemCreate(&h, 16 * MiB, &prop, 0) == CUDA_SUCCESS);
+  int fd = -1;
+  CHECK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS);
+  CHECK(fd >= 0);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(16 * MiB); /* the descriptor holds it: still counted */
+  CHECK(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+        CUDA_SUCCESS);
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, 16 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 16 * MiB, 0, imported, 0) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 32 * MiB); /* the importer's share too (same process here: counted twice) */
+  /* An importer mapping that does not fit is refused before the driver maps it. */
+  CUmemGenericAllocationHandle big, big_imported;
+  CHECK(cuMemCreate(&big, 24 * MiB, &prop, 0) == CUDA_SUCCESS);
+  int fd2 = -1;
+  CHECK(cuMemExportToShareableHandle(&fd2, big, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS);
+  CHECK(cuMemImportFromShareableHandle(&big_imported, (void *)(intptr_t)fd2,
+                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
+  CUdeviceptr va2;
+  CHECK(cuMemAddressReserve(&va2, 24 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va2, 24 * MiB, 0, big_imported, 0) == CUDA_ERROR_OUT_OF_MEMORY); /* 56 + 24 > 64 */
+  CHECK_EQ_U(test_used(0), 56 * MiB);
+  CHECK(cuMemRelease(big_imported) == CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 16 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(imported) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 40 * MiB); /* the exporters' charges stay until the process exits */
+  close(fd);
+  close(fd2);
+  CHECK(cuMemRelease(big) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 40 * MiB);
+  return 0;
+}
+
+static CUgraph alloc_graph(size_t bytes, int with_free, CUdeviceptr *dptr) {
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS);
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = 0;
+  p.bytesize = bytes;
+  CUgraphNode alloc, freen;
+  CHECK(cuGraphAddMemAllocNode(&alloc, g, NULL, 0, &p) == CUDA_SUCCESS);
+  *dptr = p.dptr;
+  if (with_free) CHECK(cuGraphAddMemFreeNode(&freen, g, &alloc, 1, p.dptr) == CUDA_SUCCESS);
+  return g;
+}
+
+/* Graph allocation nodes: the graph pool is counted from the launch on (reserved before it), kept
+ * while the pool keeps the memory (after the graph's own free, after cuGraphExecDestroy) and
+ * released by cuDeviceGraphMemTrim; a graph that cannot fit is refused at instantiate and launch. */
+static int case_graph_mem(void) {
+  setup();
+  CUdeviceptr d, plain;
+  CUgraph g = alloc_graph(32 * MiB, 1, &d);
+  CUgraphExec x;
+  CHECK(cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_SUCCESS);
+  CHECK_EXACT(0); /* nothing is mapped before the launch */
+  CHECK(cuGraphLaunch(x, 0) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(0) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB); /* the pool keeps the block after the graph's free node ran */
+  CHECK(cuMemAlloc(&plain, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuGraphLaunch(x, 0) == CUDA_SUCCESS); /* reuses the pool's block */
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuGraphExecDestroy(x) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  /* Too big for the limit: refused at instantiate. */
+  CUdeviceptr d2;
+  CUgraph big = alloc_graph(80 * MiB, 1, &d2);
+  CHECK(cuGraphInstantiateWithFlags(&x, big, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(0);
+  /* Fits at instantiate, not at launch: plain memory took the room in between. */
+  CUdeviceptr d3;
+  CUgraph mid = alloc_graph(40 * MiB, 0, &d3);
+  CHECK(cuGraphInstantiateWithFlags(&x, mid, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&plain, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuGraphLaunch(x, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuMemFree(plain) == CUDA_SUCCESS);
+  /* An allocation the graph does not free lives after the launch until cuMemFree; the pool keeps
+   * the block until trimmed. */
+  CHECK(cuGraphLaunch(x, 0) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(0) == CUDA_SUCCESS);
+  CHECK_EXACT(40 * MiB);
+  CHECK(cuMemFree(d3) == CUDA_SUCCESS);
+  CHECK_EXACT(40 * MiB);
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  CHECK(cuGraphExecDestroy(x) == CUDA_SUCCESS);
+  /* cuGraphUpload maps like a launch. */
+  CHECK(cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphUpload(x, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuGraphExecDestroy(x) == CUDA_SUCCESS);
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  return 0;
+}
+
+/* cuCtxSetLimit: heap and printf FIFO count their size, the stack its size for every resident
+ * thread (the fake: 132 SMs x 2048); lowering or destroying the context releases them. */
+static int case_ctx_limits(void) {
+  setup();
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 100 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(0);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 40 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB); /* above the 8 MiB default */
+  CHECK(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 9 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(40 * MiB);
+  CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024 + 128) == CUDA_ERROR_OUT_OF_MEMORY); /* +33 MiB */
+  CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024 + 64) == CUDA_SUCCESS);                /* +16.5 MiB */
+  CHECK_EXACT(40 * MiB + 64ull * 132 * 2048);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(8 * MiB + 64ull * 132 * 2048);
+  /* A second context's limits go away with it. */
+  CUcontext c;
+  CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 24 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(24 * MiB + 64ull * 132 * 2048);
+  CHECK(cuCtxDestroy(c) == CUDA_SUCCESS);
+  CHECK_EXACT(8 * MiB + 64ull * 132 * 2048);
+  CHECK(cuDevicePrimaryCtxReset(0) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  return 0;
+}
+
+/* A context destroyed with many live allocations releases every one of them (and nothing of the
+ * context beside it). */
+static int case_ctx_destroy_many(void) {
+  CUcontext primary = setup();
+  CUdeviceptr keep;
+  CHECK(cuMemAlloc(&keep, 1 * MiB) == CUDA_SUCCESS);
+  CUcontext c;
+  CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS);
+  enum { N = 5000 };
+  for (int i = 0; i < N; i++) {
+    CUdeviceptr d;
+    CHECK(cuMemAlloc(&d, 4096) == CUDA_SUCCESS);
+  }
+  CHECK_EXACT(1 * MiB + N * 4096ull);
+  CHECK(cuCtxDestroy(c) == CUDA_SUCCESS);
+  CHECK_EXACT(1 * MiB);
+  CHECK(cuCtxSetCurrent(primary) == CUDA_SUCCESS);
+  CHECK(cuMemFree(keep) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const struct {
+    const char *name;
+    int (*fn)(void);
+  } cases[] = {
+      {"vmm_mapped", case_vmm_mapped}, {"vmm_retain", case_vmm_retain},   {"vmm_share", case_vmm_share},
+      {"graph_mem", case_graph_mem},   {"ctx_limits", case_ctx_limits}, {"ctx_destroy_many", case_ctx_destroy_many},
+  };
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s <case>\n", argv[0]);
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
+  fprintf(stderr, "unknown case %s\n", argv[1]);
+  return 2;
+}
