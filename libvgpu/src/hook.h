@@ -47,6 +47,11 @@ void vgpu_graph_mem_refresh(void);
 /* Before launching or uploading an executable graph: reserves the growth of the graph pool its
  * allocation nodes can cause. false: it does not fit the limit (OOM logged), do not launch. */
 bool vgpu_graph_mem_before_launch(CUgraphExec exec);
+/* Memory outside every counted allocation (hook_cuda_module.c): charge this process's NVML usage
+ * beyond what is counted for it on region device `ridx` (now), or on the current device at most
+ * once a second (_maybe). */
+void vgpu_untracked_reconcile(int ridx);
+void vgpu_untracked_maybe(void);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

@@ -36,6 +36,7 @@ static bool settle(int ridx, uint64_t estimate, uint64_t actual) {
 }
 
 static CUresult alloc_simple(CUdeviceptr *dptr, size_t bytesize, unsigned int flags, bool managed) {
+  vgpu_untracked_maybe(); /* memory no allocation shows (lazily loaded modules): at most once a second */
   int ridx = ridx_of_current();
   if (vgpu_mem_reserve(ridx, bytesize, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc = managed ? VGPU_CALL_REAL(cuMemAllocManaged, (dptr, bytesize, flags))
@@ -188,6 +189,7 @@ void vgpu_pools_refresh(void) {
 static void pools_refresh_if_any(void) {
   if (__atomic_load_n(&g_npools, __ATOMIC_RELAXED) > 0) vgpu_pools_refresh();
   vgpu_graph_mem_refresh(); /* one relaxed load when no graph memory is counted */
+  vgpu_untracked_maybe();
 }
 
 /* Calls the real function, then re-reads the pools: frees and trims change what a pool reserves,
@@ -480,6 +482,7 @@ VGPU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   vgpu_state_slot(); /* a process asking has a context: make sure the region exists */
   vgpu_pools_refresh();
   vgpu_graph_mem_refresh();
+  vgpu_untracked_reconcile(ridx);
   uint64_t limit = vgpu_mem_limit(ridx);
   if (limit) {
     uint64_t used = vgpu_mem_used(ridx);

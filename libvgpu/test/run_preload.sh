@@ -78,6 +78,7 @@ PROG=$MEMK run vmm_share
 PROG=$MEMK run graph_mem --stderr 'OOM: requested 96MB'
 PROG=$MEMK run ctx_limits
 PROG=$MEMK run ctx_destroy_many
+PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 run dlsym
 run getproc

@@ -1166,7 +1166,21 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
   return CUDA_SUCCESS;
 }
 
+/* ---- modules: loading takes no memory here; tests script what NVML reports instead. */
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  (void)image;
+  static char modules[64];
+  static int n;
+  *module = (CUmodule)&modules[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 64];
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule module) {
+  (void)module;
+  return CUDA_SUCCESS;
+}
+
 static const struct proc mem_procs[] = {
+    P(cuModuleLoadData), P(cuModuleUnload),
     P(cuMemAddressReserve), P(cuMemAddressFree), P(cuMemMap), P(cuMemUnmap), P(cuMemSetAccess),
     P(cuMemRetainAllocationHandle), P(cuMemExportToShareableHandle), P(cuMemImportFromShareableHandle),
     P(cuMemGetAllocationPropertiesFromHandle), P(cuGraphCreate), P(cuGraphDestroy), P(cuGraphAddMemAllocNode),

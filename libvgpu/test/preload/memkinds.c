@@ -286,6 +286,49 @@ static int case_ctx_destroy_many(void) {
   return 0;
 }
 
+/* Rewrites the fake NVML's script (FAKE_NVML_CONFIG): one GPU matching the fake libcuda's device
+ * 0, this process using `used` bytes on it. */
+static void nvml_reports(unsigned long long used) {
+  const char *path = getenv("FAKE_NVML_CONFIG");
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  CHECK(f != NULL);
+  fprintf(f, "device 0 uuid=GPU-00000000-0000-0000-0000-000000000000 name=Fake total=85899345920 used=%llu\n"
+             "process 0 pid=%d used=%llu\n",
+          used, (int)getpid(), used);
+  CHECK(fclose(f) == 0);
+  CHECK(rename(tmp, path) == 0);
+}
+
+/* Memory no allocation shows (a module's globals, JIT code): what NVML reports for the process
+ * beyond what is counted is charged right after a module load, so the next allocation that does
+ * not fit is refused; it is released when NVML shows it gone (after the unload). */
+static int case_untracked(void) {
+  nvml_reports(0);
+  setup();
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 8 * MiB) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 8 * MiB);
+  nvml_reports(8 * MiB + 20 * MiB); /* the module's 20 MiB of globals */
+  CUmodule m;
+  CHECK(cuModuleLoadData(&m, "image") == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 28 * MiB);
+  CHECK_EQ_U(test_my_used(0, 2), 8 * MiB); /* data stays data; the rest is module memory */
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  nvml_reports(8 * MiB);
+  CHECK(cuModuleUnload(m) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 8 * MiB);
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemFree(b) == CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  nvml_reports(0);
+  size_t free_b, total;
+  CHECK(cuMemGetInfo(&free_b, &total) == CUDA_SUCCESS); /* reconciles too */
+  CHECK_EQ_U(test_used(0), 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const struct {
     const char *name;
@@ -293,6 +336,7 @@ int main(int argc, char **argv) {
   } cases[] = {
       {"vmm_mapped", case_vmm_mapped}, {"vmm_retain", case_vmm_retain},   {"vmm_share", case_vmm_share},
       {"graph_mem", case_graph_mem},   {"ctx_limits", case_ctx_limits}, {"ctx_destroy_many", case_ctx_destroy_many},
+      {"untracked", case_untracked},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);

@@ -1,0 +1,96 @@
+/*
+ * hook_cuda_module.c — memory no allocation call shows: module and JIT code, __device__ globals of
+ * loaded modules (eagerly at load, or lazily at a kernel's first launch), and whatever else the
+ * driver takes for the process. Counted by reconciling with NVML: the process's own NVML usage on a
+ * device, minus everything libvgpu counts there for it, is charged as module memory (the region's
+ * module_size, part of used[d].total), never negative. It already exists, so it is added, not
+ * reserved: it makes the next allocation that does not fit fail instead.
+ *
+ * When: right after every module/library load and unload, on cuMemGetInfo, and at most once a
+ * second from allocation and synchronize hooks (lazy loading maps a module's memory at its first
+ * kernel launch, seen at the next synchronize or allocation). Where NVML cannot see the process
+ * (no NVML, or a driver that lists processes in another pid namespace), nothing is reconciled.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "hook.h"
+
+#define RECONCILE_PERIOD_NS 1000000000ull
+
+static pthread_mutex_t g_rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_untracked[VGPU_MAX_DEVICES]; /* bytes charged as module memory, per region device */
+static uint64_t g_last_ns;                       /* last periodic reconcile (relaxed) */
+
+static void module_atfork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_rec_mu = fresh;
+  memset(g_untracked, 0, sizeof g_untracked);
+  __atomic_store_n(&g_last_ns, 0, __ATOMIC_RELAXED);
+}
+__attribute__((constructor)) static void module_ctor(void) { pthread_atfork(NULL, NULL, module_atfork_child); }
+
+/* This process's counted bytes on region device `ridx` (its own slot). */
+static bool self_counted(int ridx, uint64_t *out) {
+  struct vgpu_region_map *m = vgpu_state_region(false);
+  int slot = m ? vgpu_state_slot() : -1;
+  if (slot < 0) return false;
+  *out = vgpu_slot_total(m, slot, ridx);
+  return true;
+}
+
+void vgpu_untracked_reconcile(int ridx) {
+  if (ridx < 0 || ridx >= VGPU_MAX_DEVICES || vgpu_mem_limit(ridx) == 0) return;
+  pthread_mutex_lock(&g_rec_mu);
+  uint64_t nvml = 0, counted = 0;
+  if (vgpu_nvml_process_used(ridx, &nvml) && self_counted(ridx, &counted)) {
+    uint64_t others = counted > g_untracked[ridx] ? counted - g_untracked[ridx] : 0;
+    uint64_t want = nvml > others ? nvml - others : 0;
+    if (want > g_untracked[ridx]) {
+      VGPU_LOG_DEBUG("device %d: %llu bytes in use outside any counted allocation (NVML)", ridx,
+                     (unsigned long long)want);
+      vgpu_mem_add(ridx, want - g_untracked[ridx], VGPU_MEM_MODULE);
+    } else if (want < g_untracked[ridx]) {
+      vgpu_mem_release(ridx, g_untracked[ridx] - want, VGPU_MEM_MODULE);
+    }
+    g_untracked[ridx] = want;
+  }
+  pthread_mutex_unlock(&g_rec_mu);
+}
+
+void vgpu_untracked_maybe(void) {
+  uint64_t now = vgpu_now_monotonic_ns(), last = __atomic_load_n(&g_last_ns, __ATOMIC_RELAXED);
+  if (now - last < RECONCILE_PERIOD_NS) return;
+  if (!__atomic_compare_exchange_n(&g_last_ns, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  vgpu_untracked_reconcile(vgpu_current_ridx());
+}
+
+#define VGPU_RECONCILE_AFTER(name, params, args) \
+  VGPU_EXPORT CUresult name params {             \
+    VGPU_HOOK_BEGIN(name, args);                 \
+    CUresult rc = VGPU_CALL_REAL(name, args);    \
+    vgpu_untracked_reconcile(vgpu_current_ridx()); \
+    return rc;                                   \
+  }
+
+VGPU_RECONCILE_AFTER(cuModuleLoad, (CUmodule *module, const char *fname), (module, fname))
+VGPU_RECONCILE_AFTER(cuModuleLoadData, (CUmodule *module, const void *image), (module, image))
+VGPU_RECONCILE_AFTER(cuModuleLoadDataEx,
+                     (CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                      void **optionValues),
+                     (module, image, numOptions, options, optionValues))
+VGPU_RECONCILE_AFTER(cuModuleLoadFatBinary, (CUmodule *module, const void *fatCubin), (module, fatCubin))
+VGPU_RECONCILE_AFTER(cuModuleUnload, (CUmodule hmod), (hmod))
+VGPU_RECONCILE_AFTER(cuLibraryLoadData,
+                     (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
+                      unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                      unsigned int numLibraryOptions),
+                     (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                      libraryOptionValues, numLibraryOptions))
+VGPU_RECONCILE_AFTER(cuLibraryLoadFromFile,
+                     (CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues,
+                      unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                      unsigned int numLibraryOptions),
+                     (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                      libraryOptionValues, numLibraryOptions))
+VGPU_RECONCILE_AFTER(cuLibraryUnload, (CUlibrary library), (library))
