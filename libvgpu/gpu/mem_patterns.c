@@ -6,25 +6,32 @@
  *                                   release), mappings kept; then unmap all
  *   mem_patterns retain <mib>       create -> map -> retain from the address -> release -> unmap:
  *                                   the retained handle holds it; an over-limit create; release it
- *   mem_patterns share <mib>        create -> export POSIX fd -> import -> map the import -> release
- *                                   and unmap everything, close the fd
+ *   mem_patterns share <mib>        create -> export POSIX fd -> import -> map the import; the
+ *                                   creator releases and unmaps (the import keeps the memory); a
+ *                                   request that fits only if that is not counted; then release all
  *   mem_patterns graph <n> <mib>    n graphs with one allocation node each (no free node),
  *                                   instantiated and launched until refused; a graph over the limit;
  *                                   then cuMemFree + cuDeviceGraphMemTrim. Prints the graph pool's
  *                                   reservation after instantiate, upload and launch of the first.
- *   mem_patterns heap <mib>         cuCtxSetLimit(MALLOC_HEAP_SIZE), a kernel that mallocs from it,
- *                                   an over-limit heap, stack size 16 KiB, back to the defaults
+ *   mem_patterns heap <mib>         cuCtxSetLimit(MALLOC_HEAP_SIZE) 8 GiB (over the limit), then
+ *                                   <mib>; a kernel that mallocs from it; stack size 16 KiB and the
+ *                                   kernel again; back to the defaults (refused after a launch)
  *   mem_patterns module <cubin>     load a module with a 512 MiB __device__ array: what NVML sees
  *                                   after load and after its first kernel
  *   mem_patterns control <mib>      cuMemAlloc chunks until refused, then free them
  * A sampler thread reads NVML's per-process usage every 2 ms; output lines "RESULT key=value ...":
  * base (NVML after the context, before the pattern), max (highest NVML seen), after (NVML after
- * the frees, settled), oom (a request of the pattern was refused with CUDA_ERROR_OUT_OF_MEMORY).
+ * the frees, settled), oom (a request of the pattern was refused with CUDA_ERROR_OUT_OF_MEMORY),
+ * tracked_after (what libvgpu counts for the process at the end).
  */
 #include <pthread.h>
 #include <stdint.h>
 
 #include "gpu_common.h"
+
+/* A request that fits a 4 GiB limit beside the context (~520 MiB) but not beside one more GiB held
+ * by the pattern: the probe of "is what the pattern holds counted". */
+#define SPARE_MIB 3072
 
 static CUdevice g_dev;
 static volatile int g_stop;
@@ -108,8 +115,8 @@ static int do_retain(size_t size) {
   settled();
   note("retained_after_unmap", CUDA_SUCCESS);
   CUmemAllocationProp prop = dev_prop(0);
-  CUresult rc = cuMemCreate(&big, 3584 * MiB, &prop, 0); /* fits the GPU, not 4 GiB minus what is held */
-  note("create_3584MiB_while_retained", rc);
+  CUresult rc = cuMemCreate(&big, SPARE_MIB * MiB, &prop, 0); /* fits only if the retained GiB is not counted */
+  note("create_spare_while_retained", rc);
   if (rc == CUDA_SUCCESS) CK(cuMemRelease(big));
   CK(cuMemRelease(again));
   CK(cuMemAddressFree(va, size));
@@ -117,7 +124,7 @@ static int do_retain(size_t size) {
 }
 
 static int do_share(size_t size) {
-  CUmemGenericAllocationHandle h, imp;
+  CUmemGenericAllocationHandle h, imp, big;
   CUdeviceptr va, va2;
   CK(create_map(size, 1, &h, &va));
   int fd = -1;
@@ -127,10 +134,15 @@ static int do_share(size_t size) {
   CK(cuMemAddressReserve(&va2, size, 0, 0, 0));
   CUresult rc = cuMemMap(va2, size, 0, imp, 0);
   note("map_import", rc);
+  /* The creator lets go; the importer's mapping keeps the memory. */
   CK(cuMemRelease(h));
   CK(cuMemUnmap(va, size));
   settled();
   note("creator_released_unmapped", CUDA_SUCCESS);
+  CUmemAllocationProp prop = dev_prop(0);
+  CUresult brc = cuMemCreate(&big, SPARE_MIB * MiB, &prop, 0); /* fits only if the shared GiB is not counted */
+  note("create_spare_while_import_mapped", brc);
+  if (brc == CUDA_SUCCESS) CK(cuMemRelease(big));
   if (rc == CUDA_SUCCESS) CK(cuMemUnmap(va2, size));
   CK(cuMemRelease(imp));
   settled();
@@ -241,9 +253,10 @@ static CUmodule load_kernels(const char *cubin) {
 }
 
 static int do_heap(size_t size, const char *cubin) {
-  CUresult rc = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, size);
-  note("heap_set", rc);
+  note("heap_set_8GiB", cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8192 * MiB));
+  note("heap_set", cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, size));
   CUmodule m = load_kernels(cubin);
+  note("module_loaded", CUDA_SUCCESS);
   CUfunction f;
   CK(cuModuleGetFunction(&f, m, "use_heap"));
   CUdeviceptr ok;
@@ -257,19 +270,15 @@ static int do_heap(size_t size, const char *cubin) {
   CK(cuMemcpyDtoH(&okv, ok, sizeof okv));
   note("heap_kernel", CUDA_SUCCESS);
   printf("RESULT heap_malloc_ok=%d\n", okv);
-  rc = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8192 * MiB);
-  note("heap_set_8GiB", rc);
-  rc = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 16384);
-  note("stack_16KiB", rc);
+  note("stack_16KiB", cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 16384));
   CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
   CK(cuCtxSynchronize());
-  note("stack_16KiB_kernel", CUDA_SUCCESS);
+  note("stack_kernel", CUDA_SUCCESS);
   size_t v = 0;
   cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE);
   printf("RESULT stack_now=%zu\n", v);
-  CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024));
-  CK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB));
-  note("limits_default", CUDA_SUCCESS);
+  note("stack_default", cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024));
+  note("heap_default_after_launch", cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB));
   CK(cuMemFree(ok));
   CK(cuModuleUnload(m));
   return 0;
@@ -287,8 +296,8 @@ static int do_module(const char *cubin) {
   note("module_kernel_ran", CUDA_SUCCESS);
   long long ran = nvml_self_used(g_dev);
   CUdeviceptr p;
-  CUresult rc = cuMemAlloc(&p, 3584 * MiB); /* fits 4 GiB only if the module's 512 MiB is not counted */
-  note("alloc_3584MiB_after_module", rc);
+  CUresult rc = cuMemAlloc(&p, SPARE_MIB * MiB); /* fits only if the module's memory is not counted */
+  note("alloc_spare_after_module", rc);
   if (rc == CUDA_SUCCESS) CK(cuMemFree(p));
   printf("RESULT module_after_load=%lld module_after_kernel=%lld\n", loaded - before, ran - before);
   CK(cuModuleUnload(m));

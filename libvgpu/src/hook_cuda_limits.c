@@ -6,12 +6,15 @@
  * (refused with CUDA_ERROR_OUT_OF_MEMORY when it does not fit), and released when the limit is
  * lowered again or the context goes away (cuCtxDestroy, last primary release, reset).
  *
- * What is charged, above the value the context had when libvgpu first saw the limit (the defaults
- * are part of the context's measured size):
- *   heap, printf FIFO   the new size minus the first-seen size;
- *   stack               (new - first-seen) bytes per thread x every thread the device can hold at
- *                       once (multiprocessors x max threads per multiprocessor): the driver sizes
- *                       local memory for all resident threads.
+ * What is charged once the application sets a limit:
+ *   heap, printf FIFO   the whole size: the driver allocates them at the first launch of a kernel
+ *                       that needs them, after the context was measured (H100, driver 580: a 1 GiB
+ *                       heap shows in NVML as +1028 MiB at the first kernel that mallocs, nothing at
+ *                       cuCtxSetLimit), so they are charged ahead, at the set;
+ *   stack               (new - the size the context had when first seen) bytes per thread x every
+ *                       thread the device can hold at once (multiprocessors x max threads per
+ *                       multiprocessor): the driver sizes local memory for all resident threads,
+ *                       and the default stack is part of the measured context.
  * Records are one per (context, limit), tied to the context so its destruction drops them.
  */
 #include "hook.h"
@@ -30,6 +33,7 @@ static uint64_t per_thread_factor(void) {
 }
 
 static uint64_t charge_for(CUlimit limit, uint64_t first_seen, uint64_t value) {
+  if (limit != CU_LIMIT_STACK_SIZE) return value;
   if (value <= first_seen) return 0;
   uint64_t extra = value - first_seen;
   if (limit != CU_LIMIT_STACK_SIZE) return extra;

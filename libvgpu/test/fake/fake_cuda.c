@@ -1087,16 +1087,18 @@ FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attri
   return CUDA_SUCCESS;
 }
 
-/* ---- context limits: the heap and printf FIFO take their size in device memory when set, the
- * stack its size for every thread the device holds at once (132 SMs x 2048 threads, like an H100);
- * released with the context. Defaults: stack 1 KiB, printf 1 MiB, heap 8 MiB (not charged: part of
- * the context). */
+/* ---- context limits: the heap and printf FIFO take their whole size in device memory once the
+ * application sets them (the real driver maps them at the first kernel that needs them; charged at
+ * the set here), the stack its size above the default for every thread the device holds at once
+ * (132 SMs x 2048 threads, like an H100); released with the context. Defaults: stack 1 KiB,
+ * printf 1 MiB, heap 8 MiB (not charged until set: part of the context). */
 
 #define FAKE_SMS 132
 #define FAKE_THREADS_PER_SM 2048
 struct ctx_limits {
   const struct ctx *ctx;
   size_t value[3]; /* CU_LIMIT_STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE */
+  int set[3];      /* set by the application */
   size_t bytes;    /* device memory held above the defaults */
 };
 static struct ctx_limits ctx_limits[64];
@@ -1113,11 +1115,11 @@ static struct ctx_limits *ctx_limits_of_locked(const struct ctx *c, int create) 
     }
   return NULL;
 }
-static size_t limits_bytes(const size_t v[3]) {
+static size_t limits_bytes(const size_t v[3], const int set[3]) {
   size_t b = 0;
   if (v[0] > limit_default[0]) b += (v[0] - limit_default[0]) * FAKE_SMS * FAKE_THREADS_PER_SM;
   for (int l = 1; l < 3; l++)
-    if (v[l] > limit_default[l]) b += v[l] - limit_default[l];
+    if (set[l]) b += v[l];
   return b;
 }
 /* The context goes away: so does what its limits held. */
@@ -1135,8 +1137,10 @@ FAKE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   CUresult rc = l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
   if (l) {
     size_t v[3] = {l->value[0], l->value[1], l->value[2]};
+    int set[3] = {l->set[0], l->set[1], l->set[2]};
     v[limit] = value;
-    size_t b = limits_bytes(v);
+    set[limit] = 1;
+    size_t b = limits_bytes(v, set);
     int phys = phys_of(cur->dev);
     if (b > l->bytes && used_mem[phys] + (b - l->bytes) > total_mem) {
       rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -1144,6 +1148,7 @@ FAKE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
       used_mem[phys] = used_mem[phys] - l->bytes + b;
       l->bytes = b;
       l->value[limit] = value;
+      l->set[limit] = 1;
     }
   }
   UNLOCK();

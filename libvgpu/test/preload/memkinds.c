@@ -237,28 +237,28 @@ static int case_graph_mem(void) {
   return 0;
 }
 
-/* cuCtxSetLimit: heap and printf FIFO count their size, the stack its size for every resident
- * thread (the fake: 132 SMs x 2048); lowering or destroying the context releases them. */
+/* cuCtxSetLimit: heap and printf FIFO count their whole size once set, the stack its growth for
+ * every resident thread (the fake: 132 SMs x 2048); lowering or destroying the context releases. */
 static int case_ctx_limits(void) {
   setup();
   CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 100 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
   CHECK_EXACT(0);
-  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 40 * MiB) == CUDA_SUCCESS);
-  CHECK_EXACT(32 * MiB); /* above the 8 MiB default */
-  CHECK(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 9 * MiB) == CUDA_SUCCESS);
-  CHECK_EXACT(40 * MiB);
+  CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 4 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(36 * MiB);
   CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024 + 128) == CUDA_ERROR_OUT_OF_MEMORY); /* +33 MiB */
   CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024 + 64) == CUDA_SUCCESS);                /* +16.5 MiB */
-  CHECK_EXACT(40 * MiB + 64ull * 132 * 2048);
+  CHECK_EXACT(36 * MiB + 64ull * 132 * 2048);
   CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB) == CUDA_SUCCESS);
-  CHECK_EXACT(8 * MiB + 64ull * 132 * 2048);
+  CHECK_EXACT(12 * MiB + 64ull * 132 * 2048);
   /* A second context's limits go away with it. */
   CUcontext c;
   CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS);
   CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 24 * MiB) == CUDA_SUCCESS);
-  CHECK_EXACT(24 * MiB + 64ull * 132 * 2048);
+  CHECK_EXACT(36 * MiB + 64ull * 132 * 2048);
   CHECK(cuCtxDestroy(c) == CUDA_SUCCESS);
-  CHECK_EXACT(8 * MiB + 64ull * 132 * 2048);
+  CHECK_EXACT(12 * MiB + 64ull * 132 * 2048);
   CHECK(cuDevicePrimaryCtxReset(0) == CUDA_SUCCESS);
   CHECK_EXACT(0);
   return 0;
