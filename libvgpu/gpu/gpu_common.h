@@ -43,7 +43,7 @@ static const vgpu_region_t *region(void) {
   if (fd < 0) return NULL;
   void *m = mmap(NULL, sizeof(vgpu_region_t), PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
-  return r = (m == MAP_FAILED ? NULL : m);
+  return r = (m == MAP_FAILED ? NULL : (const vgpu_region_t *)m);
 }
 
 /* This process's tracked bytes on region device d (0 when not preloaded). */

@@ -58,7 +58,9 @@ static long long settled(void) { /* NVML after the device went idle */
 
 static void note(const char *what, CUresult rc) {
   if (rc == CUDA_ERROR_OUT_OF_MEMORY) g_oom++;
-  printf("STEP %s rc=%d nvml=%lld tracked=%llu\n", what, (int)rc, nvml_self_used(g_dev), tracked_self(0));
+  long long v = nvml_self_used(g_dev); /* also the high-water mark: a step may free right after */
+  if (v > g_max) g_max = v;
+  printf("STEP %s rc=%d nvml=%lld tracked=%llu\n", what, (int)rc, v, tracked_self(0));
   fflush(stdout);
 }
 

@@ -27,13 +27,14 @@ make -s -j8 lib >&2 || { echo "make lib failed" >&2; exit 100; }
 cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_patterns" gpu/mem_patterns.c \
   -L/usr/local/cuda/lib64 -lcuda -lpthread -ldl || exit 101
 nvcc -cubin -arch=sm_90 -o "$OUT/kernels.cubin" gpu/mem_patterns_kernels.cu || exit 102
+nvcc -std=c++17 -O2 -Iinclude -o "$OUT/mem_patterns_runtime" gpu/mem_patterns_runtime.cu -lcuda -lpthread -ldl || exit 103
 export MEM_PATTERNS_CUBIN=$OUT/kernels.cubin
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)
 FAILS=0
 field() { sed -nE "s/.*(^| )$1=([^ ]*).*/\2/p" <<< "$2" | head -1; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
 
-run_one() { # pattern-label library(new|old|none) args...
+run_one() { # pattern-label library(new|old|none) args...  (PROG=<program> for another prober)
   local label=$1 lib=$2
   shift 2
   local pre=()
@@ -44,7 +45,7 @@ run_one() { # pattern-label library(new|old|none) args...
   local log=$OUT/$label.$lib.log cache=$OUT/$label.$lib.cache
   rm -f "$cache"
   env "${pre[@]}" CUDA_DEVICE_MEMORY_LIMIT="${LIMIT_MIB}m" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" \
-    LIBCUDA_LOG_LEVEL=0 timeout 120 "$OUT/mem_patterns" "$@" > "$log" 2> "$log.err"
+    LIBCUDA_LOG_LEVEL=0 timeout 120 ${PROG:-"$OUT/mem_patterns"} "$@" > "$log" 2> "$log.err"
   local rc=$? r
   r=$(grep 'RESULT mode=' "$log")
   local base max after oom
@@ -78,6 +79,13 @@ for lib in $libs; do run_one "vmm_export_import_1GiB" $lib share 1024; done
 for lib in $libs; do run_one "graph_alloc_nodes_8x1GiB" $lib graph 8 1024; done
 for lib in $libs; do run_one "ctx_limit_heap_1GiB" $lib heap 1024; done
 for lib in $libs; do run_one "module_512MiB_global" $lib module; done
+# The runtime API (driver entry points through cuGetProcAddress): captured stream-ordered
+# allocations in graphs, cudaDeviceSetLimit; PyTorch's expandable segments (VMM underneath).
+for lib in $libs; do PROG=$OUT/mem_patterns_runtime run_one "runtime_capture_cudaMallocAsync_8x1GiB" $lib capture 8 1024; done
+for lib in $libs; do PROG=$OUT/mem_patterns_runtime run_one "runtime_cudaDeviceSetLimit_heap" $lib setlimit; done
+if python3 -c 'import torch, pynvml; assert torch.cuda.is_available()' 2>/dev/null; then
+  for lib in $libs; do PROG="python3 gpu/torch_expandable.py" run_one "torch_expandable_segments_256MiB" $lib; done
+fi
 echo
 for f in "$OUT"/*.log; do echo "== $(basename "$f")"; grep -E '^(STEP|RESULT)' "$f"; tail -2 "$f.err"; done
 echo "mem-patterns: $FAILS libvgpu rows failed"

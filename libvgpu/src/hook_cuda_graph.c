@@ -128,7 +128,7 @@ static void walk_graph(CUgraph g, struct graph_need *need, int depth) {
   if (!nodes) return;
   if (VGPU_CALL_REAL(cuGraphGetNodes, (g, nodes, &n)) == CUDA_SUCCESS) {
     for (size_t i = 0; i < n; i++) {
-      CUgraphNodeType type;
+      CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
       if (VGPU_CALL_REAL(cuGraphNodeGetType, (nodes[i], &type)) != CUDA_SUCCESS) continue;
       if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && vgpu_cuda.cuGraphMemAllocNodeGetParams) {
         CUDA_MEM_ALLOC_NODE_PARAMS p;
