@@ -228,8 +228,29 @@ static void pool_undo(struct pool_rec *p, uint64_t pending, bool ptsz, bool allo
   pool_settle_to(p, pending, reserved);
 }
 
+/* A stream that is being captured into a graph: its stream-ordered calls only add nodes (the pool
+ * is not touched; graph memory is counted at instantiate/launch, hook_cuda_graph.c), and querying a
+ * pool meanwhile invalidates a global or thread-local capture (measured on H100, driver 580:
+ * cudaMallocAsync inside cudaStreamBeginCapture failed with cudaErrorStreamCaptureInvalidated). */
+static bool stream_capturing(bool ptsz, CUstream stream) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  /* The legacy default stream never captures, and asking about it while another stream captures
+   * is itself an error (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
+  if ((stream == NULL && !ptsz) || stream == CU_STREAM_LEGACY) return false;
+  CUstream s = (ptsz && stream == NULL) ? CU_STREAM_PER_THREAD : stream;
+  return vgpu_cuda.cuStreamIsCapturing && VGPU_CALL_REAL(cuStreamIsCapturing, (s, &st)) == CUDA_SUCCESS &&
+         st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                             bool explicit_pool, CUstream stream) {
+  if (stream_capturing(ptsz, stream)) {
+    if (explicit_pool)
+      return ptsz ? VGPU_CALL_REAL(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, stream))
+                  : VGPU_CALL_REAL(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, stream));
+    return ptsz ? VGPU_CALL_REAL(cuMemAllocAsync_ptsz, (dptr, bytesize, stream))
+                : VGPU_CALL_REAL(cuMemAllocAsync, (dptr, bytesize, stream));
+  }
   CUdevice dev = -1;
   int ridx = -1;
   if (vgpu_cuda.cuCtxGetDevice && vgpu_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS) ridx = vgpu_ridx(dev);
@@ -297,8 +318,19 @@ VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byte
   return alloc_async(true, dptr, bytesize, pool, true, hStream);
 }
 
-VGPU_POOL_REREAD_HOOK(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
-VGPU_POOL_REREAD_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))
+/* A free captured into a graph frees nothing now, and the pool must not be queried meanwhile. */
+VGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_HOOK_BEGIN(cuMemFreeAsync, (dptr, hStream));
+  CUresult rc = VGPU_CALL_REAL(cuMemFreeAsync, (dptr, hStream));
+  if (!stream_capturing(false, hStream)) pools_refresh_if_any();
+  return rc;
+}
+VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_HOOK_BEGIN(cuMemFreeAsync_ptsz, (dptr, hStream));
+  CUresult rc = VGPU_CALL_REAL(cuMemFreeAsync_ptsz, (dptr, hStream));
+  if (!stream_capturing(true, hStream)) pools_refresh_if_any();
+  return rc;
+}
 
 VGPU_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
   VGPU_HOOK_BEGIN(cuMemPoolCreate, (pool, poolProps));

@@ -425,8 +425,12 @@ static void sync_pools_locked(void) {
     if (explicit_pools[i]) sync_pool_locked(explicit_pools[i]);
 }
 
+static void capture_unsafe_call(void);
+static int capture_status(CUstream s);
+static int capture_alloc(CUstream s, size_t size, CUdeviceptr *dptr);
 FAKE_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
   NEED_INIT();
+  capture_unsafe_call();
   if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
   *pool = (CUmemoryPool)&default_pool[dev];
   return CUDA_SUCCESS;
@@ -465,6 +469,7 @@ FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 }
 FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   struct pool *p = (struct pool *)pool;
+  capture_unsafe_call();
   LOCK();
   cuuint64_t v = 0;
   switch (attr) {
@@ -519,8 +524,8 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
   return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  (void)s;
   if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+  if (s && capture_alloc(s, size, dptr)) return CUDA_SUCCESS;
   return pool_alloc(dptr, size, &default_pool[cur->dev]);
 }
 FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
@@ -579,8 +584,7 @@ FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
-  (void)s;
-  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  *st = s && capture_status(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
@@ -1087,6 +1091,81 @@ FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attri
   return CUDA_SUCCESS;
 }
 
+/* ---- stream capture: stream-ordered allocations on a capturing stream become allocation nodes of
+ * the captured graph (no pool is touched). A capture in global or thread-local mode is invalidated
+ * when its thread queries a memory pool meanwhile (cuDeviceGetMemPool, cuMemPoolGetAttribute), and
+ * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: modelled on what was
+ * measured on H100 (driver 580) with a library that queried the pool inside cudaMallocAsync. */
+
+struct fcapture {
+  CUstream s;
+  struct fgraph *g;
+  CUstreamCaptureMode mode;
+  pthread_t thread;
+  int used, invalid;
+};
+static struct fcapture fcaptures[16];
+
+static struct fcapture *capture_of_locked(CUstream s) {
+  for (int i = 0; i < 16; i++)
+    if (fcaptures[i].used && fcaptures[i].s == s) return &fcaptures[i];
+  return NULL;
+}
+static void capture_unsafe_call(void) {
+  LOCK();
+  for (int i = 0; i < 16; i++)
+    if (fcaptures[i].used && fcaptures[i].mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+        pthread_equal(fcaptures[i].thread, pthread_self()))
+      fcaptures[i].invalid = 1;
+  UNLOCK();
+}
+static int capture_status(CUstream s) {
+  LOCK();
+  int on = capture_of_locked(s) != NULL;
+  UNLOCK();
+  return on;
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
+  CUgraph g;
+  if (cuGraphCreate(&g, 0) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
+  LOCK();
+  struct fcapture *c = NULL;
+  for (int i = 0; i < 16 && !c; i++)
+    if (!fcaptures[i].used) c = &fcaptures[i];
+  if (c) *c = (struct fcapture){.s = s, .g = (struct fgraph *)g, .mode = mode, .thread = pthread_self(), .used = 1};
+  UNLOCK();
+  return c ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+  LOCK();
+  struct fcapture *c = capture_of_locked(s);
+  CUresult rc = !c ? CUDA_ERROR_ILLEGAL_STATE : c->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+  if (c) {
+    if (rc == CUDA_SUCCESS) *g = (CUgraph)c->g;
+    else c->g->used = 0;
+    c->used = 0;
+  }
+  UNLOCK();
+  return rc;
+}
+/* cuMemAllocAsync on a capturing stream: an allocation node, 1 when the stream captures. */
+static int capture_alloc(CUstream s, size_t size, CUdeviceptr *dptr) {
+  LOCK();
+  struct fcapture *c = capture_of_locked(s);
+  CUgraphNode node;
+  struct gnode *n = c && cur ? gnode_add_locked((CUgraph)c->g, &node) : NULL;
+  if (n) {
+    n->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    n->bytes = size;
+    n->dev = cur->dev;
+    n->dptr = next_addr;
+    next_addr += (size + 0x1fffff) & ~0x1fffffull;
+    *dptr = (CUdeviceptr)n->dptr;
+  }
+  UNLOCK();
+  return c != NULL;
+}
+
 /* ---- context limits: the heap and printf FIFO take their whole size in device memory once the
  * application sets them (the real driver maps them at the first kernel that needs them; charged at
  * the set here), the stack its size above the default for every thread the device holds at once
@@ -1185,7 +1264,7 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule module) {
 }
 
 static const struct proc mem_procs[] = {
-    P(cuModuleLoadData), P(cuModuleUnload),
+    P(cuModuleLoadData), P(cuModuleUnload), P(cuStreamEndCapture), {"cuStreamBeginCapture_v2", (void *)cuStreamBeginCapture},
     P(cuMemAddressReserve), P(cuMemAddressFree), P(cuMemMap), P(cuMemUnmap), P(cuMemSetAccess),
     P(cuMemRetainAllocationHandle), P(cuMemExportToShareableHandle), P(cuMemImportFromShareableHandle),
     P(cuMemGetAllocationPropertiesFromHandle), P(cuGraphCreate), P(cuGraphDestroy), P(cuGraphAddMemAllocNode),

@@ -237,6 +237,39 @@ static int case_graph_mem(void) {
   return 0;
 }
 
+/* Stream-ordered allocations captured into a graph (cudaMallocAsync inside cudaStreamBeginCapture):
+ * the capture must survive the hook (no pool query while the stream captures), the allocation is
+ * an allocation node, counted from the launch like any graph memory, and refused when it cannot
+ * fit. */
+static int case_graph_capture(void) {
+  setup();
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CUdeviceptr d, plain;
+  CUgraph g;
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+  CHECK(cuMemAllocAsync(&d, 32 * MiB, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &g) == CUDA_SUCCESS);
+  CHECK_EXACT(0); /* captured, not allocated */
+  CUgraphExec x;
+  CHECK(cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphLaunch(x, s) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  CHECK(cuMemAlloc(&plain, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemFree(d) == CUDA_SUCCESS);
+  CHECK(cuGraphExecDestroy(x) == CUDA_SUCCESS);
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS);
+  CHECK_EXACT(0);
+  /* A captured allocation too big for the limit: the graph is refused at instantiate. */
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemAllocAsync(&d, 80 * MiB, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &g) == CUDA_SUCCESS);
+  CHECK(cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(0);
+  return 0;
+}
+
 /* cuCtxSetLimit: heap and printf FIFO count their whole size once set, the stack its growth for
  * every resident thread (the fake: 132 SMs x 2048); lowering or destroying the context releases. */
 static int case_ctx_limits(void) {
@@ -336,7 +369,7 @@ int main(int argc, char **argv) {
   } cases[] = {
       {"vmm_mapped", case_vmm_mapped}, {"vmm_retain", case_vmm_retain},   {"vmm_share", case_vmm_share},
       {"graph_mem", case_graph_mem},   {"ctx_limits", case_ctx_limits}, {"ctx_destroy_many", case_ctx_destroy_many},
-      {"untracked", case_untracked},
+      {"untracked", case_untracked},    {"graph_capture", case_graph_capture},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);
