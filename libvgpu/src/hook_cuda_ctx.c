@@ -75,6 +75,8 @@ static void drop_ctx_allocations(uintptr_t ctx) {
   size_t n = vgpu_track_take_ctx(ctx, vgpu_release_rec);
   if (n) VGPU_LOG_DEBUG("context %p gone: released %zu allocations", (void *)ctx, n);
   vgpu_pools_refresh();
+  vgpu_graph_mem_refresh();                  /* graph pools go with the device's last context */
+  vgpu_untracked_reconcile(vgpu_current_ridx()); /* and so does its module memory */
 #ifdef VGPU_HAVE_LIMITER
   vgpu_limiter_context_destroyed((CUcontext)ctx);
 #endif
