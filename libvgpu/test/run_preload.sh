@@ -75,8 +75,8 @@ MEMK=$PWD/$BUILD/preload/memkinds
 PROG=$MEMK run vmm_mapped --stderr 'OOM: requested 16MB but only 8MB available'
 PROG=$MEMK run vmm_retain
 PROG=$MEMK run vmm_share
-PROG=$MEMK run graph_mem --stderr 'OOM: requested 96MB'
-PROG=$MEMK run graph_capture
+PROG=$MEMK run graph_mem FAKE_CUDA_GRAPH_GRANULE=33554432 --stderr 'OOM: requested 96MB'
+PROG=$MEMK run graph_capture FAKE_CUDA_GRAPH_GRANULE=33554432
 PROG=$MEMK run ctx_limits
 PROG=$MEMK run ctx_destroy_many
 PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"

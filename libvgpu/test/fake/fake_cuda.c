@@ -10,6 +10,8 @@
  *                                   default GPU-00000000-0000-0000-0000-0000000000<i> (hex i)
  *   FAKE_CUDA_POOL_GRANULE=<bytes>  stream-ordered pools grow in these steps (default 2 MiB; the
  *                                   real driver's step is 32 MiB, see libvgpu/README.md)
+ *   FAKE_CUDA_GRAPH_GRANULE=<bytes> the graph memory pool grows in these steps (default 2 MiB; the
+ *                                   real driver's step is 32 MiB, libvgpu/README.md)
  *   FAKE_CUDA_TRAMPOLINES=1         cuGetProcAddress returns private trampolines instead of the
  *                                   exported functions (tests libvgpu's version-table fallback)
  *   CUDA_VISIBLE_DEVICES            honoured like the real driver: indices or uuids
@@ -22,9 +24,12 @@
  *                                   cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize and
  *                                   cuEventElapsedTime obey those times (CLOCK_MONOTONIC).
  * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
- * physical bytes in use: plain allocations plus what every pool reserves), fakeCudaKernelsDone()
- * (kernels whose end time has passed) and fakeCudaBusyNs(int ordinal) (kernel time executed so
- * far on a device).
+ * physical bytes in use: plain allocations, what every pool and the graph pool reserve, live VMM
+ * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed) and
+ * fakeCudaBusyNs(int ordinal) (kernel time executed so far on a device).
+ * Memory lifetimes modelled on the real driver (sections below): VMM handles, mappings and
+ * exported descriptors; graph allocation nodes served from the graph pool at launch/upload;
+ * stream capture; cuCtxSetLimit heap/printf/stack.
  *
  * Pools behave like the driver's (measured on H100/H200): a request that does not fit the free
  * space at the pool's end grows the pool by roundup(request - that space, granule); a stream-ordered
