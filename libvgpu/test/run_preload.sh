@@ -75,6 +75,7 @@ MEMK=$PWD/$BUILD/preload/memkinds
 PROG=$MEMK run vmm_mapped --stderr 'OOM: requested 16MB but only 8MB available'
 PROG=$MEMK run vmm_retain
 PROG=$MEMK run vmm_share
+PROG=$MEMK run vmm_threads LIBCUDA_LOG_LEVEL=0
 PROG=$MEMK run graph_mem FAKE_CUDA_GRAPH_GRANULE=33554432 --stderr 'OOM: requested 96MB'
 PROG=$MEMK run graph_capture FAKE_CUDA_GRAPH_GRANULE=33554432
 PROG=$MEMK run ctx_limits

@@ -10,6 +10,7 @@
  * and usage returns to its baseline after the frees.
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -97,6 +98,72 @@ static int case_vmm_mapped(void) {
   CHECK(cuMemUnmap(va + 16 * MiB, 8 * MiB) == CUDA_SUCCESS);
   CHECK_EXACT(0);
   CHECK(cuMemRelease(h1) != CUDA_SUCCESS); /* released once only */
+  CHECK_EXACT(0);
+  return 0;
+}
+
+/* Threads racing the VMM pattern (create -> map -> release, retain, unmap, release) under one
+ * limit: the count never goes above it, every refused create leaves nothing behind, and the count
+ * and the device are back to zero at the end. */
+static pthread_barrier_t g_vmm_start;
+static void *vmm_worker(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  pthread_barrier_wait(&g_vmm_start); /* all threads race from the same moment */
+  CUmemAllocationProp prop = device_prop();
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  struct { CUdeviceptr va; size_t size; CUmemGenericAllocationHandle again; int retained; } ring[3] = {{0}};
+  for (int i = 0; i < 3000; i++) {
+    int k = i % 3; /* each thread keeps up to three mappings whose handles are released */
+    if (ring[k].va) {
+      CHECK(cuMemUnmap(ring[k].va, ring[k].size) == CUDA_SUCCESS);
+      if (ring[k].retained) CHECK(cuMemRelease(ring[k].again) == CUDA_SUCCESS);
+      ring[k].va = 0;
+    }
+    size_t size = (size_t)(1 + rand_r(&seed) % 8) * 2 * MiB;
+    CUmemGenericAllocationHandle h;
+    if (cuMemCreate(&h, size, &prop, 0) != CUDA_SUCCESS) continue;
+    CHECK(cuMemAddressReserve(&ring[k].va, size, 0, 0, 0) == CUDA_SUCCESS);
+    CHECK(cuMemMap(ring[k].va, size, 0, h, 0) == CUDA_SUCCESS);
+    CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+    ring[k].size = size;
+    ring[k].retained = rand_r(&seed) % 2;
+    if (ring[k].retained)
+      CHECK(cuMemRetainAllocationHandle(&ring[k].again, (void *)(uintptr_t)ring[k].va) == CUDA_SUCCESS);
+  }
+  for (int k = 0; k < 3; k++) {
+    if (!ring[k].va) continue;
+    CHECK(cuMemUnmap(ring[k].va, ring[k].size) == CUDA_SUCCESS);
+    if (ring[k].retained) CHECK(cuMemRelease(ring[k].again) == CUDA_SUCCESS);
+  }
+  return NULL;
+}
+
+static volatile int g_phys_stop;
+static size_t g_phys_max;
+static void *phys_sampler(void *arg) { /* what the (fake) device physically holds */
+  (void)arg;
+  while (!g_phys_stop) {
+    size_t u = fakeCudaDeviceUsed(0);
+    if (u > g_phys_max) g_phys_max = u;
+  }
+  return NULL;
+}
+
+static int case_vmm_threads(void) {
+  setup();
+  struct test_sampler sampler;
+  pthread_t phys, t[6];
+  CHECK(test_sampler_start(&sampler, 64 * MiB) == 0);
+  CHECK(pthread_create(&phys, NULL, phys_sampler, NULL) == 0);
+  CHECK(pthread_barrier_init(&g_vmm_start, NULL, 6) == 0);
+  for (int i = 0; i < 6; i++) CHECK(pthread_create(&t[i], NULL, vmm_worker, (void *)(uintptr_t)(i + 1)) == 0);
+  for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+  g_phys_stop = 1;
+  pthread_join(phys, NULL);
+  CHECK_EQ_U(test_sampler_stop(&sampler), 0);
+  CHECK(g_phys_max <= 64 * MiB); /* the device never held more than the limit */
   CHECK_EXACT(0);
   return 0;
 }
@@ -370,7 +437,7 @@ int main(int argc, char **argv) {
   } cases[] = {
       {"vmm_mapped", case_vmm_mapped}, {"vmm_retain", case_vmm_retain},   {"vmm_share", case_vmm_share},
       {"graph_mem", case_graph_mem},   {"ctx_limits", case_ctx_limits}, {"ctx_destroy_many", case_ctx_destroy_many},
-      {"untracked", case_untracked},    {"graph_capture", case_graph_capture},
+      {"untracked", case_untracked},    {"vmm_threads", case_vmm_threads},    {"graph_capture", case_graph_capture},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);
