@@ -62,6 +62,7 @@ VGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
 VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
                                         size_t Height, unsigned int ElementSizeBytes) {
   VGPU_HOOK_BEGIN(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+  vgpu_untracked_maybe();
   int ridx = ridx_of_current();
   /* Pitch alignment is at most 512 bytes on every current GPU: a safe upper estimate. */
   uint64_t estimate = ((uint64_t)WidthInBytes + 511) / 512 * 512 * (uint64_t)Height;
@@ -244,6 +245,7 @@ static bool stream_capturing(bool ptsz, CUstream stream) {
 
 static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                             bool explicit_pool, CUstream stream) {
+  vgpu_untracked_maybe(); /* NVML only: safe while a stream captures */
   if (stream_capturing(ptsz, stream)) {
     if (explicit_pool)
       return ptsz ? VGPU_CALL_REAL(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, stream))

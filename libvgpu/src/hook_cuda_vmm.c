@@ -59,6 +59,7 @@ static void vmm_settle(struct vgpu_track_rec *r) {
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                  const CUmemAllocationProp *prop, unsigned long long flags) {
   VGPU_HOOK_BEGIN(cuMemCreate, (handle, size, prop, flags));
+  vgpu_untracked_maybe(); /* memory no allocation shows: at most once a second */
   int ridx = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
                  ? vgpu_ridx((CUdevice)prop->location.id)
                  : -1; /* host and host-NUMA locations use no device memory */
