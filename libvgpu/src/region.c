@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,8 +42,52 @@ static int set_lock(int fd, int cmd, short type, off_t start, off_t len) {
   return rc;
 }
 
+uint64_t vgpu_region_wait_ns = VGPU_LOCK_WAIT_NS;
+
+static void backoff_sleep(unsigned *us) {
+  struct timespec ts = {0, (long)*us * 1000};
+  nanosleep(&ts, NULL);
+  if (*us < 10000) *us *= 2;
+}
+
+/* Polls an fcntl lock until `deadline` (monotonic ns): a blocking F_SETLKW would wait forever on
+ * a stopped holder. 0 taken, -1 with errno ETIMEDOUT or the fcntl error. */
+static int set_lock_until(int fd, short type, off_t start, off_t len, uint64_t deadline) {
+  unsigned backoff_us = 20;
+  while (set_lock(fd, F_SETLK, type, start, len) != 0) {
+    if (errno != EAGAIN && errno != EACCES) return -1;
+    if (vgpu_now_monotonic_ns() >= deadline) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    backoff_sleep(&backoff_us);
+  }
+  return 0;
+}
+
 static int init_lock(int fd) {
-  return set_lock(fd, F_SETLKW, F_WRLCK, 0, (off_t)sizeof(vgpu_region_t));
+  return set_lock_until(fd, F_WRLCK, 0, (off_t)sizeof(vgpu_region_t),
+                        vgpu_now_monotonic_ns() + vgpu_region_wait_ns);
+}
+
+/* Reserves the blocks of [from, VGPU_REGION_FILE_SIZE): a sparse file on a full filesystem turns
+ * the first store into a page into SIGBUS inside the application. fallocate(2) mode 0 allocates
+ * holes and never changes data, so it is safe while HAMi-core processes write the file. Where the
+ * filesystem has no fallocate, zeros are written, but only from `from` on (bytes nobody else
+ * writes: a new file, or the extension beyond a HAMi-core file's end). 0, or -1 with errno. */
+static int reserve_blocks(int fd, off_t from) {
+  if (fallocate(fd, 0, 0, (off_t)VGPU_REGION_FILE_SIZE) == 0) return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return -1;
+  static const char zeros[65536];
+  for (off_t off = from; off < (off_t)VGPU_REGION_FILE_SIZE;) {
+    size_t n = sizeof zeros;
+    if ((off_t)n > (off_t)VGPU_REGION_FILE_SIZE - off) n = (size_t)((off_t)VGPU_REGION_FILE_SIZE - off);
+    ssize_t w = pwrite(fd, zeros, n, off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    off += w;
+  }
+  return fdatasync(fd) == 0 || errno == EINVAL ? 0 : -1;
 }
 static void init_unlock(int fd) {
   set_lock(fd, F_SETLK, F_UNLCK, 0, (off_t)sizeof(vgpu_region_t));
@@ -149,10 +194,15 @@ static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_
       snprintf(m->found, sizeof m->found, "%s, %lld bytes", foreign, (long long)st.st_size);
       return VGPU_REGION_E_VERSION;
     }
-    /* v1.1/v1.2 (same bytes). Grow to hold our extension; HAMi readers accept larger files. */
-    if (st.st_size < (off_t)VGPU_REGION_FILE_SIZE &&
-        ftruncate(m->fd, (off_t)VGPU_REGION_FILE_SIZE) != 0)
-      return VGPU_REGION_E_IO;
+    /* v1.1/v1.2 (same bytes). Grow to hold our extension (HAMi readers accept larger files) with
+     * every block reserved; a file that cannot get them is left at its size. */
+    if (reserve_blocks(m->fd, st.st_size) != 0) {
+      int e = errno;
+      struct stat now;
+      if (fstat(m->fd, &now) == 0 && now.st_size > st.st_size) (void)ftruncate(m->fd, st.st_size);
+      errno = e;
+      return e == ENOSPC || e == EDQUOT ? VGPU_REGION_E_NOSPACE : VGPU_REGION_E_IO;
+    }
     int rc = map_file(m, true);
     if (rc != VGPU_REGION_OK) return rc;
     if (LOAD(&m->ext->magic) != VGPU_EXT_MAGIC) {
@@ -167,8 +217,13 @@ static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_
     return VGPU_REGION_OK;
   }
   /* No magic: empty, or a creator died half-way (we hold the init lock, so nobody is writing). */
-  if (ftruncate(m->fd, 0) != 0 || ftruncate(m->fd, (off_t)VGPU_REGION_FILE_SIZE) != 0)
-    return VGPU_REGION_E_IO;
+  if (ftruncate(m->fd, 0) != 0) return VGPU_REGION_E_IO;
+  if (reserve_blocks(m->fd, 0) != 0) {
+    int e = errno;
+    (void)ftruncate(m->fd, 0); /* an empty file: the next process tries again */
+    errno = e;
+    return e == ENOSPC || e == EDQUOT ? VGPU_REGION_E_NOSPACE : VGPU_REGION_E_IO;
+  }
   int rc = map_file(m, true);
   if (rc != VGPU_REGION_OK) return rc;
   write_new_ext(m, init);
@@ -192,18 +247,42 @@ int vgpu_region_open(struct vgpu_region_map *m, const char *path,
   if ((st.st_mode & 0666) != 0666 && st.st_uid == geteuid()) (void)fchmod(fd, 0666);
   m->fd = fd;
   if (init_lock(fd) != 0) {
+    int e = errno;
     close(fd);
     m->fd = -1;
-    return VGPU_REGION_E_LOCK;
+    errno = e;
+    return e == ETIMEDOUT ? VGPU_REGION_E_BUSY : VGPU_REGION_E_LOCK;
   }
   int rc = validate_or_init(m, init);
+  int e = errno;
   init_unlock(fd);
   if (rc != VGPU_REGION_OK) {
     unmap_file(m);
     close(fd);
     m->fd = -1;
   }
+  errno = e;
   return rc;
+}
+
+int vgpu_region_open_local(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  /* The raw system call: glibc's memfd_create wrapper is newer than the library's glibc floor. */
+  int fd = (int)syscall(SYS_memfd_create, "libvgpu-local-region", 1u /* MFD_CLOEXEC */);
+  if (fd < 0) return VGPU_REGION_E_IO;
+  m->fd = fd;
+  m->local = true;
+  if (reserve_blocks(fd, 0) != 0 || map_file(m, true) != VGPU_REGION_OK) {
+    int e = errno;
+    vgpu_region_close(m);
+    errno = e;
+    return e == ENOSPC || e == ENOMEM ? VGPU_REGION_E_NOSPACE : VGPU_REGION_E_IO;
+  }
+  write_new_ext(m, init);
+  write_new_region(m, init);
+  m->created = true;
+  return VGPU_REGION_OK;
 }
 
 int vgpu_region_open_existing(struct vgpu_region_map *m, const char *path, bool writable) {
@@ -245,33 +324,127 @@ void vgpu_region_close(struct vgpu_region_map *m) {
 
 static pthread_mutex_t g_lock_mu = PTHREAD_MUTEX_INITIALIZER;
 
-void vgpu_region_lock(struct vgpu_region_map *m) {
-  pthread_mutex_lock(&g_lock_mu);
-  uint64_t start = vgpu_now_monotonic_ns(), next_log = start + 10000000000ull;
-  unsigned backoff_us = 20;
-  while (set_lock(m->fd, F_SETLK, F_WRLCK, VGPU_SLOT_LOCK_OFFSET, 1) != 0) {
-    if (errno != EAGAIN && errno != EACCES) {
-      /* Locks unsupported on this filesystem: still serialize threads; processes may race. */
-      VGPU_LOG_ERROR("cannot lock shrreg (%s); container-wide limit not atomic", strerror(errno));
-      break;
+static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r->sem; }
+
+/* HAMi-core's lock: sem_timedwait on region->sem, then owner_pid = our pid. Bounded by
+ * `deadline` (monotonic ns). Recovery as HAMi-core's lock_shrreg, but at once instead of after a
+ * 10 s timeout: an owner that is dead in our /proc (one file = one container = one pid namespace)
+ * is cleared and the semaphore posted. A semaphore left at 0 with no owner (a holder SIGKILLed
+ * between sem_wait and storing owner_pid, or between HAMi-core's owner_pid = 0 and sem_post:
+ * HAMi-core #86) is posted once, after the whole bound with no owner seen, or after 100 ms when
+ * the previous libvgpu holder of the slot lock died inside its critical section (`prev_died`); a
+ * live holder stores owner_pid right after sem_wait returns, so it cannot look like this unless it
+ * is stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
+static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died) {
+  sem_t *sem = hami_sem(m);
+  uint64_t *owner = &m->r->owner_pid;
+  uint64_t me = (uint64_t)getpid(), start = vgpu_now_monotonic_ns();
+  bool saw_owner = false, orphan_posted = false;
+  int recoveries = 0;
+  uint64_t step = 1000000ull; /* 1 ms, doubling to 50 ms */
+  for (;;) {
+    if (sem_trywait(sem) == 0) break;
+    if (errno != EAGAIN && errno != EINTR) return true; /* not a semaphore we can use: fcntl only */
+    uint64_t o = LOAD(owner);
+    saw_owner |= o != 0;
+    /* Our own pid cannot be a live holder here (our threads are serialized before this): a
+     * previous life of this pid. */
+    if (o != 0 && recoveries < 8 && (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0)) {
+      recoveries++;
+      if (__atomic_compare_exchange_n(owner, &o, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        VGPU_LOG_WARN("shrreg semaphore owner %llu is dead; recovered the lock",
+                      (unsigned long long)o);
+        sem_post(sem);
+      }
+      continue;
     }
     uint64_t now = vgpu_now_monotonic_ns();
-    if (now >= next_log) {
-      VGPU_LOG_WARN("Lock shrreg timeout after %llu ms, owner=%d, retrying",
-                    (unsigned long long)((now - start) / 1000000), (int)vgpu_region_lock_holder(m));
-      next_log = now + 10000000000ull;
+    uint64_t orphan_after = prev_died ? 100000000ull : vgpu_region_wait_ns;
+    if (!saw_owner && !orphan_posted && now - start >= orphan_after) {
+      VGPU_LOG_ERROR("shrreg semaphore held with no owner for %llu ms (a holder died between "
+                     "sem_wait and recording itself, HAMi-core #86); released it",
+                     (unsigned long long)((now - start) / 1000000));
+      orphan_posted = true;
+      sem_post(sem);
+      continue;
     }
-    struct timespec ts = {0, (long)backoff_us * 1000};
-    nanosleep(&ts, NULL);
-    if (backoff_us < 10000) backoff_us *= 2;
+    if (now >= deadline) return false;
+    /* sem_timedwait in short steps: its CLOCK_REALTIME deadline would jump with the clock, and the
+     * owner is sampled between steps. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t wait = deadline - now < step ? deadline - now : step;
+    if (step < 50000000ull) step *= 2;
+    ts.tv_nsec += (long)wait;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (sem_timedwait(sem, &ts) == 0) break;
   }
+  STORE(owner, me);
+  return true;
+}
+
+static void hami_unlock(struct vgpu_region_map *m) {
+  /* Post first, then clear owner_pid only if it is still ours: a SIGKILL between the two leaves a
+   * free semaphore with a dead owner (harmless), never HAMi-core's unrecoverable 0-with-no-owner. */
+  uint64_t me = (uint64_t)getpid();
+  sem_post(hami_sem(m));
+  __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
+  uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
+  /* Threads of this process: a timed wait too (the holder may be waiting on a stopped peer). */
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += (time_t)(bound_ns / 1000000000ull);
+  dl.tv_nsec += (long)(bound_ns % 1000000000ull);
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  if (pthread_mutex_timedlock(&g_lock_mu, &dl) != 0) return false;
+  if (set_lock_until(m->fd, F_WRLCK, VGPU_SLOT_LOCK_OFFSET, 1, deadline) != 0) {
+    if (errno == ETIMEDOUT) {
+      pthread_mutex_unlock(&g_lock_mu);
+      return false;
+    }
+    /* Locks unsupported on this filesystem: still serialize threads; processes may race. */
+    VGPU_LOG_ERROR("cannot lock shrreg (%s); container-wide limit not atomic", strerror(errno));
+  }
+  bool prev_died = false;
   if (m->ext) {
+    /* Still set: the previous holder died inside its critical section (unlock clears it). */
+    int32_t prev = LOAD(&m->ext->lock_holder_pid);
+    prev_died = prev > 0 && prev != (int32_t)getpid() && vgpu_proc_stat(prev, NULL) == 0;
     STORE_RELAXED(&m->ext->lock_holder_since_ns, vgpu_now_realtime_ns());
     STORE(&m->ext->lock_holder_pid, (int32_t)getpid());
   }
+  if (!hami_lock_until(m, deadline, prev_died)) {
+    if (m->ext) {
+      STORE(&m->ext->lock_holder_pid, 0);
+      STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
+    }
+    set_lock(m->fd, F_SETLK, F_UNLCK, VGPU_SLOT_LOCK_OFFSET, 1);
+    pthread_mutex_unlock(&g_lock_mu);
+    return false;
+  }
+  return true;
+}
+
+void vgpu_region_lock(struct vgpu_region_map *m) {
+  uint64_t start = vgpu_now_monotonic_ns();
+  while (!vgpu_region_lock_for(m, 10000000000ull))
+    VGPU_LOG_WARN("Lock shrreg timeout after %llu ms, owner=%d (semaphore owner %llu), retrying",
+                  (unsigned long long)((vgpu_now_monotonic_ns() - start) / 1000000),
+                  (int)vgpu_region_lock_holder(m),
+                  (unsigned long long)LOAD(&m->r->owner_pid));
 }
 
 void vgpu_region_unlock(struct vgpu_region_map *m) {
+  hami_unlock(m);
   if (m->ext) {
     STORE(&m->ext->lock_holder_pid, 0);
     STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
@@ -280,25 +453,21 @@ void vgpu_region_unlock(struct vgpu_region_map *m) {
   pthread_mutex_unlock(&g_lock_mu);
 }
 
-bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
+int vgpu_region_reserve_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
   pthread_mutex_t *mu = reserve_mutex(m);
-  if (!mu) {
-    vgpu_region_lock(m);
-    return false;
-  }
-  /* A live holder normally keeps it for microseconds; one that is stopped (SIGSTOP, a debugger)
-   * would block everyone, so say so every 10 s the way HAMi-core's users grep for. */
+  if (!mu) return vgpu_region_lock_for(m, bound_ns) ? 0 : -1;
   int rc = pthread_mutex_trylock(mu);
-  for (unsigned waited = 0; rc == EBUSY; waited += 10) {
+  if (rc == EBUSY) {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
-    rc = pthread_mutex_timedlock(mu, &deadline);
-    if (rc == ETIMEDOUT) {
-      VGPU_LOG_WARN("Lock shrreg timeout after %u ms (reservation lock), owner tid=%d, retrying",
-                    (waited + 10) * 1000, (int)mu->__data.__owner);
-      rc = EBUSY;
+    deadline.tv_sec += (time_t)(bound_ns / 1000000000ull);
+    deadline.tv_nsec += (long)(bound_ns % 1000000000ull);
+    if (deadline.tv_nsec >= 1000000000L) {
+      deadline.tv_sec++;
+      deadline.tv_nsec -= 1000000000L;
     }
+    rc = pthread_mutex_timedlock(mu, &deadline);
+    if (rc == ETIMEDOUT) return -1;
   }
   if (rc == EOWNERDEAD) {
     /* The holder died between summing and adding to its own slot: nothing shared is half-done
@@ -308,10 +477,21 @@ bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
   } else if (rc != 0) {
     VGPU_LOG_ERROR("reservation lock failed (%s); using the slot lock", strerror(rc));
     __atomic_fetch_and(&m->ext->flags, ~VGPU_EXT_FLAG_RESERVE_MUTEX, __ATOMIC_RELEASE);
-    vgpu_region_lock(m);
-    return false;
+    return vgpu_region_lock_for(m, bound_ns) ? 0 : -1;
   }
-  return true;
+  return 1;
+}
+
+bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
+  /* A live holder normally keeps it for microseconds; one that is stopped (SIGSTOP, a debugger)
+   * would block everyone, so say so every 10 s the way HAMi-core's users grep for. */
+  for (unsigned waited = 10;; waited += 10) {
+    int rc = vgpu_region_reserve_lock_for(m, 10000000000ull);
+    if (rc >= 0) return rc == 1;
+    pthread_mutex_t *mu = reserve_mutex(m);
+    VGPU_LOG_WARN("Lock shrreg timeout after %u ms (reservation lock), owner tid=%d, retrying",
+                  waited * 1000, mu ? (int)mu->__data.__owner : 0);
+  }
 }
 
 void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex) {
@@ -363,6 +543,21 @@ void vgpu_slot_add(struct vgpu_region_map *m, int idx, int dev, enum vgpu_mem_ki
                                           : &u->data_size;
   add_clamped(f, delta);
   add_clamped(&u->total, delta);
+  seq_end(s);
+}
+
+void vgpu_slot_publish(struct vgpu_region_map *m, int idx, int dev, const uint64_t kinds[3]) {
+  if (idx < 0 || idx >= VGPU_MAX_PROCS || dev < 0 || dev >= VGPU_MAX_DEVICES) return;
+  vgpu_proc_slot_t *s = &m->r->procs[idx];
+  /* Odd here means a copy taken mid-write (HAMi-core's compaction copies seqlock too): even it
+   * first so the bracket below is odd while we write. */
+  if (LOAD(&s->seqlock) & 1) __atomic_fetch_add(&s->seqlock, 1, __ATOMIC_ACQ_REL);
+  seq_begin(s);
+  vgpu_device_memory_t *u = &s->used[dev];
+  STORE_RELAXED(&u->context_size, kinds[VGPU_MEM_CONTEXT]);
+  STORE_RELAXED(&u->module_size, kinds[VGPU_MEM_MODULE]);
+  STORE_RELAXED(&u->data_size, kinds[VGPU_MEM_DATA]);
+  STORE_RELAXED(&u->total, kinds[VGPU_MEM_CONTEXT] + kinds[VGPU_MEM_MODULE] + kinds[VGPU_MEM_DATA]);
   seq_end(s);
 }
 
@@ -429,7 +624,9 @@ int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) 
   int32_t pid = LOAD(&s->pid);
   if (pid <= 0) return 0;
   uint64_t recorded = 0, heartbeat = 0;
-  if (m->ext) {
+  /* Extension data only when tagged with this slot's pid: HAMi-core's compaction moves procs[]
+   * but not the extension, and a stale start time would make a live process look reused. */
+  if (m->ext && LOAD(&m->ext->slots[idx].pid) == pid) {
     recorded = LOAD(&m->ext->slots[idx].start_time_ticks);
     heartbeat = LOAD(&m->ext->slots[idx].heartbeat_ns);
   }
@@ -539,6 +736,7 @@ int vgpu_region_claim_slot(struct vgpu_region_map *m, const struct vgpu_slot_ide
     STORE(&e->start_time_ticks, id->start_time_ticks);
     STORE(&e->heartbeat_ns, vgpu_now_realtime_ns());
     STORE(&e->hostpid_source, id->hostpid_source);
+    STORE(&e->pid, id->pid);
   }
   STORE(&s->status, VGPU_SLOT_RUNNING);
   if (append) STORE(&m->r->proc_num, idx + 1);

@@ -12,9 +12,11 @@
  * fcntl locks belong to a process, so threads of one process are serialized by an in-process
  * mutex taken first (vgpu_region_lock does both).
  *
- * Slots never move: a freed slot gets status 0 and pid 0 and is reused later, so lock-free readers
- * (HAMi's monitor, our exporter) never see a half-copied slot. ext->generation is odd while a
- * slot is being claimed or freed.
+ * libvgpu never moves a slot: a freed slot gets status 0 and pid 0 and is reused later.
+ * ext->generation is odd while a slot is being claimed or freed. HAMi-core processes sharing the
+ * file DO move slots (swap-remove compaction, copying the last slot over a dead one): per-slot
+ * extension data is therefore tagged with the pid it belongs to (ext->slots[i].pid) and ignored
+ * when the tag does not match procs[i].pid; a libvgpu process finds its slot again by pid.
  */
 #ifndef VGPU_REGION_INTERNAL_H
 #define VGPU_REGION_INTERNAL_H
@@ -35,8 +37,15 @@ enum vgpu_region_err {
   VGPU_REGION_E_IO = -1,          /* open/mmap/ftruncate failed */
   VGPU_REGION_E_VERSION = -2,     /* an existing file of another layout or version */
   VGPU_REGION_E_NOT_REGULAR = -3, /* symlink, FIFO, directory ... */
-  VGPU_REGION_E_LOCK = -4,
+  VGPU_REGION_E_LOCK = -4,       /* record locks unsupported on this filesystem */
+  VGPU_REGION_E_NOSPACE = -5,    /* the file's blocks could not be reserved (full disk/quota) */
+  VGPU_REGION_E_BUSY = -6,       /* the init lock stayed held past the wait bound */
 };
+
+/* Every wait for a lock another process may hold is bounded by this (a holder stopped by SIGSTOP
+ * or a debugger must not freeze its neighbours); see README "Bounded waits". Tests may lower it. */
+#define VGPU_LOCK_WAIT_NS (3ull * 1000000000ull)
+extern uint64_t vgpu_region_wait_ns;
 
 enum vgpu_mem_kind { VGPU_MEM_CONTEXT = 0, VGPU_MEM_MODULE = 1, VGPU_MEM_DATA = 2 };
 
@@ -56,6 +65,7 @@ struct vgpu_region_map {
   vgpu_region_ext_t *ext; /* NULL when the file's extension belongs to an unknown major */
   size_t map_size;
   bool created; /* this open initialized the file */
+  bool local;   /* process-local region (degraded mode): an anonymous memfd, not the shared file */
   char found[96]; /* on E_VERSION: what was found, for the log line */
 };
 
@@ -63,11 +73,20 @@ struct vgpu_region_map {
  * left untouched. */
 int vgpu_region_open(struct vgpu_region_map *m, const char *path,
                      const struct vgpu_region_init *init);
+/* A process-local region (degraded mode): the same layout in an anonymous memory file shared only
+ * with fork() children, so every code path (locks, slots, limiter bucket) works unchanged. */
+int vgpu_region_open_local(struct vgpu_region_map *m, const struct vgpu_region_init *init);
 /* Opens an existing region without creating or changing it (tools). */
 int vgpu_region_open_existing(struct vgpu_region_map *m, const char *path, bool writable);
 void vgpu_region_close(struct vgpu_region_map *m);
 
-/* Slot lock (in-process mutex + fcntl). Blocks; logs "Lock shrreg timeout" every 10 s waited. */
+/* Slot lock: in-process mutex, then the fcntl record lock, then HAMi-core's own lock (the region's
+ * semaphore `sem` with `owner_pid`, so HAMi-core processes sharing the file are excluded too).
+ * vgpu_region_lock_for gives up after `bound_ns` and returns false, holding nothing; a semaphore
+ * whose owner died is recovered as HAMi-core does (owner cleared, posted), and one left at 0 with
+ * no owner for a whole bound (a holder killed between its two steps) is posted once.
+ * vgpu_region_lock blocks (tools), logging "Lock shrreg timeout" every 10 s waited. */
+bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns);
 void vgpu_region_lock(struct vgpu_region_map *m);
 void vgpu_region_unlock(struct vgpu_region_map *m);
 /* Reservation lock: serializes "sum the container's usage, then add to my slot" across every
@@ -80,6 +99,8 @@ void vgpu_region_unlock(struct vgpu_region_map *m);
 /* Returns true when the mutex was taken, false when it fell back to the slot lock (then the
  * caller already holds the slot lock); pass the value back to unlock. */
 bool vgpu_region_reserve_lock(struct vgpu_region_map *m);
+/* Bounded form: 1 mutex taken, 0 slot lock taken instead, -1 gave up after `bound_ns`. */
+int vgpu_region_reserve_lock_for(struct vgpu_region_map *m, uint64_t bound_ns);
 void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex);
 #define VGPU_EXT_FLAG_RESERVE_MUTEX 1u /* ext->flags: ext->reserve_mutex holds the reservation mutex */
 
@@ -109,6 +130,10 @@ int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns);
  * counters clamp at 0 instead of wrapping. */
 void vgpu_slot_add(struct vgpu_region_map *m, int idx, int dev, enum vgpu_mem_kind kind,
                    int64_t delta);
+/* Publishes one device's absolute counters (context, module, data; total = their sum) into a slot
+ * under its seqlock: the process's own record is the truth, the slot a copy that heals itself after
+ * HAMi-core's compaction moved or tore it. */
+void vgpu_slot_publish(struct vgpu_region_map *m, int idx, int dev, const uint64_t kinds[3]);
 /* Consistent read of one slot's used[dev].total (bounded retries, then best effort). */
 uint64_t vgpu_slot_total(struct vgpu_region_map *m, int idx, int dev);
 /* Sum of used[dev].total over live (status != 0, pid != 0) slots. */

@@ -4,10 +4,13 @@
 #include "state.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,12 +25,19 @@
 static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct vgpu_region_map g_map = {.fd = -1};
-static int g_attached;       /* 1 mapped, -1 failed for good, 0 not tried */
+static int g_attached;       /* 1 mapped (shared or local), -1 nothing can be mapped, 0 not yet */
 static int g_slot = -1;      /* our slot, -1 none */
-static int g_slot_failed;    /* registration impossible: pass-through */
 static pid_t g_slot_pid;     /* the pid that owns g_slot (fork detection) */
 static int g_hb_running;
 static uint64_t g_last_kernel_sec;
+/* What this process holds, per device and kind (context, module, data): the truth. Our slot in
+ * the region is a published copy (vgpu_slot_publish), rewritten whole after every change, so a
+ * slot HAMi-core's compaction moved, tore or freed is healed instead of losing usage. Written
+ * under g_write_mu. */
+static uint64_t g_used[VGPU_MAX_DEVICES][3];
+static int g_degraded_logged;
+
+#define SHUTDOWN_WAIT_NS 500000000ull /* exit does not wait longer than this for the slot lock */
 
 static void alt_path(const char *path, char *out, size_t cap) {
   size_t n = strlen(path);
@@ -62,6 +72,90 @@ static void check_limits(const struct vgpu_config *cfg) {
   }
 }
 
+/* Degraded mode: the shared region is unusable, so this process (and its fork() children, which
+ * share the anonymous mapping) counts and limits on its own, from the same limits. One error line
+ * names the cause and the fix; a side file next to the cache path records it for node tools. */
+static void record_degraded(const char *cache_path, const char *cause) {
+  char side[4200];
+  snprintf(side, sizeof side, "%s.degraded", cache_path);
+  int fd = open(side, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) == 0) {
+    char line[160];
+    int n = snprintf(line, sizeof line, "libvgpu-degraded v1 cause=%s pid=%d time=%lld\n", cause,
+                     (int)getpid(), (long long)time(NULL));
+    if (n > 0 && write(fd, line, (size_t)n) != n) { /* best effort: the stderr line is the record */
+    }
+  }
+  close(fd);
+}
+
+static void log_degraded(const char *cache_path, const char *cause, const char *what,
+                         const char *fix) {
+  if (__atomic_exchange_n(&g_degraded_logged, 1, __ATOMIC_ACQ_REL)) return;
+  VGPU_LOG_ERROR("shared region %s unusable (%s: %s); DEGRADED: limits are enforced for this "
+                 "process and its children only, not container-wide; fix: %s",
+                 cache_path, cause, what, fix);
+  record_degraded(cache_path, cause);
+}
+
+/* Cause of a failed vgpu_region_open, for the one error line. */
+static void explain_open_failure(const char *path, int rc, int err) {
+  char what[4400], dir[4096];
+  const char *cause, *fix;
+  snprintf(dir, sizeof dir, "%s", path);
+  struct stat st;
+  if (rc == VGPU_REGION_E_NOT_REGULAR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    cause = "symlink";
+    snprintf(what, sizeof what, "the path is a symbolic link, which is never followed");
+    fix = "remove the link so libvgpu can create a regular file there";
+  } else if (rc == VGPU_REGION_E_NOT_REGULAR) {
+    cause = "not-regular";
+    snprintf(what, sizeof what, "the path is not a regular file (FIFO, socket, device or directory)");
+    fix = "remove it so libvgpu can create a regular file there";
+  } else if (rc == VGPU_REGION_E_NOSPACE) {
+    cause = "no-space";
+    snprintf(what, sizeof what, "cannot reserve the file's %llu bytes: %s",
+             (unsigned long long)VGPU_REGION_FILE_SIZE, strerror(err));
+    fix = "free space (or quota) on the filesystem holding the cache directory";
+  } else if (rc == VGPU_REGION_E_LOCK) {
+    cause = "no-locks";
+    snprintf(what, sizeof what, "the filesystem does not support record locks: %s", strerror(err));
+    fix = "put the cache on a local filesystem (tmpfs, ext4, xfs)";
+  } else if (rc == VGPU_REGION_E_IO && err == ENOENT) {
+    cause = "dir-missing";
+    snprintf(what, sizeof what, "directory %s does not exist", dirname(dir));
+    fix = "mount the cache directory (HAMi: the vgpu hook directory) or point "
+          "CUDA_DEVICE_MEMORY_SHARED_CACHE into an existing writable directory";
+  } else if (rc == VGPU_REGION_E_VERSION) {
+    cause = "version";
+    snprintf(what, sizeof what, "no usable file at the path or beside it");
+    fix = "delete the old cache file once no process uses it";
+  } else {
+    cause = "unopenable";
+    snprintf(what, sizeof what, "cannot open or map it: %s", strerror(err));
+    fix = "make the cache directory and file readable and writable by the container's user";
+  }
+  log_degraded(path, cause, what, fix);
+}
+
+/* Switches this process to a private region holding `init`'s limits. Caller holds g_state_mu.
+ * A shared mapping in use is left mapped (other threads may still read it). */
+static struct vgpu_region_map *degrade_locked(const struct vgpu_region_init *init) {
+  struct vgpu_region_map local;
+  if (vgpu_region_open_local(&local, init) != VGPU_REGION_OK) {
+    VGPU_LOG_ERROR("cannot create a process-local region either (%s): allocations on devices with "
+                   "a memory limit are refused",
+                   strerror(errno));
+    __atomic_store_n(&g_attached, -1, __ATOMIC_RELEASE);
+    return NULL;
+  }
+  g_map = local;
+  __atomic_store_n(&g_attached, 1, __ATOMIC_RELEASE);
+  return &g_map;
+}
+
 /* Caller holds g_state_mu. */
 static struct vgpu_region_map *attach_locked(bool create) {
   if (g_attached == 1) return &g_map;
@@ -86,12 +180,17 @@ static struct vgpu_region_map *attach_locked(bool create) {
                    cfg->cache_path, g_map.found, VGPU_REGION_MAJOR, VGPU_REGION_MINOR, alt);
     rc = vgpu_region_open(&g_map, alt, &init);
   }
-  if (rc != VGPU_REGION_OK) {
-    VGPU_LOG_ERROR("cannot open shared region %s (error %d, %s): memory limit NOT enforced for "
-                   "this process",
-                   cfg->cache_path, rc, strerror(errno));
-    g_attached = -1;
+  if (rc == VGPU_REGION_E_BUSY) {
+    /* A creator stopped while holding the init lock: not a reason to give up sharing. This call
+     * fails safe; the next one tries again. */
+    VGPU_LOG_ERROR("shared region %s: its init lock stayed held for %llu ms (a stopped process?); "
+                   "not attached yet",
+                   cfg->cache_path, (unsigned long long)(vgpu_region_wait_ns / 1000000));
     return NULL;
+  }
+  if (rc != VGPU_REGION_OK) {
+    explain_open_failure(cfg->cache_path, rc, errno);
+    return degrade_locked(&init);
   }
   if (g_map.created)
     VGPU_LOG_INFO("created shared region %s (v%d.%d, %llu devices)", cfg->cache_path,
@@ -161,43 +260,127 @@ static void start_heartbeat_locked(void) {
   pthread_attr_destroy(&attr);
 }
 
-/* Our slot can only be taken from us by a process that judged us dead: one in another pid
- * namespace after our heartbeat stalled for over a second (SIGSTOP, a debugger, a frozen cgroup).
- * Then we must not write into what may now be someone else's slot: register again. */
-static bool slot_lost(int s) {
-  return __atomic_load_n(&g_map.r->procs[s].pid, __ATOMIC_ACQUIRE) != g_slot_pid;
+/* Our slot is still ours: in the table's live part and holding our pid. It stops being ours when
+ * HAMi-core's compaction moves it (copies the last slot over a dead one and shrinks proc_num) or
+ * when a process judged us dead and freed it (another pid namespace, our heartbeat stalled for
+ * over a second: SIGSTOP, a debugger, a frozen cgroup). */
+static bool slot_ok(int s) {
+  if (s < 0 || s >= VGPU_MAX_PROCS) return false;
+  int n = __atomic_load_n(&g_map.r->proc_num, __ATOMIC_ACQUIRE);
+  return s < n && __atomic_load_n(&g_map.r->procs[s].pid, __ATOMIC_ACQUIRE) == g_slot_pid &&
+         __atomic_load_n(&g_map.r->procs[s].status, __ATOMIC_ACQUIRE) != VGPU_SLOT_FREE;
+}
+
+/* Caller holds g_write_mu. */
+static void publish_locked(int s, int dev) {
+  vgpu_slot_publish(&g_map, s, dev, g_used[dev]);
+}
+
+/* Caller holds g_write_mu. */
+static void publish_all_locked(int s) {
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++) publish_locked(s, d);
+}
+
+static void tag_ext_slot(int s, const struct vgpu_slot_identity *id) {
+  if (!g_map.ext) return;
+  vgpu_ext_slot_t *e = &g_map.ext->slots[s];
+  __atomic_store_n(&e->start_time_ticks, id->start_time_ticks, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->heartbeat_ns, vgpu_now_realtime_ns(), __ATOMIC_RELEASE);
+  __atomic_store_n(&e->hostpid_source, id->hostpid_source, __ATOMIC_RELEASE);
+  __atomic_store_n(&e->pid, id->pid, __ATOMIC_RELEASE);
+}
+
+static int find_own_slot(int32_t pid) {
+  int n = __atomic_load_n(&g_map.r->proc_num, __ATOMIC_ACQUIRE);
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  for (int i = 0; i < n; i++)
+    if (__atomic_load_n(&g_map.r->procs[i].pid, __ATOMIC_ACQUIRE) == pid &&
+        __atomic_load_n(&g_map.r->procs[i].status, __ATOMIC_ACQUIRE) != VGPU_SLOT_FREE)
+      return i;
+  return -1;
+}
+
+static struct vgpu_slot_identity g_identity;
+
+/* Caller holds g_state_mu; g_slot >= 0 and no longer ours. Follows a moved slot, or forgets a freed
+ * one (registration follows). Either way nothing we hold is lost: it is published again. */
+static void relocate_locked(void) {
+  int old = g_slot;
+  int i = find_own_slot(g_slot_pid);
+  if (i >= 0) {
+    tag_ext_slot(i, &g_identity);
+    pthread_mutex_lock(&g_write_mu);
+    __atomic_store_n(&g_slot, i, __ATOMIC_RELEASE);
+    publish_all_locked(i);
+    pthread_mutex_unlock(&g_write_mu);
+    VGPU_LOG_INFO("slot %d of pid %d was moved to slot %d by another process's compaction "
+                  "(HAMi-core); usage published again",
+                  old, (int)g_slot_pid, i);
+    return;
+  }
+  __atomic_store_n(&g_slot, -1, __ATOMIC_RELEASE);
+  VGPU_LOG_WARN("slot %d was freed by another process while this one (pid %d) lived; registering "
+                "again, its usage published again",
+                old, (int)g_slot_pid);
+}
+
+/* Caller holds g_state_mu and the slot lock of `m`. -1 when the table is full. */
+static int claim_locked(struct vgpu_region_map *m) {
+  int idx = vgpu_region_claim_slot(m, &g_identity);
+  __atomic_store_n(&m->r->last_kernel_time, (uint64_t)time(NULL), __ATOMIC_RELEASE);
+  return idx;
 }
 
 int vgpu_state_slot(void) {
   int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-  if (s >= 0 && !slot_lost(s)) return s;
-  if (s >= 0 && __atomic_compare_exchange_n(&g_slot, &s, -1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    VGPU_LOG_WARN("slot %d was freed by another process while this one (pid %d) lived; registering "
-                  "again, earlier allocations are no longer counted",
-                  s, (int)g_slot_pid);
-  if (__atomic_load_n(&g_slot_failed, __ATOMIC_ACQUIRE)) return -1;
+  if (s >= 0 && slot_ok(s)) return s;
   pthread_mutex_lock(&g_state_mu);
-  if (g_slot < 0 && !g_slot_failed) {
+  if (g_slot >= 0 && !slot_ok(g_slot)) relocate_locked();
+  if (g_slot < 0) {
     struct vgpu_region_map *m = attach_locked(true);
-    if (!m) {
-      g_slot_failed = 1;
-    } else {
-      struct vgpu_slot_identity id = {0};
-      hostpid_detect(&id);
-      vgpu_proc_stat(id.pid, &id.start_time_ticks);
-      vgpu_region_lock(m);
-      int idx = vgpu_region_claim_slot(m, &id);
-      __atomic_store_n(&m->r->last_kernel_time, (uint64_t)time(NULL), __ATOMIC_RELEASE);
-      vgpu_region_unlock(m);
-      if (idx < 0) {
-        VGPU_LOG_ERROR("shared region slot table full (%d processes): memory limit NOT enforced "
-                       "for this process",
-                       VGPU_MAX_PROCS);
-        g_slot_failed = 1;
+    if (m) {
+      memset(&g_identity, 0, sizeof g_identity);
+      hostpid_detect(&g_identity);
+      vgpu_proc_stat(g_identity.pid, &g_identity.start_time_ticks);
+      int idx = -1;
+      bool locked = vgpu_region_lock_for(m, vgpu_region_wait_ns);
+      if (locked) {
+        idx = claim_locked(m);
+        vgpu_region_unlock(m);
       } else {
-        g_slot_pid = id.pid;
+        VGPU_LOG_ERROR("registration waited %llu ms for the region lock (held by pid %d, "
+                       "semaphore owner %llu: stopped or hung?); this call fails safe, the next "
+                       "one tries again",
+                       (unsigned long long)(vgpu_region_wait_ns / 1000000),
+                       (int)vgpu_region_lock_holder(m),
+                       (unsigned long long)__atomic_load_n(&m->r->owner_pid, __ATOMIC_ACQUIRE));
+      }
+      if (locked && idx < 0 && !m->local) {
+        char what[96];
+        snprintf(what, sizeof what, "all %d slots are held by live processes", VGPU_MAX_PROCS);
+        log_degraded(vgpu_config_get()->cache_path, "slot-table-full", what,
+                     "run fewer GPU processes per container, or free the slots of dead ones "
+                     "(shrreg-tool --cleanup)");
+        /* The region's limits win over the environment, as for a registered process. */
+        struct vgpu_region_init init;
+        build_init(&init, vgpu_config_get());
+        memcpy(init.limit, m->r->limit, sizeof init.limit);
+        memcpy(init.sm_limit, m->r->sm_limit, sizeof init.sm_limit);
+        m = degrade_locked(&init);
+        if (m && vgpu_region_lock_for(m, vgpu_region_wait_ns)) {
+          idx = claim_locked(m);
+          vgpu_region_unlock(m);
+        }
+      }
+      if (m && idx >= 0) {
+        g_slot_pid = g_identity.pid;
+        tag_ext_slot(idx, &g_identity);
+        pthread_mutex_lock(&g_write_mu);
         __atomic_store_n(&g_slot, idx, __ATOMIC_RELEASE);
-        VGPU_LOG_INFO("Initialized: slot %d, pid %d, host pid %d", idx, id.pid, id.hostpid);
+        publish_all_locked(idx);
+        pthread_mutex_unlock(&g_write_mu);
+        VGPU_LOG_INFO("Initialized: slot %d, pid %d, host pid %d%s", idx, g_identity.pid,
+                      g_identity.hostpid, m->local ? " (process-local region)" : "");
         start_heartbeat_locked();
       }
     }
@@ -218,35 +401,78 @@ static void count_oom(struct vgpu_region_map *m, int ridx, uint64_t bytes) {
   __atomic_fetch_add(&m->ext->devices[ridx].oom_rejected_bytes, bytes, __ATOMIC_RELAXED);
 }
 
+/* Adds to what we hold and publishes it. False when the slot turned out not to be ours (moved or
+ * freed): the caller then calls vgpu_state_slot(), which publishes everything again. */
+static bool account(int ridx, enum vgpu_mem_kind kind, int64_t delta) {
+  pthread_mutex_lock(&g_write_mu);
+  uint64_t *f = &g_used[ridx][kind];
+  *f = delta >= 0 ? *f + (uint64_t)delta : (*f >= (uint64_t)(-delta) ? *f - (uint64_t)(-delta) : 0);
+  int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  bool ok = s >= 0 && __atomic_load_n(&g_attached, __ATOMIC_ACQUIRE) == 1 && slot_ok(s);
+  if (ok) {
+    publish_locked(s, ridx);
+    ok = slot_ok(s); /* moved while we wrote: the copy may have missed it */
+  }
+  pthread_mutex_unlock(&g_write_mu);
+  return ok || s < 0;
+}
+
+/* No region to count in (lock held past the bound by a stopped process, or no memory for even a
+ * local region): a device with a memory limit refuses (fail safe), one without lets it through. */
+static int refuse_without_slot(int ridx, uint64_t bytes) {
+  uint64_t limit = vgpu_config_get()->mem_limit[ridx];
+  if (__atomic_load_n(&g_attached, __ATOMIC_ACQUIRE) == 1)
+    limit = __atomic_load_n(&g_map.r->limit[ridx], __ATOMIC_ACQUIRE);
+  if (limit == 0) return 0;
+  VGPU_LOG_ERROR("Device %d OOM: requested %lluMB refused because the region cannot be reached "
+                 "(fail safe: a lock held past %llu ms, see above)",
+                 ridx, (unsigned long long)(bytes >> 20),
+                 (unsigned long long)(vgpu_region_wait_ns / 1000000));
+  return -1;
+}
+
 int vgpu_mem_reserve(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
   if (ridx < 0 || ridx >= VGPU_MAX_DEVICES) return 0;
   int slot = vgpu_state_slot();
-  if (slot < 0) return 0;
+  if (slot < 0) {
+    if (refuse_without_slot(ridx, bytes) != 0) return -1;
+    account(ridx, kind, (int64_t)bytes);
+    return 0;
+  }
   struct vgpu_region_map *m = &g_map;
   uint64_t limit = __atomic_load_n(&m->r->limit[ridx], __ATOMIC_ACQUIRE);
   if (limit == 0) {
-    pthread_mutex_lock(&g_write_mu);
-    vgpu_slot_add(m, slot, ridx, kind, (int64_t)bytes);
-    pthread_mutex_unlock(&g_write_mu);
+    if (!account(ridx, kind, (int64_t)bytes)) vgpu_state_slot();
     return 0;
   }
   for (int attempt = 0;; attempt++) {
-    bool mutex = vgpu_region_reserve_lock(m);
+    int lk = vgpu_region_reserve_lock_for(m, vgpu_region_wait_ns);
+    if (lk < 0) {
+      VGPU_LOG_ERROR("Device %d OOM: requested %lluMB refused because the reservation lock stayed "
+                     "held for %llu ms (a stopped or hung process in this container; fail safe)",
+                     ridx, (unsigned long long)(bytes >> 20),
+                     (unsigned long long)(vgpu_region_wait_ns / 1000000));
+      count_oom(m, ridx, bytes);
+      return -1;
+    }
+    bool mutex = lk == 1;
     limit = __atomic_load_n(&m->r->limit[ridx], __ATOMIC_ACQUIRE); /* may change at run time */
     uint64_t used = vgpu_region_used(m, ridx);
     int suspects = 0;
     if (limit && (used > limit || bytes > limit - used)) {
       /* Dead processes' memory first (slot lock nests inside the reservation lock). */
-      if (mutex) vgpu_region_lock(m);
-      sweep_locked(m, slot, &suspects);
-      if (mutex) vgpu_region_unlock(m);
+      if (!mutex) {
+        sweep_locked(m, slot, &suspects);
+      } else if (vgpu_region_lock_for(m, vgpu_region_wait_ns)) {
+        sweep_locked(m, slot, &suspects);
+        vgpu_region_unlock(m);
+      }
       used = vgpu_region_used(m, ridx);
     }
     if (!limit || (used <= limit && bytes <= limit - used)) {
-      pthread_mutex_lock(&g_write_mu);
-      vgpu_slot_add(m, slot, ridx, kind, (int64_t)bytes);
-      pthread_mutex_unlock(&g_write_mu);
+      bool ok = account(ridx, kind, (int64_t)bytes);
       vgpu_region_reserve_unlock(m, mutex);
+      if (!ok) vgpu_state_slot();
       return 0;
     }
     vgpu_region_reserve_unlock(m, mutex);
@@ -269,20 +495,13 @@ int vgpu_mem_reserve(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
 
 void vgpu_mem_add(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
   if (ridx < 0 || ridx >= VGPU_MAX_DEVICES || bytes == 0) return;
-  int slot = vgpu_state_slot();
-  if (slot < 0) return;
-  pthread_mutex_lock(&g_write_mu); /* one writer per slot */
-  vgpu_slot_add(&g_map, slot, ridx, kind, (int64_t)bytes);
-  pthread_mutex_unlock(&g_write_mu);
+  vgpu_state_slot();
+  if (!account(ridx, kind, (int64_t)bytes)) vgpu_state_slot();
 }
 
 void vgpu_mem_release(int ridx, uint64_t bytes, enum vgpu_mem_kind kind) {
   if (ridx < 0 || ridx >= VGPU_MAX_DEVICES || bytes == 0) return;
-  int slot = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-  if (slot < 0 || slot_lost(slot)) return;
-  pthread_mutex_lock(&g_write_mu);
-  vgpu_slot_add(&g_map, slot, ridx, kind, -(int64_t)bytes);
-  pthread_mutex_unlock(&g_write_mu);
+  if (!account(ridx, kind, -(int64_t)bytes)) vgpu_state_slot();
 }
 
 uint64_t vgpu_mem_limit(int ridx) {
@@ -313,12 +532,16 @@ static void *heartbeat_main(void *arg) {
     struct timespec ts = {0, HEARTBEAT_PERIOD_NS};
     nanosleep(&ts, NULL);
     int slot = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-    if (slot < 0 || slot_lost(slot)) continue; /* exiting, or about to register again */
-    if (g_map.ext)
+    if (slot < 0) continue; /* exiting, or registering again */
+    if (!slot_ok(slot)) {   /* moved by HAMi-core's compaction, or freed: follow it now */
+      slot = vgpu_state_slot();
+      if (slot < 0) continue;
+    }
+    if (g_map.ext && __atomic_load_n(&g_map.ext->slots[slot].pid, __ATOMIC_ACQUIRE) == g_slot_pid)
       __atomic_store_n(&g_map.ext->slots[slot].heartbeat_ns, vgpu_now_realtime_ns(),
                        __ATOMIC_RELEASE);
-    if (++tick % 4 == 0) {
-      vgpu_region_lock(&g_map);
+    if (++tick % 4 == 0 && vgpu_region_lock_for(&g_map, HEARTBEAT_PERIOD_NS)) {
+      /* A busy lock (a stopped holder) just skips this sweep: fork() and exit never wait on us. */
       sweep_locked(&g_map, slot, NULL);
       vgpu_region_unlock(&g_map);
       /* No driver calls from this thread: it may run while the driver tears down at exit. */
@@ -349,9 +572,9 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&g_state_mu);
   /* The child shares the mapping but owns neither the slot nor the parent's allocations. */
   g_slot = -1;
-  g_slot_failed = 0;
   g_hb_running = 0;
   g_slot_pid = 0;
+  memset(g_used, 0, sizeof g_used);
   vgpu_track_reset_after_fork();
 }
 
@@ -363,7 +586,17 @@ __attribute__((destructor)) static void state_dtor(void) {
   int slot = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
   if (slot < 0 || g_slot_pid != getpid()) return;
   __atomic_store_n(&g_slot, -1, __ATOMIC_RELEASE);
-  vgpu_region_lock(&g_map);
+  if (!slot_ok(slot)) slot = find_own_slot(g_slot_pid);
+  if (slot < 0) return;
+  if (!vgpu_region_lock_for(&g_map, SHUTDOWN_WAIT_NS)) {
+    /* The slot lock is held by a stopped process: empty our own slot (we are its only writer) and
+     * leave the slot itself to the next sweep, which frees it once our pid is gone. */
+    static const uint64_t zero[3];
+    pthread_mutex_lock(&g_write_mu);
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++) vgpu_slot_publish(&g_map, slot, d, zero);
+    pthread_mutex_unlock(&g_write_mu);
+    return;
+  }
   pthread_mutex_lock(&g_write_mu);
   if (__atomic_load_n(&g_map.r->procs[slot].pid, __ATOMIC_ACQUIRE) == g_slot_pid)
     vgpu_region_free_slot(&g_map, slot);

@@ -111,7 +111,7 @@ run oom_log --no-stderr 'HAMI-core (Info|Debug)'
 run disabled CUDA_DISABLE_CONTROL=true
 run runtime_limit
 run ctor VGPU_CTOR_ALLOC=1
-run slot_lost --stderr 'was freed by another process while this one \(pid [0-9]+\) lived; registering again'
+run slot_lost --stderr 'was freed by another process while this one \(pid [0-9]+\) lived; registering again, its usage published again'
 run nvml_v2_getproc_v1 FAKE_NVML_CONFIG="$NV"
 
 # A pre-existing file of another layout (HAMi-core's 2026-03 "v1.1-broken") is left untouched.

@@ -110,7 +110,8 @@ typedef struct {
   uint64_t start_time_ticks; /* field 22 of /proc/<pid>/stat: detects pid reuse */
   uint64_t heartbeat_ns;     /* CLOCK_REALTIME ns of the process's last liveness tick */
   int32_t hostpid_source;    /* VGPU_HOSTPID_* */
-  int32_t pad0;
+  int32_t pid;               /* procs[i].pid this entry describes; another value = stale entry
+                                (HAMi-core's compaction moved procs[] under it), ignore it */
   uint64_t unused;
 } vgpu_ext_slot_t; /* 32 bytes, indexed like procs[] */
 
