@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole CPU suite of libvgpu: unit tests (test/unit/*_test.c, linked statically), the preload
-# cases (test/run_preload.sh) and shrreg-tool's suite (test/tools/run.sh) when present.
+# cases (test/run_preload.sh), the degraded-mode causes (test/run_region.sh) and shrreg-tool's suite (test/tools/run.sh) when present.
 # Last line: "libvgpu: N passed, M failed"; exit status non-zero on any failure.
 # A binary or script that prints "<name>: N passed, M failed" contributes N and M; otherwise it
 # counts as one test decided by its exit status.
@@ -38,6 +38,9 @@ test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
 rc=$?
 grep -E '^(FAIL|  )' "$LOGDIR/preload.log" || true
 account preload $rc "$LOGDIR/preload.log"
+
+test/run_region.sh > "$LOGDIR/region.log" 2>&1
+account region $? "$LOGDIR/region.log"
 
 if [ -x test/tools/run.sh ] && [ -f tools/shrreg_tool.c ]; then
   test/tools/run.sh > "$LOGDIR/tools.log" 2>&1

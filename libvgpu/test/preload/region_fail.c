@@ -1,0 +1,123 @@
+/*
+ * region_fail.c — what an application sees through the real hooks (fake driver) when the shared
+ * region cannot be used or its locks are held by a stopped process. `region_fail <case>`, exit 0 =
+ * pass. Driven by test/run_region.sh (degraded causes) and test/unit/region_stopped_test.c.
+ *
+ *   degraded        the region is unusable (CUDA_DEVICE_MEMORY_LIMIT=64m): the limit still holds,
+ *                   for this process and its fork() children together.
+ *   stopped_holder  a stopped process holds the region's locks: an allocation fails with
+ *                   CUDA_ERROR_OUT_OF_MEMORY within the wait bound, and fork() and exit do not hang.
+ *                   With REGISTER_FIRST=1 the process registers (1 MiB) before the holder stops
+ *                   (handshake: writes 'r' to fd SYNC_OUT, waits for a byte on fd SYNC_IN).
+ *   after_resume    the holder is gone: 32 MiB allocate and free normally.
+ */
+#include <cuda.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "check.h"
+
+static CUcontext setup(void) {
+  CHECK(cuInit(0) == CUDA_SUCCESS);
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  return ctx;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int case_degraded(void) {
+  setup();
+  CUdeviceptr a, b, c;
+  CHECK(cuMemAlloc(&a, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&c, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&b, 1) == CUDA_ERROR_OUT_OF_MEMORY);
+  size_t free_b = 0, total = 0;
+  CHECK(cuMemGetInfo(&free_b, &total) == CUDA_SUCCESS);
+  CHECK_EQ_U(total, 64 * MiB);
+  CHECK_EQ_U(free_b, 0);
+  CHECK(cuMemFree(c) == CUDA_SUCCESS);
+  CHECK(cuMemGetInfo(&free_b, &total) == CUDA_SUCCESS);
+  CHECK_EQ_U(free_b, 32 * MiB);
+  /* A fork() child shares the process-local count: the parent's 32 MiB leave it 32 MiB. */
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    CUdeviceptr x, y;
+    if (cuMemAlloc(&x, 40 * MiB) != CUDA_ERROR_OUT_OF_MEMORY) _exit(11);
+    if (cuMemAlloc(&y, 32 * MiB) != CUDA_SUCCESS) _exit(12);
+    if (cuMemAlloc(&x, 1) != CUDA_ERROR_OUT_OF_MEMORY) _exit(13);
+    _exit(0); /* exit without freeing: the child's slot goes with it */
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK(cuMemAlloc(&c, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemFree(c) == CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  CHECK(cuMemGetInfo(&free_b, &total) == CUDA_SUCCESS);
+  CHECK_EQ_U(free_b, 64 * MiB);
+  return 0;
+}
+
+static int case_stopped_holder(void) {
+  setup();
+  CUdeviceptr small = 0, big;
+  const char *first = getenv("REGISTER_FIRST");
+  if (first && strcmp(first, "1") == 0) {
+    CHECK(cuMemAlloc(&small, 1 * MiB) == CUDA_SUCCESS);
+    int out = atoi(getenv("SYNC_OUT")), in = atoi(getenv("SYNC_IN"));
+    char ch = 'r';
+    CHECK(write(out, &ch, 1) == 1);
+    CHECK(read(in, &ch, 1) == 1);
+  }
+  double t0 = now_s();
+  CHECK(cuMemAlloc(&big, 8 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  double waited = now_s() - t0;
+  fprintf(stderr, "stopped_holder: allocation refused after %.3f s\n", waited);
+  CHECK(waited >= 2.0 && waited < 8.0); /* the 3 s bound, not forever and not at once */
+  if (small) {
+    t0 = now_s();
+    CHECK(cuMemFree(small) == CUDA_SUCCESS); /* frees take no lock */
+    CHECK(now_s() - t0 < 0.5);
+  }
+  t0 = now_s();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  double forked = now_s() - t0;
+  fprintf(stderr, "stopped_holder: fork + child exit took %.3f s\n", forked);
+  CHECK(forked < 1.0);
+  return 0;
+}
+
+static int case_after_resume(void) {
+  setup();
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s degraded|stopped_holder|after_resume\n", argv[0]);
+    return 2;
+  }
+  if (strcmp(argv[1], "degraded") == 0) return case_degraded();
+  if (strcmp(argv[1], "stopped_holder") == 0) return case_stopped_holder();
+  if (strcmp(argv[1], "after_resume") == 0) return case_after_resume();
+  fprintf(stderr, "unknown case %s\n", argv[1]);
+  return 2;
+}
