@@ -14,6 +14,7 @@
  *     gets the lock;
  *   - a stopped HAMi holder: libvgpu takes HAMi's lock, so it waits (bounded) and fails safe.
  * Run: libvgpu/build/unit/hami_coexist_test
+ *      HAMI_CORE_DRIVER=/path/to/driver libvgpu/build/unit/hami_coexist_test  (HAMi-core's code)
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -157,6 +158,15 @@ static struct worker spawn(bool hami) {
   if (pid == 0) {
     close(a[1]);
     close(b[0]);
+    /* HAMI_CORE_DRIVER: a program running HAMi-core's own region code with the same command
+     * protocol on stdin/stdout, built outside this repository (README "Sharing a region with
+     * HAMi-core" says how); without it, the emulator. */
+    const char *driver = getenv("HAMI_CORE_DRIVER");
+    if (hami && driver && *driver) {
+      if (dup2(a[0], 0) < 0 || dup2(b[1], 1) < 0) _exit(98);
+      execl(driver, driver, (char *)NULL);
+      _exit(99);
+    }
     if (hami)
       hami_main(a[0], b[1]);
     else
