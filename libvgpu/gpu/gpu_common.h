@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,8 +40,15 @@ static const vgpu_region_t *region(void) {
   static const vgpu_region_t *r;
   if (r) return r;
   const char *p = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
-  int fd = p ? open(p, O_RDONLY) : -1;
+  /* The path may be a symlink, a FIFO or an empty file (degraded-mode probes): never follow,
+   * never block, and never map past the end (SIGBUS). */
+  int fd = p ? open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) : -1;
   if (fd < 0) return NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(vgpu_region_t)) {
+    close(fd);
+    return NULL;
+  }
   void *m = mmap(NULL, sizeof(vgpu_region_t), PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   return r = (m == MAP_FAILED ? NULL : (const vgpu_region_t *)m);

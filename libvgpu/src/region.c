@@ -199,7 +199,9 @@ static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_
     if (reserve_blocks(m->fd, st.st_size) != 0) {
       int e = errno;
       struct stat now;
-      if (fstat(m->fd, &now) == 0 && now.st_size > st.st_size) (void)ftruncate(m->fd, st.st_size);
+      if (fstat(m->fd, &now) == 0 && now.st_size > st.st_size && ftruncate(m->fd, st.st_size) != 0)
+        VGPU_LOG_WARN("could not shrink the region file back to %lld bytes: %s",
+                      (long long)st.st_size, strerror(errno));
       errno = e;
       return e == ENOSPC || e == EDQUOT ? VGPU_REGION_E_NOSPACE : VGPU_REGION_E_IO;
     }
@@ -220,7 +222,10 @@ static int validate_or_init(struct vgpu_region_map *m, const struct vgpu_region_
   if (ftruncate(m->fd, 0) != 0) return VGPU_REGION_E_IO;
   if (reserve_blocks(m->fd, 0) != 0) {
     int e = errno;
-    (void)ftruncate(m->fd, 0); /* an empty file: the next process tries again */
+    if (ftruncate(m->fd, 0) != 0) { /* an empty file: the next process tries again */
+      VGPU_LOG_WARN("could not truncate the unreservable region file back to 0 bytes: %s",
+                    strerror(errno));
+    }
     errno = e;
     return e == ENOSPC || e == EDQUOT ? VGPU_REGION_E_NOSPACE : VGPU_REGION_E_IO;
   }
