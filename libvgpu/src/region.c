@@ -336,25 +336,38 @@ static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r
  * 10 s timeout: an owner that is dead in our /proc (one file = one container = one pid namespace)
  * is cleared and the semaphore posted. A semaphore left at 0 with no owner (a holder SIGKILLed
  * between sem_wait and storing owner_pid, or between HAMi-core's owner_pid = 0 and sem_post:
- * HAMi-core #86) is posted once, after the whole bound with no owner seen, or after 100 ms when
- * the previous libvgpu holder of the slot lock died inside its critical section (`prev_died`); a
- * live holder stores owner_pid right after sem_wait returns, so it cannot look like this unless it
- * is stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
+ * HAMi-core #86) is posted once, after owner_pid read 0 for a whole bound, or for 100 ms when the
+ * previous libvgpu holder of the slot lock died inside its critical section (`prev_died`; then the
+ * holder cannot be a live libvgpu process, which would hold the slot lock we now hold); a live
+ * holder stores owner_pid right after sem_wait returns, so it cannot look like this unless it is
+ * stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
 static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died) {
   sem_t *sem = hami_sem(m);
   uint64_t *owner = &m->r->owner_pid;
-  uint64_t me = (uint64_t)getpid(), start = vgpu_now_monotonic_ns();
-  bool saw_owner = false, orphan_posted = false;
+  uint64_t me = (uint64_t)getpid();
+  uint64_t owner_seen = vgpu_now_monotonic_ns(); /* last time owner_pid was non-zero (or start) */
+  bool orphan_posted = false;
   int recoveries = 0;
+  uint64_t dead_owner = 0, dead_since = 0;
   uint64_t step = 1000000ull; /* 1 ms, doubling to 50 ms */
   for (;;) {
     if (sem_trywait(sem) == 0) break;
     if (errno != EAGAIN && errno != EINTR) return true; /* not a semaphore we can use: fcntl only */
     uint64_t o = LOAD(owner);
-    saw_owner |= o != 0;
+    uint64_t now = vgpu_now_monotonic_ns();
+    if (o != 0) owner_seen = now;
     /* Our own pid cannot be a live holder here (our threads are serialized before this): a
-     * previous life of this pid. */
-    if (o != 0 && recoveries < 8 && (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0)) {
+     * previous life of this pid. A dead owner is recovered only if it is still recorded 1 ms later
+     * with the semaphore still taken: a stale owner left by a holder killed after its sem_post
+     * while a live process has just taken the semaphore (and is about to record itself) must not
+     * be mistaken for the holder. */
+    bool dead = o != 0 && recoveries < 8 && (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0);
+    if (dead && o != dead_owner) {
+      dead_owner = o;
+      dead_since = now;
+      dead = false;
+    }
+    if (dead && now - dead_since >= 1000000ull) {
       recoveries++;
       if (__atomic_compare_exchange_n(owner, &o, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         VGPU_LOG_WARN("shrreg semaphore owner %llu is dead; recovered the lock",
@@ -363,12 +376,11 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
       }
       continue;
     }
-    uint64_t now = vgpu_now_monotonic_ns();
     uint64_t orphan_after = prev_died ? 100000000ull : vgpu_region_wait_ns;
-    if (!saw_owner && !orphan_posted && now - start >= orphan_after) {
+    if (!orphan_posted && now - owner_seen >= orphan_after) {
       VGPU_LOG_ERROR("shrreg semaphore held with no owner for %llu ms (a holder died between "
                      "sem_wait and recording itself, HAMi-core #86); released it",
-                     (unsigned long long)((now - start) / 1000000));
+                     (unsigned long long)((now - owner_seen) / 1000000));
       orphan_posted = true;
       sem_post(sem);
       continue;
