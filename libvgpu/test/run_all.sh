@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole CPU suite of libvgpu: unit tests (test/unit/*_test.c, linked statically), the preload
-# cases (test/run_preload.sh), the degraded-mode causes (test/run_region.sh) and shrreg-tool's suite (test/tools/run.sh) when present.
+# cases (test/run_preload.sh), the degraded-mode causes (test/run_region.sh) and shrreg-tool's suite
+# (test/tools/run.sh) when present; outside the sanitizer build also the glibc floor: the symbol
+# check and the preload suite inside an older userland (test/oldglibc/run.sh; needs root, builds a
+# bullseye root filesystem once).
 # Last line: "libvgpu: N passed, M failed"; exit status non-zero on any failure.
 # A binary or script that prints "<name>: N passed, M failed" contributes N and M; otherwise it
 # counts as one test decided by its exit status.
@@ -33,6 +36,14 @@ done
 
 test/check_hooks.sh "$BUILD/libvgpu.so" > "$LOGDIR/hooks.log" 2>&1
 account check-hooks $? "$LOGDIR/hooks.log"
+
+# The glibc floor of what ships (not of the sanitizer build, which links the sanitizer runtimes).
+if [ -z "${SANITIZE:-}" ]; then
+  test/check_glibc_floor.sh "$BUILD/libvgpu.so" "$BUILD/shrreg-tool" > "$LOGDIR/floor.log" 2>&1
+  account glibc-floor $? "$LOGDIR/floor.log"
+  test/oldglibc/run.sh > "$LOGDIR/oldglibc.log" 2>&1
+  account old-glibc $? "$LOGDIR/oldglibc.log"
+fi
 
 test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
 rc=$?

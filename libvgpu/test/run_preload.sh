@@ -2,10 +2,13 @@
 # Runs test/preload/cases.c under LD_PRELOAD=libvgpu.so against the fake libcuda/libnvidia-ml,
 # one fresh cache file per case. Prints one line per case and "preload: N passed, M failed".
 # Usage: BUILD=build test/run_preload.sh [case-name-filter]
+# VGPU_LIB=<path> tests another copy of libvgpu.so (the glibc-floor run: the shipped library with
+# test programs linked against an older glibc). Needs only bash and coreutils, so it also runs in a
+# minimal root filesystem.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-LIB=$PWD/$BUILD/libvgpu.so
+LIB=${VGPU_LIB:-$PWD/$BUILD/libvgpu.so}
 CASES=$PWD/$BUILD/preload/cases
 FILTER=${1:-}
 TMP=$(mktemp -d /tmp/libvgpu-test.XXXXXX)
@@ -117,11 +120,9 @@ run nvml_v2_getproc_v1 FAKE_NVML_CONFIG="$NV"
 # A pre-existing file of another layout (HAMi-core's 2026-03 "v1.1-broken") is left untouched.
 if [ -z "$FILTER" ] || [[ version_mismatch == *$FILTER* ]]; then
   d=$TMP/vm; mkdir -p "$d"
-  python3 - "$d/vgpu.cache" <<'PY'
-import struct, sys
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<iII", 19920718, 1, 1)); f.truncate(2008985)
-PY
+  # magic 19920718 (0x012FF74E), version 1.1, then zeros up to the broken layout's size
+  printf '\x4e\xf7\x2f\x01\x01\x00\x00\x00\x01\x00\x00\x00' > "$d/vgpu.cache"
+  truncate -s 2008985 "$d/vgpu.cache"
   before=$(sha256sum < "$d/vgpu.cache")
   if env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" LD_PRELOAD="$PRELOAD" \
       CUDA_DEVICE_MEMORY_SHARED_CACHE="$d/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=64m \
