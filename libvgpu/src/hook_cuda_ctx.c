@@ -39,12 +39,12 @@ struct ctx_measure {
   bool have_before;
 };
 
-/* Before creating a context: reserve the configured size, or remember NVML's figure. */
+/* Before creating a context: reserve the configured minimum (LIBVGPU_CONTEXT_SIZE), if any, and
+ * remember NVML's figure either way. */
 static int ctx_pre(int ridx, struct ctx_measure *m) {
   const struct vgpu_config *cfg = vgpu_config_get();
   m->fixed = cfg->context_size_set;
-  m->have_before = false;
-  if (m->fixed) return vgpu_mem_reserve(ridx, cfg->context_size, VGPU_MEM_CONTEXT);
+  if (m->fixed && vgpu_mem_reserve(ridx, cfg->context_size, VGPU_MEM_CONTEXT) != 0) return -1;
   m->have_before = vgpu_nvml_process_used(ridx, &m->before);
   if (!m->have_before) m->before = 0;
   return 0;
@@ -57,17 +57,21 @@ static int ctx_pre(int ridx, struct ctx_measure *m) {
  * the caller undoes the creation and reports OUT_OF_MEMORY, as a full GPU would. */
 static uint64_t ctx_post(int ridx, const struct ctx_measure *m, bool ok) {
   const struct vgpu_config *cfg = vgpu_config_get();
-  if (m->fixed) {
-    if (!ok) vgpu_mem_release(ridx, cfg->context_size, VGPU_MEM_CONTEXT);
-    return ok ? cfg->context_size : 0;
+  uint64_t reserved = m->fixed ? cfg->context_size : 0;
+  if (!ok) {
+    if (reserved) vgpu_mem_release(ridx, reserved, VGPU_MEM_CONTEXT);
+    return 0;
   }
-  if (!ok) return 0;
   uint64_t after = 0;
-  if (!vgpu_nvml_process_used(ridx, &after) || after <= m->before) return 0;
+  if (!vgpu_nvml_process_used(ridx, &after) || after <= m->before) return reserved;
   uint64_t size = after - m->before;
-  if (size > VGPU_MAX_CONTEXT_BYTES) return 0; /* someone else's allocation, not our context */
+  if (size > VGPU_MAX_CONTEXT_BYTES) return reserved; /* someone else's allocation, not our context */
   VGPU_LOG_DEBUG("context on device %d measured at %llu bytes", ridx, (unsigned long long)size);
-  return vgpu_mem_reserve(ridx, size, VGPU_MEM_CONTEXT) == 0 ? size : CTX_DOES_NOT_FIT;
+  /* The configured size is a minimum: a larger measured context is charged in full. */
+  if (size <= reserved) return reserved;
+  if (vgpu_mem_reserve(ridx, size - reserved, VGPU_MEM_CONTEXT) == 0) return size;
+  if (reserved) vgpu_mem_release(ridx, reserved, VGPU_MEM_CONTEXT);
+  return CTX_DOES_NOT_FIT;
 }
 
 static void drop_ctx_allocations(uintptr_t ctx) {

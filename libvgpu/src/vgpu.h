@@ -47,17 +47,26 @@ enum vgpu_util_policy { VGPU_POLICY_DEFAULT = 0, VGPU_POLICY_FORCE = 1, VGPU_POL
 enum vgpu_parse_status {
   VGPU_PARSE_OK = 0,
   VGPU_PARSE_EMPTY,
-  VGPU_PARSE_LEADING_ZERO, /* "0100m": HAMi-core reads octal */
-  VGPU_PARSE_NOT_DECIMAL,  /* "0x10", "-1", " 5", "abc" */
-  VGPU_PARSE_BAD_SUFFIX,   /* "10x", "1mb", "5 m" */
+  VGPU_PARSE_LEADING_ZERO, /* strict decimal only: "050" */
+  VGPU_PARSE_NOT_DECIMAL,  /* not a number HAMi-core reads whole: "-1", " 5", "abc", "08", "0x" */
+  VGPU_PARSE_BAD_SUFFIX,   /* "10x", "1mb", "5 m", "50%" (HAMi-core would drop the tail) */
   VGPU_PARSE_OVERFLOW,
 };
-/* Parses a memory size: decimal digits, optional one-letter suffix k/K m/M g/G (powers of 1024),
- * bytes without. Stricter than HAMi-core on purpose: everything it would mis-read is refused. */
+/* Parses a memory size the way HAMi-core reads one (strtoul base 0, then a one-letter suffix):
+ * decimal, octal with a leading 0 ("0100m" = 64 MiB), hex with 0x; optional last character
+ * k/K m/M g/G (powers of 1024), bytes without. Refused, where HAMi-core would silently read
+ * something else: signs, blanks, any character HAMi-core would ignore ("1mb", "08"), overflow. */
 enum vgpu_parse_status vgpu_parse_size(const char *s, uint64_t *out);
-/* Parses a plain decimal integer (no suffix), same leading-zero/overflow rules. */
+/* The same number syntax without a suffix (SM percentages: HAMi-core would scale "1k" to 1024). */
+enum vgpu_parse_status vgpu_parse_hami_uint(const char *s, uint64_t *out);
+/* Parses a plain decimal integer (no suffix, no leading zero): log level, priority, device ids. */
 enum vgpu_parse_status vgpu_parse_uint(const char *s, uint64_t *out);
 const char *vgpu_parse_status_str(enum vgpu_parse_status st);
+
+/* What a limit that cannot be parsed becomes when no valid limit of the same kind is set: the
+ * smallest limit the region can express (0 means "unlimited" there, for HAMi's readers too). */
+#define VGPU_FAILSAFE_MEM_LIMIT 1ull /* bytes: every real allocation is refused */
+#define VGPU_FAILSAFE_SM_LIMIT 1ull  /* percent */
 
 struct vgpu_config {
   uint64_t mem_limit[VGPU_MAX_DEVICES]; /* bytes, 0 = unlimited */
@@ -66,9 +75,13 @@ struct vgpu_config {
   int log_level;
   enum vgpu_util_policy util_policy;
   int priority;
-  uint64_t context_size; /* LIBVGPU_CONTEXT_SIZE: bytes counted per context; 0 = measure */
-  bool context_size_set;
-  bool disabled; /* CUDA_DISABLE_CONTROL=true: pure pass-through */
+  uint64_t context_size; /* LIBVGPU_CONTEXT_SIZE: at least this many bytes per context */
+  bool context_size_set;  /* a non-zero LIBVGPU_CONTEXT_SIZE was given */
+  /* Pure pass-through. Never set from the environment (a tenant could set it): HAMi's device
+   * plugin honours CUDA_DISABLE_CONTROL by not mounting the library at all. */
+  bool disabled;
+  uint32_t mem_failsafe_mask; /* devices whose memory limit came from an unparsable value */
+  uint32_t sm_failsafe_mask;  /* devices whose SM limit came from an unparsable value */
   char pod_uid[VGPU_POD_UID_LEN];
   char container_name[VGPU_CONTAINER_NAME_LEN];
 };

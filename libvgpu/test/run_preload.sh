@@ -104,14 +104,34 @@ run cvd_reorder FAKE_CUDA_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_MEMORY_
 run cvd_uuid FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001 CUDA_DEVICE_MEMORY_LIMIT_0=10m CUDA_DEVICE_MEMORY_LIMIT_1=50m
 run nvml FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_DEVICE_MEMORY_LIMIT_0=64m CUDA_DEVICE_MEMORY_LIMIT=
 run nvml_only FAKE_NVML_CONFIG="$NV"
-run unlimited CUDA_DEVICE_MEMORY_LIMIT=0100m --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT="0100m": leading zero'
-run unlimited CUDA_DEVICE_MEMORY_LIMIT=1mb --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT="1mb": unknown suffix'
-run unlimited CUDA_DEVICE_MEMORY_LIMIT=99999999999999999999 --stderr 'too large'
-run unlimited CUDA_DEVICE_MEMORY_LIMIT=0x100000 --stderr 'not a decimal'
+run unlimited CUDA_DEVICE_MEMORY_LIMIT=0
+# Numbers as HAMi-core reads them: octal and hex give the same 64 MiB limit there and here.
+run limit CUDA_DEVICE_MEMORY_LIMIT=0100m --stderr 'CUDA_DEVICE_MEMORY_LIMIT="0100m" is read as 67108864 \(octal/hex'
+run limit CUDA_DEVICE_MEMORY_LIMIT=0x4000000
+# A per-device 0 means "the global value" (HAMi-core), not "unlimited".
+run limit CUDA_DEVICE_MEMORY_LIMIT_0=0
+# What cannot be parsed never lifts the limit: the most restrictive valid limit, else refuse all.
+run limit CUDA_DEVICE_MEMORY_LIMIT_0=1mb CUDA_DEVICE_MEMORY_LIMIT_1=2g FAKE_CUDA_DEVICES=2 \
+  --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT_0="1mb": trailing characters.*does NOT lift the limit'
+run failsafe CUDA_DEVICE_MEMORY_LIMIT=1mb --stderr 'invalid CUDA_DEVICE_MEMORY_LIMIT="1mb".*every allocation is refused'
+run failsafe CUDA_DEVICE_MEMORY_LIMIT=99999999999999999999 --stderr 'too large'
+run failsafe CUDA_DEVICE_MEMORY_LIMIT=08 --stderr 'not a number'
+run failsafe CUDA_DEVICE_MEMORY_LIMIT=-1 --stderr 'not a number'
 run oom_log LIBCUDA_LOG_LEVEL=0 --stderr 'Device 0 OOM: requested 32MB but only 16MB available \(requested 33554432 bytes, available 16777216 bytes'
 run oom_log LIBCUDA_LOG_LEVEL=4 --stderr 'HAMI-core Info.*Initialized' --stderr 'HAMI-core Debug'
 run oom_log --no-stderr 'HAMI-core (Info|Debug)'
 run disabled CUDA_DISABLE_CONTROL=true
+# A tenant's later process cannot raise the container's limit with its own environment: the first
+# process created the region with 64 MiB; the second asks for 1 GiB, a per-device 0, no control,
+# no context charge and no SM policy, and still gets its OOM at 64 MiB.
+if [ -z "$FILTER" ] || [[ tenant_env == *$FILTER* ]]; then
+  shared=$TMP/tenant-env; mkdir -p "$shared"
+  run limit CUDA_DEVICE_MEMORY_SHARED_CACHE="$shared/vgpu.cache"
+  run oom_log CUDA_DEVICE_MEMORY_SHARED_CACHE="$shared/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=1g \
+    CUDA_DEVICE_MEMORY_LIMIT_0=0 CUDA_DISABLE_CONTROL=true LIBVGPU_CONTEXT_SIZE=0 \
+    GPU_CORE_UTILIZATION_POLICY=disable LIBCUDA_LOG_LEVEL=0 \
+    --stderr 'Device 0 OOM: requested 32MB but only 16MB available'
+fi
 run runtime_limit
 run ctor VGPU_CTOR_ALLOC=1
 run slot_lost --stderr 'was freed by another process while this one \(pid [0-9]+\) lived; registering again, its usage published again'

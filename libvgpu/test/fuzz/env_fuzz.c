@@ -3,8 +3,9 @@
  * vgpu_parse_uint and the whole vgpu_config_parse over a fake environment decoded from the input.
  * Input: NUL-free "NAME=VALUE" records separated by '\n' (names are taken from the real contract
  * when the record starts with a digit selector, so the fuzzer reaches every variable quickly).
- * Invariants checked besides "no crash / no sanitizer report": a parsed size round-trips through
- * its digits, limits stay in their documented ranges, strings stay NUL-terminated.
+ * Invariants checked besides "no crash / no sanitizer report": a parsed size is what strtoull
+ * (HAMi-core's reader) makes of the same digits, limits stay in their documented ranges, a device
+ * whose limit came from an unparsable value is never unlimited, strings stay NUL-terminated.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -52,10 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check(vgpu_parse_status_str(st) != NULL, "status string");
   if (st == VGPU_PARSE_OK && size > 0 && strlen(buf) == size) {
     char last = buf[size - 1];
-    if (last >= '0' && last <= '9') { /* no suffix: the value is the digits */
-      char again[32];
-      snprintf(again, sizeof again, "%llu", (unsigned long long)v);
-      check(strcmp(again, buf) == 0, "size without suffix round-trips");
+    if (last >= '0' && last <= '9') { /* no suffix: the value is what strtoull reads, all of it */
+      char *end = NULL;
+      check(strtoull(buf, &end, 0) == v && *end == 0, "size without suffix = strtoull");
     }
   }
   st = vgpu_parse_uint(buf, &v);
@@ -84,7 +84,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vgpu_config_parse(&cfg, fake_getenv);
   check(cfg.log_level >= 0 && cfg.log_level <= 4, "log level 0..4");
   check(cfg.priority >= 0 && cfg.priority <= 1000, "priority 0..1000");
-  for (int i = 0; i < VGPU_MAX_DEVICES; i++) check(cfg.sm_limit[i] >= 1 && cfg.sm_limit[i] <= 100, "sm limit 1..100");
+  for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
+    check(cfg.sm_limit[i] >= 1 && cfg.sm_limit[i] <= 100, "sm limit 1..100");
+    if (cfg.mem_failsafe_mask & (1u << i)) check(cfg.mem_limit[i] != 0, "unparsable memory limit lifts nothing");
+    if (cfg.sm_failsafe_mask & (1u << i)) check(cfg.sm_limit[i] < 100, "unparsable SM limit lifts nothing");
+  }
+  check(!cfg.disabled, "the environment never disables enforcement");
   check(memchr(cfg.cache_path, 0, sizeof cfg.cache_path) != NULL, "cache path terminated");
   check(memchr(cfg.pod_uid, 0, sizeof cfg.pod_uid) != NULL, "pod uid terminated");
   check(memchr(cfg.container_name, 0, sizeof cfg.container_name) != NULL, "container terminated");

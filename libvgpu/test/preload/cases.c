@@ -625,11 +625,25 @@ static int case_oom_log(void) {
 }
 
 /* CUDA_DISABLE_CONTROL=true: pure pass-through, no region. */
+/* CUDA_DISABLE_CONTROL is the device plugin's switch (it then does not mount the library); a
+ * tenant setting it in its own environment does not switch the limit off. */
 static int case_disabled(void) {
   setup(0);
   CUdeviceptr a;
-  CHECK(cuMemAlloc(&a, 256 * MiB) == CUDA_SUCCESS);
-  CHECK(access(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), F_OK) != 0);
+  CHECK(cuMemAlloc(&a, 256 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(access(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), F_OK) == 0);
+  return 0;
+}
+
+/* A limit that cannot be parsed, with no valid one beside it: the fail-safe limit (1 byte, the
+ * smallest the region can express) refuses every real allocation. */
+static int case_failsafe(void) {
+  setup(0);
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&a, 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_U(test_region()->limit[0], 1);
+  CHECK_EQ_U(test_used(0), 0);
   return 0;
 }
 
@@ -738,6 +752,7 @@ int main(int argc, char **argv) {
       {"cvd_uuid", case_cvd_uuid},     {"nvml", case_nvml},
       {"nvml_only", case_nvml_only},   {"unlimited", case_unlimited},
       {"oom_log", case_oom_log},       {"disabled", case_disabled},
+      {"failsafe", case_failsafe},
       {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor}, {"slot_lost", case_slot_lost},
       {"nvml_v2_getproc_v1", case_nvml_v2_getproc_v1},
   };
