@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shrreg_layouts.h"
+#include "vgpu/vgpu_region.h"
 
 #ifndef SHRREG_TOOL_VERSION
 #define SHRREG_TOOL_VERSION "0.1.0"
@@ -392,7 +392,7 @@ typedef struct {
   uint8_t *base;
   size_t size;
   int rw;
-  const shrreg_layout_t *lay;
+  const vgpu_layout_t *lay;
   vgpu_region_ext_t *ext; /* NULL when absent */
   int ext_has_devices;
   int ext_has_slots;
@@ -456,7 +456,7 @@ static int region_open(region_t *r, const char *path, int rw) {
   }
   if (!S_ISREG(st.st_mode)) return fail(EXIT_BAD_LAYOUT, "%s: not a regular file", path);
   if (st.st_size < 12) return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too small to be a region", path, (long long)st.st_size);
-  if ((uint64_t)st.st_size > SHRREG_MAX_FILE_SIZE)
+  if ((uint64_t)st.st_size > VGPU_MAX_REGION_FILE_SIZE)
     return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too large to be a region", path, (long long)st.st_size);
   r->size = (size_t)st.st_size;
   r->rw = rw;
@@ -467,12 +467,12 @@ static int region_open(region_t *r, const char *path, int rw) {
     return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
   }
   g_mapped = r;
-  r->lay = shrreg_detect_layout(r->base, r->size, &why);
+  r->lay = vgpu_detect_layout(r->base, r->size, &why);
   if (r->lay == NULL) {
     fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
     return EXIT_BAD_LAYOUT;
   }
-  if (r->lay->id == SHRREG_V1_2 && r->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
+  if (r->lay->id == VGPU_LAYOUT_V1_2 && r->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
     vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(r->base + VGPU_EXT_OFFSET);
     uint32_t ext_size = __atomic_load_n(&ext->size, __ATOMIC_RELAXED);
     size_t room = r->size - VGPU_EXT_OFFSET;
@@ -588,7 +588,7 @@ typedef struct {
 } snapshot_t;
 
 static void read_slot(const region_t *r, int i, int ndev, slot_view_t *s) {
-  const shrreg_layout_t *L = r->lay;
+  const vgpu_layout_t *L = r->lay;
   size_t b = slot_base(r, i);
   int tries;
   int d;
@@ -615,7 +615,7 @@ static void read_slot(const region_t *r, int i, int ndev, slot_view_t *s) {
       s->dev[d].data = rd64(r, u + 16);
       s->dev[d].total = rd64(r, u + 32);
       s->dev[d].monitor = rd64(r, b + L->slot_monitorused + 8 * (size_t)d);
-      s->dev[d].sm_util = L->slot_util == SHRREG_NO_FIELD ? 0 : rd64(r, b + L->slot_util + L->util_stride * (size_t)d + 16);
+      s->dev[d].sm_util = L->slot_util == VGPU_NO_FIELD ? 0 : rd64(r, b + L->slot_util + L->util_stride * (size_t)d + 16);
     }
     if (!L->seqlock_valid) break;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -641,21 +641,21 @@ static int device_in_use(const slot_view_t *s, int d) {
 static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk);
 
 static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap) {
-  const shrreg_layout_t *L = r->lay;
+  const vgpu_layout_t *L = r->lay;
   int attempt;
   int d;
   int i;
   memset(snap, 0, sizeof *snap);
   if (L == NULL) return EXIT_BAD_LAYOUT;
-  snap->major = L->off_major == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_major);
-  snap->minor = L->off_minor == SHRREG_NO_FIELD ? -1 : rd32(r, L->off_minor);
+  snap->major = L->off_major == VGPU_NO_FIELD ? -1 : rd32(r, L->off_major);
+  snap->minor = L->off_minor == VGPU_NO_FIELD ? -1 : rd32(r, L->off_minor);
   snap->owner_pid = rd64(r, L->off_owner_pid);
   snap->raw_device_num = (int)(rd64(r, L->off_device_num) > (uint64_t)INT32_MAX ? INT32_MAX : rd64(r, L->off_device_num));
   snap->raw_proc_num = rd32(r, L->off_proc_num);
   snap->util_switch = rd32(r, L->off_proc_num + 4);
   snap->recent_kernel = rd32(r, L->off_proc_num + 8);
   snap->priority = rd32(r, L->off_proc_num + 12);
-  snap->has_last_kernel = L->off_last_kernel_time != SHRREG_NO_FIELD;
+  snap->has_last_kernel = L->off_last_kernel_time != VGPU_NO_FIELD;
   if (snap->has_last_kernel) snap->last_kernel = rd64(r, L->off_last_kernel_time);
   snap->slots = calloc(VGPU_MAX_PROCS, sizeof *snap->slots);
   if (snap->slots == NULL) return fail(EXIT_IO, "out of memory");
@@ -736,7 +736,7 @@ static int slot_lock_holder(const region_t *r) {
   memset(&fl, 0, sizeof fl);
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
-  fl.l_start = SHRREG_SLOT_LOCK_OFFSET;
+  fl.l_start = VGPU_SLOT_LOCK_OFFSET;
   fl.l_len = 1;
   if (fcntl(r->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
   return fl.l_pid > 0 ? fl.l_pid : -1;
@@ -1148,7 +1148,7 @@ static int cmd_version(const options_t *o) {
     jw_str(&w, "file", o->file);
     if (rc == EXIT_OK) {
       jw_str(&w, "layout", r.lay->label);
-      if (r.lay->off_major != SHRREG_NO_FIELD) {
+      if (r.lay->off_major != VGPU_NO_FIELD) {
         jw_i64(&w, "region_major", rd32(&r, r.lay->off_major));
         jw_i64(&w, "region_minor", rd32(&r, r.lay->off_minor));
       }
@@ -1167,7 +1167,7 @@ static int cmd_version(const options_t *o) {
     printf("shrreg size: %zu, version %d.%d\n", sizeof(vgpu_region_t), VGPU_REGION_MAJOR, VGPU_REGION_MINOR);
     printf("library loaded in this process: %s\n", lib[0] ? lib : "none");
     if (rc == EXIT_OK) {
-      if (r.lay->off_major != SHRREG_NO_FIELD)
+      if (r.lay->off_major != VGPU_NO_FIELD)
         printf("region: %s: layout %s, version %d.%d\n", o->file, r.lay->label, rd32(&r, r.lay->off_major), rd32(&r, r.lay->off_minor));
       else printf("region: %s: layout %s, no version fields\n", o->file, r.lay->label);
       if (r.ext != NULL) {
@@ -1251,7 +1251,7 @@ static int set_slot_lock(region_t *r, short type) {
   memset(&fl, 0, sizeof fl);
   fl.l_type = type;
   fl.l_whence = SEEK_SET;
-  fl.l_start = SHRREG_SLOT_LOCK_OFFSET;
+  fl.l_start = VGPU_SLOT_LOCK_OFFSET;
   fl.l_len = 1;
   return fcntl(r->fd, F_SETLK, &fl);
 }
@@ -1313,7 +1313,7 @@ static void lock_release(region_t *r) {
  * readers never see a half-copied slot. HAMi-core compacts freed slots itself later.
  */
 static void clear_slot(region_t *r, int i) {
-  const shrreg_layout_t *L = r->lay;
+  const vgpu_layout_t *L = r->lay;
   uint8_t *p = r->base + slot_base(r, i);
   wr32(r, slot_base(r, i) + L->slot_status, 0);
   if (L->seqlock_valid) {
@@ -1397,7 +1397,7 @@ static int cmd_cleanup(const options_t *o) {
       /* A fresh heartbeat means the owner lives in another pid namespace sharing the file. */
       if (liveness_dead(s.live) && s.heartbeat_ns != 0) {
         uint64_t now = now_realtime_ns();
-        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < SHRREG_HEARTBEAT_STALE_NS) s.live = LIVE_UNKNOWN;
+        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < VGPU_HEARTBEAT_STALE_NS) s.live = LIVE_UNKNOWN;
       }
     }
     if (!liveness_dead(s.live)) {

@@ -166,4 +166,137 @@ _Static_assert(sizeof(vgpu_ext_device_t) == 64, "ext device size");
 _Static_assert(sizeof(vgpu_ext_slot_t) == 32, "ext slot size");
 _Static_assert(offsetof(vgpu_region_ext_t, devices) % 8 == 0, "ext devices aligned");
 
+/*
+ * Every layout HAMi-core ever wrote, for readers that must recognise them all (shrreg-tool; the
+ * library writes only v1.2 and leaves other layouts untouched). The v1.1/v1.2 rows derive from the
+ * structs above with offsetof, so they cannot drift; the older rows are the documented offsets of
+ * L0a, L0b and the mislabelled "v1.1-broken" layout (HAMi-core PR #163 era, still says 1.1).
+ */
+#define VGPU_NO_FIELD ((size_t)-1)
+
+typedef enum {
+  VGPU_LAYOUT_L0A = 0,
+  VGPU_LAYOUT_L0B,
+  VGPU_LAYOUT_V1_1,
+  VGPU_LAYOUT_V1_1_BROKEN,
+  VGPU_LAYOUT_V1_2,
+  VGPU_LAYOUT_COUNT
+} vgpu_layout_id_t;
+
+typedef struct {
+  vgpu_layout_id_t id;
+  const char *label;
+  size_t struct_size; /* files are struct_size or struct_size + 1 bytes (HAMi writes one byte) */
+  size_t off_major;   /* VGPU_NO_FIELD when the layout has no version fields */
+  size_t off_minor;
+  size_t off_owner_pid;
+  size_t off_sem;
+  size_t off_device_num;
+  size_t off_uuids;
+  size_t off_limit;
+  size_t off_sm_limit;
+  size_t off_procs;
+  size_t slot_size;
+  size_t off_proc_num; /* utilization_switch, recent_kernel, priority follow at +4/+8/+12 */
+  size_t off_last_kernel_time;
+  size_t slot_seqlock; /* only meaningful when seqlock_valid */
+  size_t slot_used;    /* device_memory entries: context +0, module +8, data +16, total +32 */
+  size_t used_stride;
+  size_t slot_monitorused;
+  size_t slot_util; /* device_util entries: sm_util +16 */
+  size_t util_stride;
+  size_t slot_status;
+  int writable;      /* tools write only layouts current libraries still read */
+  int seqlock_valid; /* v1.2: the per-slot seqlock guards used[] */
+} vgpu_layout_t;
+
+/* v1.1 and v1.2 share every byte; they differ in what the slot's seqlock word means. */
+#define VGPU_LAYOUT_V1_OFFSETS                                                                     \
+  .struct_size = sizeof(vgpu_region_t), .off_major = offsetof(vgpu_region_t, major_version),       \
+  .off_minor = offsetof(vgpu_region_t, minor_version),                                             \
+  .off_owner_pid = offsetof(vgpu_region_t, owner_pid), .off_sem = offsetof(vgpu_region_t, sem),     \
+  .off_device_num = offsetof(vgpu_region_t, device_num), .off_uuids = offsetof(vgpu_region_t, uuids), \
+  .off_limit = offsetof(vgpu_region_t, limit), .off_sm_limit = offsetof(vgpu_region_t, sm_limit),   \
+  .off_procs = offsetof(vgpu_region_t, procs), .slot_size = sizeof(vgpu_proc_slot_t),              \
+  .off_proc_num = offsetof(vgpu_region_t, proc_num),                                               \
+  .off_last_kernel_time = offsetof(vgpu_region_t, last_kernel_time),                               \
+  .slot_seqlock = offsetof(vgpu_proc_slot_t, seqlock), .slot_used = offsetof(vgpu_proc_slot_t, used), \
+  .used_stride = sizeof(vgpu_device_memory_t),                                                     \
+  .slot_monitorused = offsetof(vgpu_proc_slot_t, monitorused),                                     \
+  .slot_util = offsetof(vgpu_proc_slot_t, device_util), .util_stride = sizeof(vgpu_device_util_t), \
+  .slot_status = offsetof(vgpu_proc_slot_t, status), .writable = 1
+
+static const vgpu_layout_t VGPU_LAYOUTS[VGPU_LAYOUT_COUNT] __attribute__((unused)) = {
+    [VGPU_LAYOUT_L0A] = {.id = VGPU_LAYOUT_L0A, .label = "L0a", .struct_size = 804680,
+                         .off_major = VGPU_NO_FIELD, .off_minor = VGPU_NO_FIELD, .off_owner_pid = 8,
+                         .off_sem = 16, .off_device_num = 48, .off_uuids = 56, .off_limit = 1592,
+                         .off_sm_limit = 1720, .off_procs = 1848, .slot_size = 784,
+                         .off_proc_num = 804664, .off_last_kernel_time = VGPU_NO_FIELD,
+                         .slot_seqlock = VGPU_NO_FIELD, .slot_used = 8, .used_stride = 40,
+                         .slot_monitorused = 648, .slot_util = VGPU_NO_FIELD, .util_stride = 0,
+                         .slot_status = 776},
+    [VGPU_LAYOUT_L0B] = {.id = VGPU_LAYOUT_L0B, .label = "L0b", .struct_size = 1197896,
+                         .off_major = VGPU_NO_FIELD, .off_minor = VGPU_NO_FIELD, .off_owner_pid = 8,
+                         .off_sem = 16, .off_device_num = 48, .off_uuids = 56, .off_limit = 1592,
+                         .off_sm_limit = 1720, .off_procs = 1848, .slot_size = 1168,
+                         .off_proc_num = 1197880, .off_last_kernel_time = VGPU_NO_FIELD,
+                         .slot_seqlock = VGPU_NO_FIELD, .slot_used = 8, .used_stride = 40,
+                         .slot_monitorused = 648, .slot_util = 776, .util_stride = 24,
+                         .slot_status = 1160},
+    [VGPU_LAYOUT_V1_1] = {.id = VGPU_LAYOUT_V1_1, .label = "v1.1", VGPU_LAYOUT_V1_OFFSETS},
+    [VGPU_LAYOUT_V1_1_BROKEN] = {.id = VGPU_LAYOUT_V1_1_BROKEN, .label = "v1.1-broken",
+                                 .struct_size = 2008984, .off_major = 4, .off_minor = 8,
+                                 .off_owner_pid = 16, .off_sem = 24, .off_device_num = 88,
+                                 .off_uuids = 96, .off_limit = 1632, .off_sm_limit = 1760,
+                                 .off_procs = 1888, .slot_size = 1960, .off_proc_num = 2008928,
+                                 .off_last_kernel_time = 2008944, .slot_seqlock = 8, .slot_used = 16,
+                                 .used_stride = 64, .slot_monitorused = 1040, .slot_util = 1168,
+                                 .util_stride = 48, .slot_status = 1936},
+    [VGPU_LAYOUT_V1_2] = {.id = VGPU_LAYOUT_V1_2, .label = "v1.2", VGPU_LAYOUT_V1_OFFSETS,
+                          .seqlock_valid = 1},
+};
+
+/* Region files larger than this are not regions (the largest real one, v1.2 + extension, is ~2 MB). */
+#define VGPU_MAX_REGION_FILE_SIZE ((size_t)64 << 20)
+
+/*
+ * Picks the layout of a mapped file: size first, version second (the v1.1-broken layout still says
+ * 1.1). Returns the layout, or NULL with *why set to a short reason.
+ */
+static inline const vgpu_layout_t *vgpu_detect_layout(const uint8_t *base, size_t size, const char **why) {
+  if (size < 12) {
+    *why = "file too small to be a region";
+    return NULL;
+  }
+  if (size > VGPU_MAX_REGION_FILE_SIZE) {
+    *why = "file too large to be a region";
+    return NULL;
+  }
+  int32_t magic = __atomic_load_n((const int32_t *)base, __ATOMIC_ACQUIRE);
+  if (magic != VGPU_REGION_MAGIC) {
+    *why = "no region magic at offset 0 (not a region, or still being created)";
+    return NULL;
+  }
+  uint32_t major = __atomic_load_n((const uint32_t *)(base + 4), __ATOMIC_RELAXED);
+  uint32_t minor = __atomic_load_n((const uint32_t *)(base + 8), __ATOMIC_RELAXED);
+  for (int id = VGPU_LAYOUT_L0A; id <= VGPU_LAYOUT_L0B; id++)
+    if (size == VGPU_LAYOUTS[id].struct_size || size == VGPU_LAYOUTS[id].struct_size + 1)
+      return &VGPU_LAYOUTS[id];
+  const vgpu_layout_t *broken = &VGPU_LAYOUTS[VGPU_LAYOUT_V1_1_BROKEN];
+  if ((size == broken->struct_size || size == broken->struct_size + 1) && major == 1) return broken;
+  if (size >= sizeof(vgpu_region_t) && major == 1)
+    return minor >= 2 ? &VGPU_LAYOUTS[VGPU_LAYOUT_V1_2] : &VGPU_LAYOUTS[VGPU_LAYOUT_V1_1];
+  *why = size >= sizeof(vgpu_region_t) ? "unknown region major version" : "unknown region file size";
+  return NULL;
+}
+
+/*
+ * libvgpu's slot-table lock: an fcntl write lock on this one byte of the cache file (the kernel
+ * releases it when the holder dies), beyond HAMi-core's own lock byte at 0x40000000. A slot whose
+ * pid looks dead is kept while its extension heartbeat is fresher than VGPU_HEARTBEAT_STALE_NS
+ * (its owner may live in another pid namespace).
+ */
+#define VGPU_SLOT_LOCK_OFFSET 0x40000100LL
+#define VGPU_HEARTBEAT_STALE_NS 1000000000ull
+
 #endif /* VGPU_REGION_H */

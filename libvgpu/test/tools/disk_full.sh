@@ -3,16 +3,17 @@
 # 4 MiB tmpfs in a private mount namespace, with a hole punched where --cleanup writes (slot 1
 # reaches into the file's second page). Expected: exit 9, a message that names the cause (not
 # "the file shrank"), the slot-table lock released, and the same cleanup succeeding once space is
-# freed. Needs root for the mount; otherwise reports itself skipped.
+# freed. Needs root, unshare -m and fallocate: without them it reports a failure (a test that could
+# not run did not pass).
 # Usage: test/tools/disk_full.sh SHRREG_TOOL    Last line: "disk-full: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 tool=$(realpath "$1")
 fixture=$(realpath ../testdata/hami-core/live-2proc-2dev.cache.gz)
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null || ! command -v fallocate >/dev/null; then
-  echo "skip: needs root, unshare -m and fallocate"
-  echo "disk-full: 0 passed, 0 failed"
-  exit 0
+  echo "FAIL: cannot run: needs root, unshare -m and fallocate"
+  echo "disk-full: 0 passed, 1 failed"
+  exit 1
 fi
 exec unshare -m bash -s "$tool" "$fixture" <<'EOS'
 set -uo pipefail

@@ -2,7 +2,7 @@
  * fixtures.h — writes region files of every historical layout for shrreg-tool's tests.
  *
  * The old layouts are declared here as C structs mirroring the historical HAMi-core headers and
- * laid out by the compiler, independently of the tool's offset table (tools/shrreg_layouts.h), so
+ * laid out by the compiler, independently of the layout table in vgpu_region.h (VGPU_LAYOUTS), so
  * a wrong offset in the table shows up as a failing test instead of agreeing with itself.
  * Single-threaded test helper; files are written with plain stores, then sem_init'ed in place.
  */
