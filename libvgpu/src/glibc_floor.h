@@ -22,6 +22,17 @@
 
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(VGPU_NO_GLIBC_FLOOR)
 
+/* glibc >= 2.38 redirects strtol/strtoul/sscanf... to __isoc23_* (GLIBC_2.38) under _GNU_SOURCE;
+ * the C23 binary-literal parsing they add is not wanted here, the old entry points are. */
+#ifdef __GLIBC_USE_C2X_STRTOL
+#undef __GLIBC_USE_C2X_STRTOL
+#define __GLIBC_USE_C2X_STRTOL 0
+#endif
+#ifdef __GLIBC_USE_C23_STRTOL
+#undef __GLIBC_USE_C23_STRTOL
+#define __GLIBC_USE_C23_STRTOL 0
+#endif
+
 #define VGPU_FLOOR_PIN(sym, ver) __asm__(".symver " #sym "," #sym "@" #ver)
 
 /* libdl (moved into libc in 2.34). dlsym is not pinned: libvgpu defines its own (interpose.c)
