@@ -113,6 +113,13 @@ else
 fi
 "$work/host-vgpu/shrreg-tool" --version >/dev/null 2>&1; rc=$?
 [ "$rc" -ne 126 ] && [ "$rc" -ne 127 ] && ok "installed shrreg-tool runs on the host (exit $rc)" || bad "installed shrreg-tool does not run (exit $rc)"
+# What the image ships keeps the glibc floor (README of libvgpu, "glibc floor"): tenant images as
+# old as glibc 2.17 load the installed preload.
+if floor="$("$repo/libvgpu/test/check_glibc_floor.sh" "$work/host-vgpu/libvgpu.so" "$work/host-vgpu/shrreg-tool" 2>&1)"; then
+  ok "installed libvgpu.so and shrreg-tool need at most GLIBC_2.17"
+else
+  bad "glibc floor of the installed files:"; grep FAIL <<<"$floor"
+fi
 
 echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers)"
 finish
