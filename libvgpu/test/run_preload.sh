@@ -85,6 +85,11 @@ PROG=$MEMK run ctx_limits
 PROG=$MEMK run ctx_destroy_many
 PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"
 run contexts LIBVGPU_CONTEXT_SIZE=8m
+# LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
+cp "$NV" "$TMP/nvml-ctx.conf"
+run context_floor LIBVGPU_CONTEXT_SIZE=1 FAKE_CUDA_CONTEXT_BYTES=41943040 FAKE_NVML_CONFIG="$TMP/nvml-ctx.conf"
+cp "$NV" "$TMP/nvml-ctx0.conf"
+run context_floor LIBVGPU_CONTEXT_SIZE=0 FAKE_CUDA_CONTEXT_BYTES=41943040 FAKE_NVML_CONFIG="$TMP/nvml-ctx0.conf"
 run dlsym
 run getproc
 run getproc_fallback FAKE_CUDA_TRAMPOLINES=1

@@ -23,6 +23,10 @@
  *                                   its stream (at once on an idle stream); cuEventQuery,
  *                                   cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize and
  *                                   cuEventElapsedTime obey those times (CLOCK_MONOTONIC).
+ *   FAKE_CUDA_CONTEXT_BYTES=<bytes> with FAKE_NVML_CONFIG=<file>: as on the real driver, a context
+ *                                   shows in NVML's per-process usage: each context creation
+ *                                   (first primary retain, cuCtxCreate) rewrites that file as its
+ *                                   first content plus "process <dev> pid=<self> used=<n x bytes>"
  * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
  * physical bytes in use: plain allocations, what every pool and the graph pool reserve, live VMM
  * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed) and
@@ -220,11 +224,44 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
 
 /* ---- contexts */
 
+static int contexts_on[MAXDEV]; /* by physical index, for FAKE_CUDA_CONTEXT_BYTES */
+static char *nvml_first_content;
+
+/* Caller holds mu. Publishes this process's context memory to the fake NVML (atomic rename). */
+static void publish_context_memory_locked(int dev, int delta) {
+  const char *bytes = getenv("FAKE_CUDA_CONTEXT_BYTES"), *path = getenv("FAKE_NVML_CONFIG");
+  if (!bytes || !path) return;
+  int phys = phys_of(dev);
+  contexts_on[phys] += delta;
+  if (!nvml_first_content) {
+    FILE *in = fopen(path, "r");
+    nvml_first_content = calloc(1, 65536);
+    if (in && nvml_first_content) {
+      size_t n = fread(nvml_first_content, 1, 65535, in);
+      nvml_first_content[n] = 0;
+    }
+    if (in) fclose(in);
+    if (!nvml_first_content) return;
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+  FILE *out = fopen(tmp, "w");
+  if (!out) return;
+  fputs(nvml_first_content, out);
+  for (int d = 0; d < MAXDEV; d++)
+    if (contexts_on[d] > 0)
+      fprintf(out, "\nprocess %d pid=%d used=%llu\n", d, (int)getpid(),
+              (unsigned long long)contexts_on[d] * strtoull(bytes, NULL, 10));
+  fclose(out);
+  rename(tmp, path);
+}
+
+
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   NEED_INIT();
   if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
   LOCK();
-  primary_refs[dev]++;
+  if (primary_refs[dev]++ == 0) publish_context_memory_locked(dev, 1);
   UNLOCK();
   *pctx = (CUcontext)&primary_ctx[dev];
   return CUDA_SUCCESS;
@@ -244,7 +281,10 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   NEED_INIT();
   if (dev < 0 || dev >= nvis) return CUDA_ERROR_INVALID_DEVICE;
   LOCK();
-  if (primary_refs[dev] > 0 && --primary_refs[dev] == 0) free_ctx_allocs_locked(&primary_ctx[dev]);
+  if (primary_refs[dev] > 0 && --primary_refs[dev] == 0) {
+    free_ctx_allocs_locked(&primary_ctx[dev]);
+    publish_context_memory_locked(dev, -1);
+  }
   UNLOCK();
   return CUDA_SUCCESS;
 }
@@ -262,6 +302,9 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev) {
   struct ctx *c = calloc(1, sizeof *c);
   if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
   c->dev = dev;
+  LOCK();
+  publish_context_memory_locked(dev, 1);
+  UNLOCK();
   *pctx = (CUcontext)c;
   if (depth < 16) stack[depth++] = cur;
   cur = c;

@@ -635,6 +635,20 @@ static int case_disabled(void) {
   return 0;
 }
 
+/* LIBVGPU_CONTEXT_SIZE is a minimum: a context NVML measures at 40 MiB is charged 40 MiB even
+ * when the environment says 1 byte (the runner sets FAKE_CUDA_CONTEXT_BYTES=40 MiB, limit 64 MiB). */
+static int case_context_floor(void) {
+  setup(0);
+  CHECK_EQ_U(test_my_used(0, 0), 40 * MiB);
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 32 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&a, 16 * MiB) == CUDA_SUCCESS);
+  CUcontext c;
+  CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_ERROR_OUT_OF_MEMORY); /* a second 40 MiB does not fit */
+  CHECK_EQ_U(test_my_used(0, -1), 56 * MiB);
+  return 0;
+}
+
 /* A limit that cannot be parsed, with no valid one beside it: the fail-safe limit (1 byte, the
  * smallest the region can express) refuses every real allocation. */
 static int case_failsafe(void) {
@@ -752,7 +766,7 @@ int main(int argc, char **argv) {
       {"cvd_uuid", case_cvd_uuid},     {"nvml", case_nvml},
       {"nvml_only", case_nvml_only},   {"unlimited", case_unlimited},
       {"oom_log", case_oom_log},       {"disabled", case_disabled},
-      {"failsafe", case_failsafe},
+      {"failsafe", case_failsafe},     {"context_floor", case_context_floor},
       {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor}, {"slot_lost", case_slot_lost},
       {"nvml_v2_getproc_v1", case_nvml_v2_getproc_v1},
   };
