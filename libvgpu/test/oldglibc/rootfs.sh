@@ -7,7 +7,7 @@
 # Prints the directory on success. Needs root (debootstrap, chroot) and the Debian archive.
 set -euo pipefail
 root=${1:-${VGPU_OLD_ROOTFS:-/var/cache/vgpu-bullseye}}
-marker="$root/.vgpu-rootfs-v2"  # bump when the steps below change
+marker="$root/.vgpu-rootfs-v3"  # bump when the steps below change
 if [ -f "$marker" ]; then echo "$root"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then echo "rootfs: building $root needs root (debootstrap)" >&2; exit 1; fi
 mkdir -p "$(dirname "$root")"
@@ -23,11 +23,17 @@ tmp="$root.partial"
 rm -rf "$tmp" "$root"
 start=$(date +%s)
 # minbase + libc6-dev: glibc 2.31, its crt files and headers; no compiler (the host's gcc links).
-if ! debootstrap --variant=minbase --include=libc6-dev bullseye "$tmp" > "$root.log" 2>&1; then
+# --foreign only downloads and unpacks; the packages are then extracted as they are, without
+# running their maintainer scripts in the root (the slow second stage, which nothing here needs:
+# the root only runs bash, coreutils and the test programs).
+if ! debootstrap --foreign --variant=minbase --include=libc6-dev bullseye "$tmp" > "$root.log" 2>&1; then
   echo "rootfs: debootstrap bullseye failed; last lines of $root.log:" >&2
   tail -5 "$root.log" >&2
   exit 1
 fi
+for deb in "$tmp"/var/cache/apt/archives/*.deb; do
+  dpkg-deb -x "$deb" "$tmp" || { echo "rootfs: cannot extract $deb" >&2; exit 1; }
+done
 rm -rf "$tmp/var/cache/apt/archives"/*.deb
 # Absolute library symlinks (ld-linux, lib*.so) point into the host when the root is used as a
 # --sysroot from outside: make them relative so they resolve inside the root either way.
