@@ -199,7 +199,7 @@ typedef struct {
   size_t slot_size;
   size_t off_proc_num; /* utilization_switch, recent_kernel, priority follow at +4/+8/+12 */
   size_t off_last_kernel_time;
-  size_t slot_seqlock; /* only meaningful when seqlock_valid */
+  size_t slot_seqlock; /* VGPU_NO_FIELD when the layout has none (v1.1: those bytes are unused[0]) */
   size_t slot_used;    /* device_memory entries: context +0, module +8, data +16, total +32 */
   size_t used_stride;
   size_t slot_monitorused;
@@ -210,7 +210,7 @@ typedef struct {
   int seqlock_valid; /* v1.2: the per-slot seqlock guards used[] */
 } vgpu_layout_t;
 
-/* v1.1 and v1.2 share every byte; they differ in what the slot's seqlock word means. */
+/* v1.1 and v1.2 share every byte; v1.2 turned the slot's first unused word into the seqlock. */
 #define VGPU_LAYOUT_V1_OFFSETS                                                                     \
   .struct_size = sizeof(vgpu_region_t), .off_major = offsetof(vgpu_region_t, major_version),       \
   .off_minor = offsetof(vgpu_region_t, minor_version),                                             \
@@ -220,7 +220,7 @@ typedef struct {
   .off_procs = offsetof(vgpu_region_t, procs), .slot_size = sizeof(vgpu_proc_slot_t),              \
   .off_proc_num = offsetof(vgpu_region_t, proc_num),                                               \
   .off_last_kernel_time = offsetof(vgpu_region_t, last_kernel_time),                               \
-  .slot_seqlock = offsetof(vgpu_proc_slot_t, seqlock), .slot_used = offsetof(vgpu_proc_slot_t, used), \
+  .slot_used = offsetof(vgpu_proc_slot_t, used),                                                   \
   .used_stride = sizeof(vgpu_device_memory_t),                                                     \
   .slot_monitorused = offsetof(vgpu_proc_slot_t, monitorused),                                     \
   .slot_util = offsetof(vgpu_proc_slot_t, device_util), .util_stride = sizeof(vgpu_device_util_t), \
@@ -243,7 +243,8 @@ static const vgpu_layout_t VGPU_LAYOUTS[VGPU_LAYOUT_COUNT] __attribute__((unused
                          .slot_seqlock = VGPU_NO_FIELD, .slot_used = 8, .used_stride = 40,
                          .slot_monitorused = 648, .slot_util = 776, .util_stride = 24,
                          .slot_status = 1160},
-    [VGPU_LAYOUT_V1_1] = {.id = VGPU_LAYOUT_V1_1, .label = "v1.1", VGPU_LAYOUT_V1_OFFSETS},
+    [VGPU_LAYOUT_V1_1] = {.id = VGPU_LAYOUT_V1_1, .label = "v1.1", VGPU_LAYOUT_V1_OFFSETS,
+                          .slot_seqlock = VGPU_NO_FIELD},
     [VGPU_LAYOUT_V1_1_BROKEN] = {.id = VGPU_LAYOUT_V1_1_BROKEN, .label = "v1.1-broken",
                                  .struct_size = 2008984, .off_major = 4, .off_minor = 8,
                                  .off_owner_pid = 16, .off_sem = 24, .off_device_num = 88,
@@ -253,7 +254,7 @@ static const vgpu_layout_t VGPU_LAYOUTS[VGPU_LAYOUT_COUNT] __attribute__((unused
                                  .used_stride = 64, .slot_monitorused = 1040, .slot_util = 1168,
                                  .util_stride = 48, .slot_status = 1936},
     [VGPU_LAYOUT_V1_2] = {.id = VGPU_LAYOUT_V1_2, .label = "v1.2", VGPU_LAYOUT_V1_OFFSETS,
-                          .seqlock_valid = 1},
+                          .slot_seqlock = offsetof(vgpu_proc_slot_t, seqlock), .seqlock_valid = 1},
 };
 
 /* Region files larger than this are not regions (the largest real one, v1.2 + extension, is ~2 MB). */

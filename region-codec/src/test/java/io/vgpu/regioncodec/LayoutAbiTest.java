@@ -81,6 +81,28 @@ class LayoutAbiTest {
     assertThat(compared).isEqualTo(3 * 18 + 2 + 7);
   }
 
+  /**
+   * libvgpu's own table of every layout (VGPU_LAYOUTS in vgpu_region.h, what shrreg-tool reads
+   * with) against the codec's Geometry: one definition on the C side, checked against the Java one.
+   */
+  @Test
+  void libvgpuLayoutTable_matchesGeometryForEveryLayout() throws Exception {
+    String output = run(compile("header_layouts.c").toString());
+    Map<Layout, Integer> perLayout = new java.util.EnumMap<>(Layout.class);
+    for (String line : output.strip().lines().toList()) {
+      int dot = line.indexOf('.');
+      int space = line.indexOf(' ');
+      Layout layout = Layout.valueOf(line.substring(0, dot));
+      String field = line.substring(dot + 1, space);
+      long expected = Long.parseLong(line.substring(space + 1));
+      Object actual = Geometry.class.getField(field).get(Geometry.of(layout));
+      assertThat(((Number) actual).longValue()).as(line).isEqualTo(expected);
+      perLayout.merge(layout, 1, Integer::sum);
+    }
+    assertThat(perLayout.keySet()).containsExactlyInAnyOrder(Layout.values());
+    assertThat(perLayout.values()).allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(17));
+  }
+
   private Map<String, Long> compileAndRun() throws IOException, InterruptedException {
     String output = run(compile("layout_dump.c").toString());
     Map<String, Long> values = new LinkedHashMap<>();
