@@ -623,7 +623,11 @@ static void read_slot(const region_t *r, int i, int ndev, slot_view_t *s) {
     if (s1 == s2) break;
   }
   s->torn = tries >= SEQLOCK_MAX_TRIES;
-  if (r->ext_has_slots) {
+  /* An extension entry describes procs[i] only while its pid tag matches (0: written before the
+   * tag existed): HAMi-core's compaction moves procs[] without moving the extension, and a stale
+   * entry's start time would make a live process look like a reused pid. */
+  if (r->ext_has_slots && (__atomic_load_n(&r->ext->slots[i].pid, __ATOMIC_RELAXED) == 0 ||
+                           __atomic_load_n(&r->ext->slots[i].pid, __ATOMIC_RELAXED) == s->pid)) {
     const vgpu_ext_slot_t *es = &r->ext->slots[i];
     s->has_ext = 1;
     s->start_ticks = __atomic_load_n(&es->start_time_ticks, __ATOMIC_RELAXED);

@@ -99,6 +99,7 @@ typedef struct {
   uint64_t used[2];    /* total bytes on devices 0 and 1 (context 1/4, data 3/4) */
   uint64_t sm_util[2]; /* percent */
   uint64_t start_ticks;
+  int32_t ext_pid_tag; /* extension entry's pid tag; 0 = written before the tag existed */
 } fx_slot_t;
 
 typedef struct {
@@ -247,7 +248,10 @@ static inline int fx_write(const char *path, const fx_spec_t *spec) {
         e->lock_holder_since_ns = spec->ext_lock_since_ns;
         e->devices[0].launches_total = 10;
         e->devices[0].oom_rejections = 1;
-        for (i = 0; i < spec->nslots; i++) e->slots[i].start_time_ticks = spec->slots[i].start_ticks;
+        for (i = 0; i < spec->nslots; i++) {
+          e->slots[i].start_time_ticks = spec->slots[i].start_ticks;
+          e->slots[i].pid = spec->slots[i].ext_pid_tag;
+        }
         e->magic = VGPU_EXT_MAGIC;
       }
       sem_init((sem_t *)(void *)r->sem_postinit, 1, 1);

@@ -314,6 +314,35 @@ static void test_expect_inode(void) {
   unlink(p);
 }
 
+/* HAMi-core's compaction moves procs[] but not our extension entries: an entry whose pid tag
+ * names another process is stale and must not make a live process look like a reused pid. */
+static void test_stale_extension_entry(void) {
+  run_t r;
+  char want[128];
+  const char *p = fx_path("stale-ext.cache");
+  pid_t moved = spawn_sleeper();
+  pid_t reused = spawn_sleeper();
+  fx_spec_t s = base_spec(FX_V1_2_EXT);
+  s.nslots = 2;
+  s.slots[0] = (fx_slot_t){moved, 0, 1, {100ull << 20, 0}, {0, 0}, start_ticks_of(moved) + 7, 424242};
+  s.slots[1] = (fx_slot_t){reused, 0, 1, {200ull << 20, 0}, {0, 0}, start_ticks_of(reused) + 7, reused};
+  CHECK(fx_write(p, &s) == 0, "fixture");
+  RUN(&r, "--cleanup", "--file", p);
+  CHECK(r.rc == 0, "cleanup rc=%d err=%s", r.rc, r.err);
+  snprintf(want, sizeof want, "pid %d (host pid 0) pid-reused", moved);
+  CHECK(!contains(r.out, want), "a stale extension entry does not drop a live process: %s", r.out);
+  snprintf(want, sizeof want, "pid %d (host pid 0) pid-reused", reused);
+  CHECK(contains(r.out, want), "a matching entry still detects pid reuse: %s", r.out);
+  RUN(&r, "--json", "--file", p);
+  {
+    char expr[160];
+    snprintf(expr, sizeof expr, "[p['pid'] for p in d['processes']] == [%d]", moved);
+    CHECK(strcmp(jq(r.out, expr), "True") == 0, "survivor: %s", jq(r.out, "[p['pid'] for p in d['processes']]"));
+  }
+  reap(moved);
+  reap(reused);
+}
+
 static void test_unknown_layouts(void) {
   run_t r;
   const char *p = fx_path("odd.cache");
@@ -375,8 +404,8 @@ static void test_every_layout_inspect(void) {
     const char *p = fx_path("layout.cache");
     fx_spec_t s = base_spec(cases[i].l);
     s.nslots = 2;
-    s.slots[0] = (fx_slot_t){live, live + 100000, 1, {1536ull << 20, 0}, {37, 0}, 0};
-    s.slots[1] = (fx_slot_t){gone, 0, 1, {512ull << 20, 256ull << 20}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){live, live + 100000, 1, {1536ull << 20, 0}, {37, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){gone, 0, 1, {512ull << 20, 256ull << 20}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture %s", cases[i].label);
     RUN(&r, "--inspect", "--file", p);
     snprintf(want, sizeof want, "Layout:          %s (", cases[i].label);
@@ -477,7 +506,7 @@ static void test_set_limits(void) {
   {
     fx_spec_t s = base_spec(FX_V1_2);
     s.nslots = 1;
-    s.slots[0] = (fx_slot_t){getpid(), getpid(), 1, {3ull << 30, 0}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){getpid(), getpid(), 1, {3ull << 30, 0}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--set-mem-limit", "0", "1g", "--file", p);
     CHECK(r.rc == 0 && contains(r.out, "already in use"), "limit below usage warns: %s", r.out);
@@ -510,12 +539,12 @@ static void test_cleanup(void) {
     pid_t zombie = zombie_pid();
     fx_spec_t s = base_spec(layouts[li]);
     s.nslots = 5;
-    s.slots[0] = (fx_slot_t){gone, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[1] = (fx_slot_t){live, 0, 1, {200ull << 20, 0}, {0, 0}, start_ticks_of(live)};
-    s.slots[2] = (fx_slot_t){zombie, 0, 1, {300ull << 20, 0}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){gone, 0, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){live, 0, 1, {200ull << 20, 0}, {0, 0}, start_ticks_of(live), 0};
+    s.slots[2] = (fx_slot_t){zombie, 0, 1, {300ull << 20, 0}, {0, 0}, 0, 0};
     /* Pid reuse is visible only through the extension's recorded start time. */
-    s.slots[3] = (fx_slot_t){reused, 0, 1, {400ull << 20, 0}, {0, 0}, start_ticks_of(reused) + 7};
-    s.slots[4] = (fx_slot_t){live2, 0, 2, {0, 500ull << 20}, {0, 0}, 0};
+    s.slots[3] = (fx_slot_t){reused, 0, 1, {400ull << 20, 0}, {0, 0}, start_ticks_of(reused) + 7, 0};
+    s.slots[4] = (fx_slot_t){live2, 0, 2, {0, 500ull << 20}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--cleanup", "--file", p);
     CHECK(r.rc == 0, "cleanup rc=%d err=%s", r.rc, r.err);
@@ -567,8 +596,8 @@ static void test_cleanup(void) {
     fx_spec_t s = base_spec(FX_V1_2);
     char expr[128];
     s.nslots = 2;
-    s.slots[0] = (fx_slot_t){g1, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[1] = (fx_slot_t){g2, 0, 1, {0, 100ull << 20}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){g1, 0, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){g2, 0, 1, {0, 100ull << 20}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--cleanup", "--device", "1", "--json", "--file", p);
     snprintf(expr, sizeof expr, "[x['pid'] for x in d['dropped']] == [%d] and d['proc_num'] == 1", g2);
@@ -582,8 +611,8 @@ static void test_cleanup(void) {
     pid_t gone = dead_pid();
     fx_spec_t s = base_spec(FX_V1_2);
     s.nslots = 2;
-    s.slots[0] = (fx_slot_t){7, live, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[1] = (fx_slot_t){8, gone, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){7, live, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){8, gone, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--cleanup", "--host", "--json", "--file", p);
     CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[8]") == 0, "host mode: %s", r.out);
@@ -595,9 +624,9 @@ static void test_cleanup(void) {
     const char *p = fx_path("cleanup-pids.cache");
     fx_spec_t s = base_spec(FX_V1_2);
     s.nslots = 3;
-    s.slots[0] = (fx_slot_t){11, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[1] = (fx_slot_t){12, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[2] = (fx_slot_t){13, 0, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){11, 0, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){12, 0, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[2] = (fx_slot_t){13, 0, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--cleanup", "--pids", "11,13,99", "--json", "--file", p);
     CHECK(r.rc == 0 && strcmp(jq(r.out, "sorted(x['pid'] for x in d['dropped'])"), "[11, 13]") == 0, "--pids: %s %s", r.out, r.err);
@@ -605,8 +634,8 @@ static void test_cleanup(void) {
     CHECK(strcmp(jq(r.out, "[x['pid'] for x in d['processes']]"), "[12]") == 0, "--pids survivors: %s", jq(r.out, "d['processes']"));
     /* A slot that changed since the caller judged it is kept. */
     s.nslots = 2;
-    s.slots[0] = (fx_slot_t){21, 2021, 1, {100ull << 20, 0}, {0, 0}, 0};
-    s.slots[1] = (fx_slot_t){22, 2022, 1, {100ull << 20, 0}, {0, 0}, 0};
+    s.slots[0] = (fx_slot_t){21, 2021, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
+    s.slots[1] = (fx_slot_t){22, 2022, 1, {100ull << 20, 0}, {0, 0}, 0, 0};
     CHECK(fx_write(p, &s) == 0, "fixture");
     RUN(&r, "--cleanup", "--pids", "21:9999,22:2022", "--json", "--file", p);
     CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[22]") == 0, "--pids with host pid guard: %s %s", r.out, r.err);
@@ -617,8 +646,8 @@ static void test_cleanup(void) {
     {
       fx_spec_t e = base_spec(FX_V1_2_EXT);
       e.nslots = 2;
-      e.slots[0] = (fx_slot_t){31, 2031, 1, {100ull << 20, 0}, {0, 0}, 777};
-      e.slots[1] = (fx_slot_t){32, 2032, 1, {100ull << 20, 0}, {0, 0}, 888};
+      e.slots[0] = (fx_slot_t){31, 2031, 1, {100ull << 20, 0}, {0, 0}, 777, 0};
+      e.slots[1] = (fx_slot_t){32, 2032, 1, {100ull << 20, 0}, {0, 0}, 888, 0};
       CHECK(fx_write(p, &e) == 0, "fixture");
       RUN(&r, "--cleanup", "--pids", "31:2031:776,32:2032:888", "--json", "--file", p);
       CHECK(r.rc == 0 && strcmp(jq(r.out, "[x['pid'] for x in d['dropped']]"), "[32]") == 0, "--pids start-ticks guard: %s %s", r.out, r.err);
@@ -822,7 +851,7 @@ static void test_hostile_fields(void) {
       size_t sz;
       fx_spec_t s = base_spec(FX_V1_2_EXT);
       s.nslots = 1;
-      s.slots[0] = (fx_slot_t){getpid(), 0, 1, {1, 0}, {0, 0}, 0};
+      s.slots[0] = (fx_slot_t){getpid(), 0, 1, {1, 0}, {0, 0}, 0, 0};
       CHECK(fx_write(p, &s) == 0, "fixture");
       map_region(p, &b, &sz);
       memcpy(b + offs32[i], &vals32[j], 4);
@@ -991,6 +1020,7 @@ int main(int argc, char **argv) {
   test_help_and_usage();
   test_missing_file();
   test_expect_inode();
+  test_stale_extension_entry();
   test_unknown_layouts();
   test_every_layout_inspect();
   test_extension_and_version();
