@@ -64,6 +64,7 @@ int main(void) {
   OFF(vgpu_ext_slot_t, start_time_ticks);
   OFF(vgpu_ext_slot_t, heartbeat_ns);
   OFF(vgpu_ext_slot_t, hostpid_source);
+  OFF(vgpu_ext_slot_t, pid);
 
   SIZE(vgpu_region_ext_t);
   OFF(vgpu_region_ext_t, magic);

@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
     ext->slots[i].start_time_ticks = 1000 + i;
     ext->slots[i].heartbeat_ns = 2000 + i;
     ext->slots[i].hostpid_source = i % 4;
+    ext->slots[i].pid = r->procs[i].pid;
   }
   r->proc_num = 4;
   r->utilization_switch = 1;

@@ -207,6 +207,7 @@ class LayoutAbiTest {
     m.put("offsetof.vgpu_ext_slot_t.start_time_ticks", (long) Extension.S_START_TIME_TICKS);
     m.put("offsetof.vgpu_ext_slot_t.heartbeat_ns", (long) Extension.S_HEARTBEAT_NS);
     m.put("offsetof.vgpu_ext_slot_t.hostpid_source", (long) Extension.S_HOSTPID_SOURCE);
+    m.put("offsetof.vgpu_ext_slot_t.pid", (long) Extension.S_PID_TAG);
     m.put("sizeof.vgpu_region_ext_t", (long) Extension.SIZE);
     m.put("offsetof.vgpu_region_ext_t.magic", (long) Extension.F_MAGIC);
     m.put("offsetof.vgpu_region_ext_t.major", (long) Extension.F_MAJOR);

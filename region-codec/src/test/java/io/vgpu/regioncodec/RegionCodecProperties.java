@@ -294,7 +294,11 @@ class RegionCodecProperties {
       assertThat(p.status()).isNotZero();
       assertThat(pids.add(p.pid())).as("duplicate pid %s", p.pid()).isTrue();
       assertThat(p.devices()).hasSize(snapshot.deviceCount());
-      assertThat(p.extension().isPresent()).isEqualTo(snapshot.extension().isPresent());
+      // A slot's extension entry needs the block; the block may hold a stale entry (its pid tag
+      // names another process), which the slot then goes without.
+      if (p.extension().isPresent()) {
+        assertThat(snapshot.extension()).isPresent();
+      }
     }
     for (DeviceHeader d : snapshot.devices()) {
       assertThat(d.uuid().chars()).noneMatch(Character::isISOControl);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.vgpu.regioncodec.RegionException.Reason;
+import io.vgpu.regioncodec.internal.Extension;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -77,6 +78,28 @@ class RegionFileTest {
       assertThat(extension.devices().get(0).oomRejections()).isEqualTo(3);
       assertThat(snapshot.processes().get(1).extension().orElseThrow().heartbeatNanos())
           .isEqualTo(2002);
+    }
+  }
+
+  /**
+   * HAMi-core's compaction moves {@code procs[]} but not libvgpu's extension entries: an entry
+   * whose pid tag names another process must not lend its start time (pid-reuse evidence) to the
+   * process now in that slot. A zero tag (files from before the tag) still counts.
+   */
+  @Test
+  void snapshot_extensionEntryWithAnotherProcessesPidTag_isIgnored() throws IOException {
+    Path path = write("tagged.cache", Fixtures.withExtension());
+    try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
+      ByteBuffer tag = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+      raf.getChannel().write(tag.putInt(0, 4242), Extension.slot(2, Extension.S_PID_TAG));
+      raf.getChannel().write(tag.putInt(0, 0), Extension.slot(3, Extension.S_PID_TAG));
+    }
+    try (RegionFile file = RegionFile.openReadOnly(path)) {
+      List<ProcessSlot> processes = file.snapshot().processes();
+      assertThat(processes).extracting(ProcessSlot::pid).containsExactly(101, 102, 103);
+      assertThat(processes.get(0).extension()).isPresent();
+      assertThat(processes.get(1).extension()).as("stale entry of slot 2").isEmpty();
+      assertThat(processes.get(2).extension()).as("untagged entry of slot 3").isPresent();
     }
   }
 

@@ -101,6 +101,7 @@ public final class Encoder {
           s, Extension.slot(slot, Extension.S_START_TIME_TICKS), e.startTimeTicks());
       Access.setLongRelease(s, Extension.slot(slot, Extension.S_HEARTBEAT_NS), e.heartbeatNanos());
       Access.setIntRelease(s, Extension.slot(slot, Extension.S_HOSTPID_SOURCE), e.hostPidSource());
+      Access.setIntRelease(s, Extension.slot(slot, Extension.S_PID_TAG), spec.pid());
     }
     Access.setIntRelease(s, base + g.slotStatusOffset, spec.status());
     Access.setIntRelease(s, base + Geometry.SLOT_PID, spec.pid());

@@ -44,6 +44,13 @@ public final class Extension {
   public static final int S_HEARTBEAT_NS = 8;
   public static final int S_HOSTPID_SOURCE = 16;
 
+  /**
+   * The {@code procs[i].pid} the entry describes; 0 in files written before the tag existed.
+   * HAMi-core's compaction moves {@code procs[]} without moving the extension, so an entry whose
+   * tag names another process is stale.
+   */
+  public static final int S_PID_TAG = 20;
+
   /** Size of a file with the extension block: {@code VGPU_REGION_FILE_SIZE}. */
   public static final long FILE_SIZE = OFFSET + SIZE;
 

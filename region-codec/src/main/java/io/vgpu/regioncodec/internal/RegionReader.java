@@ -267,8 +267,12 @@ public final class RegionReader {
             new DeviceUsage(
                 d, usage[k], usage[k + 1], usage[k + 2], usage[k + 3], usage[k + 4], usage[k + 5]);
       }
+      int pidTag =
+          hasExtension ? Access.intAcquire(s, Extension.slot(index, Extension.S_PID_TAG)) : 0;
+      // A stale entry (its tag names another process) would lend this slot another process's
+      // start time and heartbeat: a live process would look like a reused pid.
       Optional<SlotExtension> extension =
-          hasExtension
+          hasExtension && (pidTag == 0 || pidTag == pid)
               ? Optional.of(
                   new SlotExtension(
                       Access.longAcquire(s, Extension.slot(index, Extension.S_START_TIME_TICKS)),
