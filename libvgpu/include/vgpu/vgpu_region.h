@@ -226,6 +226,9 @@ typedef struct {
   .slot_util = offsetof(vgpu_proc_slot_t, device_util), .util_stride = sizeof(vgpu_device_util_t), \
   .slot_status = offsetof(vgpu_proc_slot_t, status), .writable = 1
 
+/* C only: C++ (the GPU probes built with nvcc) has no array designators or out-of-order
+ * designated initializers, and needs only the struct definitions above. */
+#ifndef __cplusplus
 static const vgpu_layout_t VGPU_LAYOUTS[VGPU_LAYOUT_COUNT] __attribute__((unused)) = {
     [VGPU_LAYOUT_L0A] = {.id = VGPU_LAYOUT_L0A, .label = "L0a", .struct_size = 804680,
                          .off_major = VGPU_NO_FIELD, .off_minor = VGPU_NO_FIELD, .off_owner_pid = 8,
@@ -290,6 +293,7 @@ static inline const vgpu_layout_t *vgpu_detect_layout(const uint8_t *base, size_
   *why = size >= sizeof(vgpu_region_t) ? "unknown region major version" : "unknown region file size";
   return NULL;
 }
+#endif /* !__cplusplus */
 
 /*
  * libvgpu's slot-table lock: an fcntl write lock on this one byte of the cache file (the kernel
