@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Deploy checks that need no JVM: the alert rules (promtool check + unit tests, one test file per
-# alert with a firing and a quiet case) and the Grafana dashboard's type-check against
+# Deploy checks that need no JVM: the alert and recording rules (promtool check + unit tests, one
+# test file per alert with a firing and a quiet case, one test evaluating every recording rule) and the Grafana dashboard's type-check against
 # @grafana/schema. The Helm chart, rendered manifests and dashboard-vs-Prometheus checks are JUnit
 # tests in exporter/src/test/java/io/vgpu/exporter/deploy (they run in `mvn install`).
 set -uo pipefail
@@ -16,6 +16,10 @@ if promtool check rules "$rules" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "p
 # Every alert has its own test file, and every test file passes.
 for alert in $(grep -oP '^\s*- alert: \K\w+' "$rules"); do
   if grep -lq "alertname: $alert\$" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test for alert $alert"; fi
+done
+# Every recording rule is evaluated by a promtool test against hand-worked values.
+for record in $(grep -oP '^\s*- record: \K\S+' "$rules"); do
+  if grep -qF -- "- expr: $record" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test evaluates recording rule $record"; fi
 done
 for t in deploy/rules/tests/*.test.yaml; do
   if promtool test rules "$t" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "promtool test rules $t"; cat /tmp/test-deploy.$$; fi
