@@ -33,14 +33,17 @@ if [ "$(readlink -f "$link")" = "$(readlink -f grafana/vgpu-exporter.json)" ]; t
 
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).
-if jq -e . grafana/vgpu-exporter.json >/dev/null; then ok; else bad "grafana/vgpu-exporter.json is not JSON"; fi
-if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \
-      || { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.copy; }; } \
-      && node typecheck.mjs ../vgpu-exporter.json) >/tmp/test-deploy.$$ 2>&1; then
-  ok
-else
-  bad "dashboard type-check against @grafana/schema"; cat /tmp/test-deploy.$$
-fi
+# The same for the cluster dashboard (its queries are run against Prometheus by scripts/fleet-bench.sh --check).
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+  if jq -e . "grafana/$dash" >/dev/null; then ok; else bad "grafana/$dash is not JSON"; fi
+  if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \
+        || { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.copy; }; } \
+        && node typecheck.mjs "../$dash") >/tmp/test-deploy.$$ 2>&1; then
+    ok
+  else
+    bad "dashboard $dash type-check against @grafana/schema"; cat /tmp/test-deploy.$$
+  fi
+done
 # vgpu-install (the installer DaemonSet's process): atomic replacement and refusals.
 t="$(mktemp -d)"
 if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.c; then
