@@ -11,7 +11,8 @@
 #
 # Environment: NODES, GPUS (8), CONTAINERS (128), IDLE (containers per node holding memory without
 # kernels, 8), SCRAPE (15s), MEASURE_AFTER (seconds of scraping before measuring, 240), BASE_PORT
-# (19400), DEMO_JAVA_OPTS (JVM flags of each demo, default the launcher's). Needs `make build`
+# (19400), TICK (how often each demo's usage moves, 5s: the simulation, not the exporter, is what
+# would load a small machine), DEMO_JAVA_OPTS (JVM flags of each demo, default the launcher's). Needs `make build`
 # (exporter jar and libvgpu fakes), prometheus and promtool, curl, jq. 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,7 @@ IDLE="${IDLE:-8}"
 SCRAPE="${SCRAPE:-15s}"
 MEASURE_AFTER="${MEASURE_AFTER:-240}"
 BASE_PORT="${BASE_PORT:-19400}"
+TICK="${TICK:-5s}"
 CHECK_DEADLINE="${CHECK_DEADLINE:-90}"
 
 fake_nvml="$repo/libvgpu/build/fake/libnvidia-ml.so.1"
@@ -53,8 +55,9 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$work"' EXIT
 
-# Sum of VmRSS (KiB) of the given pids and of their descendants separately.
+# Sum of VmRSS and of Pss (KiB; shared pages split among their users) of the given pids.
 rss_kib() { awk '/^VmRSS:/ {s += $2} END {print s + 0}' $(printf '/proc/%s/status ' "$@") 2>/dev/null; }
+pss_kib() { awk '/^Pss:/ {s += $2} END {print s + 0}' $(printf '/proc/%s/smaps_rollup ' "$@") 2>/dev/null; }
 descendants() {
   local p c
   for p in "$@"; do
@@ -83,15 +86,18 @@ start_fleet() { # N
       --containers "$CONTAINERS" --gpus "$GPUS" --processes-per-container 1 --idle-containers "$IDLE" \
       --gpu-model "$model" --fake-nvml-config "$work/node-$i/nvml.conf" \
       --nvml=true --nvml.library="$fake_nvml" --attribution.leak-after=60s \
+      --tick-interval "$TICK" --log.level=warn \
       >"$work/node-$i/log" 2>&1 &
     pids+=($!)
     demo_pids+=($!)
     # Staggered: JVM start-up is the expensive part on a small machine.
     ((i % 5 == 4)) && sleep 2
   done
-  local deadline=$((SECONDS + 120 + 6 * n))
+  local deadline=$((SECONDS + 300 + 10 * n))
   for ((i = 0; i < n; i++)); do
-    until curl -sf "http://127.0.0.1:$((BASE_PORT + i))/metrics" 2>/dev/null | grep -q '^vgpu_gpu_memory_total_bytes'; do
+    # To a file, not into `grep -q`: grep stops at the first match and curl's failed write would
+    # fail the pipeline under pipefail.
+    until curl -sf -o "$work/probe" "http://127.0.0.1:$((BASE_PORT + i))/metrics" && grep -q '^vgpu_gpu_memory_total_bytes' "$work/probe"; do
       kill -0 "${demo_pids[$i]}" 2>/dev/null || { echo "demo node $i exited:"; tail -20 "$work/node-$i/log"; return 1; }
       ((SECONDS < deadline)) || { echo "demo node $i not serving GPU metrics in time"; tail -20 "$work/node-$i/log"; return 1; }
       sleep 1
@@ -177,7 +183,7 @@ run_check() {
 }
 
 run_bench() { # N
-  local n="$1" t0 rss_demo rss_children nchildren
+  local n="$1" t0 rss_demo nchildren
   echo "== N=$n nodes ($GPUS GPUs x $CONTAINERS containers, $IDLE idle), scrape $SCRAPE; load $(cut -d' ' -f1-3 /proc/loadavg)"
   t0=$SECONDS
   start_fleet "$n"
@@ -194,10 +200,12 @@ run_bench() { # N
   local result
   if result="$(check_dashboard)"; then dash="all $(queries_total) return data"; else dash="EMPTY: $result"; fi
   rss_demo="$(rss_kib "${demo_pids[@]}")"
+  pss_demo="$(pss_kib "${demo_pids[@]}")"
   mapfile -t kids < <(descendants "${demo_pids[@]}")
   nchildren="${#kids[@]}"
-  rss_children="$( ((nchildren)) && rss_kib "${kids[@]}" || echo 0)"
-  local head rec prom_rss heap eval_p samples sdur
+  pss_children=0
+  if ((nchildren)); then pss_children="$(pss_kib "${kids[@]}")"; fi
+  local head rec prom_rss heap eval_p samples sdur pss_demo pss_children
   head="$(scalar 'prometheus_tsdb_head_series')"
   rec="$(scalar 'count({__name__=~"[a-z_]+:vgpu_[a-z_]+:[a-z0-9_]+"})')"
   prom_rss="$(scalar 'process_resident_memory_bytes{job="prometheus"}')"
@@ -210,8 +218,8 @@ run_bench() { # N
   printf '   Prometheus: head series %s (recording-rule outputs %s), RSS %.0f MiB, Go heap in use %.0f MiB\n' \
     "$head" "$rec" "$(jq -n "$prom_rss / 1048576")" "$(jq -n "$heap / 1048576")"
   printf '   rule groups (last evaluation): %s\n' "$eval_p"
-  printf '   demo JVMs: %d, RSS %.0f MiB total (%.0f MiB each); %d simulated container processes, RSS %.0f MiB\n' \
-    "$n" "$(jq -n "$rss_demo / 1024")" "$(jq -n "$rss_demo / 1024 / $n")" "$nchildren" "$(jq -n "$rss_children / 1024")"
+  printf '   demo JVMs: %d, RSS %.0f MiB each (PSS %.0f MiB each, %.0f MiB in all); %d simulated container processes, PSS %.0f MiB in all\n' \
+    "$n" "$(jq -n "$rss_demo / 1024 / $n")" "$(jq -n "$pss_demo / 1024 / $n")" "$(jq -n "$pss_demo / 1024")" "$nchildren" "$(jq -n "$pss_children / 1024")"
   printf '   dashboard: %s\n' "$dash"
   printf '   load after: %s, measured after %s s of scraping\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$MEASURE_AFTER"
   stop_all

@@ -82,6 +82,14 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   Path fakeNvmlConfig;
 
   @Option(
+      names = "--tick-interval",
+      description =
+          "How often the simulated usage moves and kernels launch (default ${DEFAULT-VALUE}); a"
+              + " fleet of demo nodes on one machine uses a longer one.",
+      defaultValue = "1s")
+  String tickInterval;
+
+  @Option(
       names = "--gpu-model",
       description =
           "GPU name in the fake NVML script, no blanks (default ${DEFAULT-VALUE}); a <n>GB in it"
@@ -116,6 +124,11 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     values.putIfAbsent(Flags.NVML.name(), "false");
     ExporterConfig config = ExporterConfig.resolve(values, Map.of());
     Duration stopAfter = io.vgpu.exporter.config.Parsers.duration(duration);
+    long tickMillis = io.vgpu.exporter.config.Parsers.duration(tickInterval).toMillis();
+    if (tickMillis < 100) {
+      throw new io.vgpu.exporter.config.ConfigException(
+          "--tick-interval must be at least 100ms, was " + tickInterval);
+    }
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
     DemoNode node =
         DemoNode.create(
@@ -167,9 +180,9 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
                 .warn("msg=\"demo tick failed\" error=\"{}\"", e.toString());
           }
         },
-        1,
-        1,
-        TimeUnit.SECONDS);
+        tickMillis,
+        tickMillis,
+        TimeUnit.MILLISECONDS);
     spec.commandLine()
         .getOut()
         .printf(
