@@ -86,14 +86,14 @@ start_fleet() { # N
       --containers "$CONTAINERS" --gpus "$GPUS" --processes-per-container 1 --idle-containers "$IDLE" \
       --gpu-model "$model" --fake-nvml-config "$work/node-$i/nvml.conf" \
       --nvml=true --nvml.library="$fake_nvml" --attribution.leak-after=60s \
-      --tick-interval "$TICK" --log.level=warn \
+      --tick-interval "$TICK" --log.level=warn --pid-namespaces=false \
       >"$work/node-$i/log" 2>&1 &
     pids+=($!)
     demo_pids+=($!)
     # Staggered: JVM start-up is the expensive part on a small machine.
     ((i % 5 == 4)) && sleep 2
   done
-  local deadline=$((SECONDS + 300 + 10 * n))
+  local deadline=$((SECONDS + 300 + 20 * n))
   for ((i = 0; i < n; i++)); do
     # To a file, not into `grep -q`: grep stops at the first match and curl's failed write would
     # fail the pipeline under pipefail.
@@ -183,7 +183,7 @@ run_check() {
 }
 
 run_bench() { # N
-  local n="$1" t0 rss_demo nchildren
+  local n="$1" t0 rss_demo pss_demo pss_children nchildren
   echo "== N=$n nodes ($GPUS GPUs x $CONTAINERS containers, $IDLE idle), scrape $SCRAPE; load $(cut -d' ' -f1-3 /proc/loadavg)"
   t0=$SECONDS
   start_fleet "$n"
@@ -205,7 +205,7 @@ run_bench() { # N
   nchildren="${#kids[@]}"
   pss_children=0
   if ((nchildren)); then pss_children="$(pss_kib "${kids[@]}")"; fi
-  local head rec prom_rss heap eval_p samples sdur pss_demo pss_children
+  local head rec prom_rss heap eval_p samples sdur
   head="$(scalar 'prometheus_tsdb_head_series')"
   rec="$(scalar 'count({__name__=~"[a-z_]+:vgpu_[a-z_]+:[a-z0-9_]+"})')"
   prom_rss="$(scalar 'process_resident_memory_bytes{job="prometheus"}')"

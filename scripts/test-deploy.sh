@@ -28,8 +28,10 @@ done
 # The chart's PrometheusRule must read the same file, not a copy.
 link=deploy/helm/vgpu-exporter/files/vgpu-exporter.rules.yaml
 if [ "$(readlink -f "$link")" = "$(readlink -f "$rules")" ]; then ok; else bad "$link is not a link to $rules"; fi
-link=deploy/helm/vgpu-exporter/files/vgpu-exporter.json
-if [ "$(readlink -f "$link")" = "$(readlink -f grafana/vgpu-exporter.json)" ]; then ok; else bad "$link is not a link to grafana/vgpu-exporter.json"; fi
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+  link=deploy/helm/vgpu-exporter/files/$dash
+  if [ "$(readlink -f "$link")" = "$(readlink -f "grafana/$dash")" ]; then ok; else bad "$link is not a link to grafana/$dash"; fi
+done
 
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).

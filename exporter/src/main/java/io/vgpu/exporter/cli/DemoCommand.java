@@ -82,6 +82,15 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   Path fakeNvmlConfig;
 
   @Option(
+      names = "--pid-namespaces",
+      description =
+          "Run each simulated process in its own PID namespace when root, as in a real pod"
+              + " (default ${DEFAULT-VALUE}); false starts many demo nodes on one machine faster.",
+      defaultValue = "true",
+      arity = "1")
+  boolean pidNamespaces;
+
+  @Option(
       names = "--tick-interval",
       description =
           "How often the simulated usage moves and kernels launch (default ${DEFAULT-VALUE}); a"
@@ -132,7 +141,12 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
     DemoNode node =
         DemoNode.create(
-            config.cacheRoot(), containers, gpus, processesPerContainer, idleContainers);
+            config.cacheRoot(),
+            containers,
+            gpus,
+            processesPerContainer,
+            idleContainers,
+            pidNamespaces);
     if (fakeNvmlConfig != null) {
       node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
     }

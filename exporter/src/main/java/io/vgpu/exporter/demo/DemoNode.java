@@ -95,7 +95,7 @@ public final class DemoNode implements AutoCloseable {
    * @param containers how many running containers to simulate (1-{@value #MAX_CONTAINERS})
    */
   public static DemoNode create(Path root, int containers) throws IOException {
-    return create(root, containers, 2, 0, 0);
+    return create(root, containers, 2, 0, 0, true);
   }
 
   /**
@@ -109,9 +109,17 @@ public final class DemoNode implements AutoCloseable {
    * @param idleContainers how many of the running containers (the last ones) hold memory but launch
    *     no kernels: their last kernel is two hours before the node started (an idle notebook, a
    *     leak), their SM utilization 0
+   * @param pidNamespaces put each process in its own PID namespace when running as root (as in a
+   *     real pod); false spawns plain processes, which starts many demo nodes on one machine much
+   *     faster
    */
   public static DemoNode create(
-      Path root, int containers, int gpus, int processesPerContainer, int idleContainers)
+      Path root,
+      int containers,
+      int gpus,
+      int processesPerContainer,
+      int idleContainers,
+      boolean pidNamespaces)
       throws IOException {
     if (containers < 1 || containers > MAX_CONTAINERS) {
       throw new IllegalArgumentException(
@@ -129,7 +137,7 @@ public final class DemoNode implements AutoCloseable {
           "idle containers must be 0-" + containers + ", was " + idleContainers);
     }
     Files.createDirectories(root);
-    boolean ns = canUseNamespaces();
+    boolean ns = pidNamespaces && canUseNamespaces();
     DemoNode node = new DemoNode(root, ns, gpus);
     LOG.info(
         "msg=\"demo node\" root=\"{}\" containers={} gpus={} pid_namespaces={}",
