@@ -13,7 +13,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench fmt lint clean libvgpu soak soak-apiserver stress image-test
+.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet fmt lint clean libvgpu soak soak-apiserver stress image-test
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,6 +37,7 @@ test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite 
 	$(MVN) install
 	@scripts/test-scripts.sh
 	@scripts/test-deploy.sh
+	@scripts/fleet-bench.sh --check
 	@deploy/image/image-test.sh
 
 test-java: ## the Java suite only
@@ -56,6 +57,12 @@ demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
 bench: ## JMH and C benchmarks (numbers go in README)
 	$(need_jdk)
 	@scripts/bench.sh
+
+bench-fleet: ## N simulated nodes (NODES="10 50") scraped by one Prometheus with the rules: series, bytes, Prometheus memory, rule time (README "Fleet")
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	@scripts/fleet-bench.sh
 
 fmt: ## apply google-java-format (and clang-format for C)
 	$(need_jdk)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Deploy checks that need no JVM: the alert rules (promtool check + unit tests, one test file per
-# alert with a firing and a quiet case) and the Grafana dashboard's type-check against
+# Deploy checks that need no JVM: the alert and recording rules (promtool check + unit tests, one
+# test file per alert with a firing and a quiet case, one test evaluating every recording rule) and the Grafana dashboard's type-check against
 # @grafana/schema. The Helm chart, rendered manifests and dashboard-vs-Prometheus checks are JUnit
 # tests in exporter/src/test/java/io/vgpu/exporter/deploy (they run in `mvn install`).
 set -uo pipefail
@@ -17,6 +17,10 @@ if promtool check rules "$rules" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "p
 for alert in $(grep -oP '^\s*- alert: \K\w+' "$rules"); do
   if grep -lq "alertname: $alert\$" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test for alert $alert"; fi
 done
+# Every recording rule is evaluated by a promtool test against hand-worked values.
+for record in $(grep -oP '^\s*- record: \K\S+' "$rules"); do
+  if grep -qF -- "- expr: $record" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test evaluates recording rule $record"; fi
+done
 for t in deploy/rules/tests/*.test.yaml; do
   if promtool test rules "$t" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "promtool test rules $t"; cat /tmp/test-deploy.$$; fi
 done
@@ -24,19 +28,24 @@ done
 # The chart's PrometheusRule must read the same file, not a copy.
 link=deploy/helm/vgpu-exporter/files/vgpu-exporter.rules.yaml
 if [ "$(readlink -f "$link")" = "$(readlink -f "$rules")" ]; then ok; else bad "$link is not a link to $rules"; fi
-link=deploy/helm/vgpu-exporter/files/vgpu-exporter.json
-if [ "$(readlink -f "$link")" = "$(readlink -f grafana/vgpu-exporter.json)" ]; then ok; else bad "$link is not a link to grafana/vgpu-exporter.json"; fi
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+  link=deploy/helm/vgpu-exporter/files/$dash
+  if [ "$(readlink -f "$link")" = "$(readlink -f "grafana/$dash")" ]; then ok; else bad "$link is not a link to grafana/$dash"; fi
+done
 
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).
-if jq -e . grafana/vgpu-exporter.json >/dev/null; then ok; else bad "grafana/vgpu-exporter.json is not JSON"; fi
-if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \
-      || { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.copy; }; } \
-      && node typecheck.mjs ../vgpu-exporter.json) >/tmp/test-deploy.$$ 2>&1; then
-  ok
-else
-  bad "dashboard type-check against @grafana/schema"; cat /tmp/test-deploy.$$
-fi
+# The same for the cluster dashboard (its queries are run against Prometheus by scripts/fleet-bench.sh --check).
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+  if jq -e . "grafana/$dash" >/dev/null; then ok; else bad "grafana/$dash is not JSON"; fi
+  if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \
+        || { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.copy; }; } \
+        && node typecheck.mjs "../$dash") >/tmp/test-deploy.$$ 2>&1; then
+    ok
+  else
+    bad "dashboard $dash type-check against @grafana/schema"; cat /tmp/test-deploy.$$
+  fi
+done
 # vgpu-install (the installer DaemonSet's process): atomic replacement and refusals.
 t="$(mktemp -d)"
 if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.c; then

@@ -40,9 +40,71 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
 
   @Option(
       names = "--containers",
-      description = "Running containers to simulate, 1-50 (default ${DEFAULT-VALUE}).",
+      description =
+          "Running containers to simulate, 1-"
+              + io.vgpu.exporter.demo.DemoNode.MAX_CONTAINERS
+              + " (default ${DEFAULT-VALUE}).",
       defaultValue = "6")
   int containers;
+
+  @Option(
+      names = "--gpus",
+      description =
+          "GPUs of the simulated node, 1-"
+              + io.vgpu.exporter.demo.DemoNode.MAX_GPUS
+              + " (default ${DEFAULT-VALUE}). Every third container uses two GPUs, the others one.",
+      defaultValue = "2")
+  int gpus;
+
+  @Option(
+      names = "--processes-per-container",
+      description =
+          "Live processes of each running container, 1-3; 0 (the default) varies them from 1 to 3"
+              + " by container.",
+      defaultValue = "0")
+  int processesPerContainer;
+
+  @Option(
+      names = "--idle-containers",
+      description =
+          "How many running containers (the last ones) hold GPU memory without launching kernels"
+              + " (default ${DEFAULT-VALUE}).",
+      defaultValue = "0")
+  int idleContainers;
+
+  @Option(
+      names = "--fake-nvml-config",
+      description =
+          "Keep this file a script for the repository's fake libnvidia-ml matching the simulation"
+              + " (GPUs, the containers' processes and their samples, one process of no"
+              + " container); run with FAKE_NVML_CONFIG=<the same file> --nvml"
+              + " --nvml.library=libvgpu/build/fake/libnvidia-ml.so.1. Default: none.")
+  Path fakeNvmlConfig;
+
+  @Option(
+      names = "--pid-namespaces",
+      description =
+          "Run each simulated process in its own PID namespace when root, as in a real pod"
+              + " (default ${DEFAULT-VALUE}); false starts many demo nodes on one machine faster.",
+      defaultValue = "true",
+      arity = "1")
+  boolean pidNamespaces;
+
+  @Option(
+      names = "--tick-interval",
+      description =
+          "How often the simulated usage moves and kernels launch (default ${DEFAULT-VALUE}); a"
+              + " fleet of demo nodes on one machine uses a longer one.",
+      defaultValue = "1s")
+  String tickInterval;
+
+  @Option(
+      names = "--gpu-model",
+      description =
+          "GPU name in the fake NVML script, no blanks (default ${DEFAULT-VALUE}); a <n>GB in it"
+              + " sets the memory total.",
+      defaultValue = "NVIDIA_H100_80GB_HBM3")
+  String gpuModel;
 
   @Option(
       names = "--duration",
@@ -71,8 +133,23 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     values.putIfAbsent(Flags.NVML.name(), "false");
     ExporterConfig config = ExporterConfig.resolve(values, Map.of());
     Duration stopAfter = io.vgpu.exporter.config.Parsers.duration(duration);
+    long tickMillis = io.vgpu.exporter.config.Parsers.duration(tickInterval).toMillis();
+    if (tickMillis < 100) {
+      throw new io.vgpu.exporter.config.ConfigException(
+          "--tick-interval must be at least 100ms, was " + tickInterval);
+    }
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
-    DemoNode node = DemoNode.create(config.cacheRoot(), containers);
+    DemoNode node =
+        DemoNode.create(
+            config.cacheRoot(),
+            containers,
+            gpus,
+            processesPerContainer,
+            idleContainers,
+            pidNamespaces);
+    if (fakeNvmlConfig != null) {
+      node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
+    }
     // Same wiring as serve: attribution (and NVML, when --nvml is on) runs in the demo too.
     ExporterApp app =
         io.vgpu.exporter.attribution.AttributionModule.wire(
@@ -109,14 +186,17 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
         () -> {
           try {
             node.tick();
+            if (fakeNvmlConfig != null) {
+              node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
+            }
           } catch (java.io.IOException | RuntimeException e) {
             org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
                 .warn("msg=\"demo tick failed\" error=\"{}\"", e.toString());
           }
         },
-        1,
-        1,
-        TimeUnit.SECONDS);
+        tickMillis,
+        tickMillis,
+        TimeUnit.MILLISECONDS);
     spec.commandLine()
         .getOut()
         .printf(

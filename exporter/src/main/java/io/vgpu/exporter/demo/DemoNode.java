@@ -44,9 +44,17 @@ public final class DemoNode implements AutoCloseable {
   private static final long MIB = 1L << 20;
   private static final long LAST_KERNEL_OFFSET = 2_008_912L;
   private static final long EXT_DEVICES_OFFSET = 2_008_960L + 448L;
-  static final List<String> GPUS =
-      List.of(
-          "GPU-5d0d3c6a-0000-4d3e-9a43-000000000000", "GPU-5d0d3c6a-0001-4d3e-9a43-000000000001");
+
+  /** Most GPUs a demo node can have (the fake NVML's device limit). */
+  public static final int MAX_GPUS = 16;
+
+  /** Most running containers a demo node can have. */
+  public static final int MAX_CONTAINERS = 256;
+
+  /** The demo's GPU UUIDs: index {@code g} is {@code GPU-5d0d3c6a-<g:04x>-4d3e-9a43-<g:012x>}. */
+  public static String gpuUuid(int g) {
+    return "GPU-5d0d3c6a-%04x-4d3e-9a43-%012x".formatted(g, g);
+  }
 
   /** One simulated container. */
   private record Sim(
@@ -59,37 +67,84 @@ public final class DemoNode implements AutoCloseable {
       long limitBytes,
       int smLimit,
       List<Child> children,
-      double phase) {}
+      double phase,
+      boolean idle) {}
 
   /** A real child process and its pid as its namespace sees it. */
   private record Child(Process process, int hostPid, int nsPid) {}
 
   private final Path root;
   private final boolean namespaces;
+  private final List<String> gpus;
+  private final long startEpochSeconds = Instant.now().getEpochSecond();
   private final List<Sim> sims = new ArrayList<>();
   private final StaticMetadataSource metadata;
   private final Random random = new Random(42);
   private long ticks;
 
-  private DemoNode(Path root, boolean namespaces) {
+  private DemoNode(Path root, boolean namespaces, int gpus) {
     this.root = root;
     this.namespaces = namespaces;
-    this.metadata = StaticMetadataSource.of(List.of(), demoNodeMeta());
+    this.gpus = java.util.stream.IntStream.range(0, gpus).mapToObj(DemoNode::gpuUuid).toList();
+    this.metadata = StaticMetadataSource.of(List.of(), demoNodeMeta(gpus));
+  }
+
+  /**
+   * Creates the default node (2 GPUs, 1 to 3 processes per container) under {@code root}.
+   *
+   * @param containers how many running containers to simulate (1-{@value #MAX_CONTAINERS})
+   */
+  public static DemoNode create(Path root, int containers) throws IOException {
+    return create(root, containers, 2, 0, 0, true);
   }
 
   /**
    * Creates the node under {@code root} (created if missing).
    *
-   * @param containers how many running containers to simulate (1-50)
+   * @param containers how many running containers to simulate (1-{@value #MAX_CONTAINERS})
+   * @param gpus GPUs of the node (1-{@value #MAX_GPUS}); every third container uses two of them,
+   *     the others one, spread evenly
+   * @param processesPerContainer live processes of each running container (1-3), or 0 for 1 to 3
+   *     varying by container (the default node)
+   * @param idleContainers how many of the running containers (the last ones) hold memory but launch
+   *     no kernels: their last kernel is two hours before the node started (an idle notebook, a
+   *     leak), their SM utilization 0
+   * @param pidNamespaces put each process in its own PID namespace when running as root (as in a
+   *     real pod); false spawns plain processes, which starts many demo nodes on one machine much
+   *     faster
    */
-  public static DemoNode create(Path root, int containers) throws IOException {
-    if (containers < 1 || containers > 50) {
-      throw new IllegalArgumentException("containers must be 1-50, was " + containers);
+  public static DemoNode create(
+      Path root,
+      int containers,
+      int gpus,
+      int processesPerContainer,
+      int idleContainers,
+      boolean pidNamespaces)
+      throws IOException {
+    if (containers < 1 || containers > MAX_CONTAINERS) {
+      throw new IllegalArgumentException(
+          "containers must be 1-" + MAX_CONTAINERS + ", was " + containers);
+    }
+    if (gpus < 1 || gpus > MAX_GPUS) {
+      throw new IllegalArgumentException("gpus must be 1-" + MAX_GPUS + ", was " + gpus);
+    }
+    if (processesPerContainer < 0 || processesPerContainer > 3) {
+      throw new IllegalArgumentException(
+          "processes per container must be 0 (varying) or 1-3, was " + processesPerContainer);
+    }
+    if (idleContainers < 0 || idleContainers > containers) {
+      throw new IllegalArgumentException(
+          "idle containers must be 0-" + containers + ", was " + idleContainers);
     }
     Files.createDirectories(root);
-    boolean ns = canUseNamespaces();
-    DemoNode node = new DemoNode(root, ns);
-    LOG.info("msg=\"demo node\" root=\"{}\" containers={} pid_namespaces={}", root, containers, ns);
+    boolean ns = pidNamespaces && canUseNamespaces();
+    DemoNode node = new DemoNode(root, ns, gpus);
+    LOG.info(
+        "msg=\"demo node\" root=\"{}\" containers={} gpus={} pid_namespaces={}",
+        root,
+        containers,
+        gpus,
+        ns);
     String[][] names = {
       {"ml", "train-resnet-0", "trainer"},
       {"ml", "train-resnet-0", "sidecar-logger"},
@@ -104,7 +159,10 @@ public final class DemoNode implements AutoCloseable {
       String uid =
           UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(java.nio.charset.StandardCharsets.UTF_8))
               .toString();
-      List<Integer> devs = i % 3 == 0 ? List.of(0, 1) : List.of(i % 2);
+      // With 2 GPUs: every third container on both, the others alternating (the default node).
+      int first = (2 * (i / 3)) % gpus;
+      List<Integer> devs =
+          i % 3 == 0 && gpus > 1 ? List.of(first, (first + 1) % gpus) : List.of(i % gpus);
       node.addContainer(
           uid,
           n[0],
@@ -113,8 +171,9 @@ public final class DemoNode implements AutoCloseable {
           devs,
           (2L + i % 4) * 1024 * MIB,
           20 + 10 * (i % 5),
-          1 + i % 3,
-          "Running");
+          processesPerContainer == 0 ? 1 + i % 3 : processesPerContainer,
+          "Running",
+          i >= containers - idleContainers);
     }
     // A finished pod (Succeeded) whose directory is still there: exported as finished, no usage.
     node.addContainer(
@@ -127,7 +186,8 @@ public final class DemoNode implements AutoCloseable {
         1024 * MIB,
         50,
         0,
-        "Succeeded");
+        "Succeeded",
+        false);
     // A directory whose pod no longer exists: exported as stale after the grace period.
     node.addContainer(
         UUID.nameUUIDFromBytes("demo-gone".getBytes(java.nio.charset.StandardCharsets.UTF_8))
@@ -135,11 +195,12 @@ public final class DemoNode implements AutoCloseable {
         null,
         "deleted-pod",
         "main",
-        List.of(1),
+        List.of(1 % gpus),
         1024 * MIB,
         100,
         0,
-        null);
+        null,
+        false);
     node.tick();
     return node;
   }
@@ -156,12 +217,12 @@ public final class DemoNode implements AutoCloseable {
     }
   }
 
-  private static NodeMeta demoNodeMeta() {
+  private static NodeMeta demoNodeMeta(int gpus) {
     return new NodeMeta(
         true,
         Optional.of(Instant.now()),
         Optional.of("Reported_demo"),
-        OptionalInt.of(GPUS.size()),
+        OptionalInt.of(gpus),
         false);
   }
 
@@ -174,7 +235,8 @@ public final class DemoNode implements AutoCloseable {
       long limit,
       int smLimit,
       int processes,
-      String phase)
+      String phase,
+      boolean idle)
       throws IOException {
     Path dir = root.resolve(uid + "_" + container);
     Files.createDirectories(dir);
@@ -186,7 +248,7 @@ public final class DemoNode implements AutoCloseable {
     RegionSpec.Builder spec = RegionSpec.builder(Layout.V1_2);
     List<ExtensionDevice> ext = new ArrayList<>();
     for (int d = 0; d < devices.size(); d++) {
-      spec.device(GPUS.get(devices.get(d)), limit, smLimit);
+      spec.device(gpus.get(devices.get(d)), limit, smLimit);
       ext.add(ExtensionDevice.zero(d));
     }
     spec.extension(
@@ -205,7 +267,8 @@ public final class DemoNode implements AutoCloseable {
             limit,
             smLimit,
             children,
-            random.nextDouble() * 6.28);
+            random.nextDouble() * 6.28,
+            idle);
     sims.add(sim);
     if (namespace != null) {
       ContainerMeta cm =
@@ -322,10 +385,13 @@ public final class DemoNode implements AutoCloseable {
             long data =
                 (long) (s.limitBytes() * 0.6 / Math.max(1, s.children().size()) * wave) / MIB * MIB;
             long util =
-                Math.max(
-                    0,
-                    Math.min(
-                        100, Math.round(s.smLimit() * (0.6 + 0.4 * Math.sin(ticks / 5.0 + slot)))));
+                s.idle()
+                    ? 0
+                    : Math.max(
+                        0,
+                        Math.min(
+                            100,
+                            Math.round(s.smLimit() * (0.6 + 0.4 * Math.sin(ticks / 5.0 + slot)))));
             usage.add(
                 new DeviceUsage(
                     d,
@@ -354,7 +420,8 @@ public final class DemoNode implements AutoCloseable {
       try (FileChannel ch = FileChannel.open(s.file(), StandardOpenOption.WRITE)) {
         ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
         if (!s.children().isEmpty()) {
-          ch.write(b.putLong(0, now).rewind(), LAST_KERNEL_OFFSET);
+          long lastKernel = s.idle() ? startEpochSeconds - 7200 : now;
+          ch.write(b.putLong(0, lastKernel).rewind(), LAST_KERNEL_OFFSET);
         }
         for (int d = 0; d < s.devices().size(); d++) {
           long base = EXT_DEVICES_OFFSET + d * 64L;
@@ -371,6 +438,62 @@ public final class DemoNode implements AutoCloseable {
         }
       }
     }
+  }
+
+  /**
+   * Writes a script for the repository's fake libnvidia-ml ({@code FAKE_NVML_CONFIG}, see
+   * libvgpu/test/fake/fake_nvml.c) that matches this node: its GPUs as {@code model}, every child
+   * process of a running container as a compute process with a fresh utilization sample (none for
+   * idle containers), and this JVM as a GPU process of no container (unattributed). Written to a
+   * sibling and renamed, so the library never reads half a file.
+   *
+   * @param model GPU name without blanks (e.g. NVIDIA_H100_80GB_HBM3); a "<n>GB" in it sets the
+   *     memory total
+   */
+  public synchronized void writeFakeNvmlScript(Path file, String model) throws IOException {
+    if (!model.matches("[A-Za-z0-9_.-]{1,64}")) {
+      throw new IllegalArgumentException("GPU model must be 1-64 of [A-Za-z0-9_.-]: " + model);
+    }
+    java.util.regex.Matcher gb = java.util.regex.Pattern.compile("(\\d+)GB").matcher(model);
+    long total = (gb.find() ? Long.parseLong(gb.group(1)) : 80) << 30;
+    long nowMicros = System.currentTimeMillis() * 1000;
+    long[] used = new long[gpus.size()];
+    int[] util = new int[gpus.size()];
+    StringBuilder procs = new StringBuilder();
+    for (Sim s : sims) {
+      for (Child c : s.children()) {
+        int dev = s.devices().get(c.hostPid() % s.devices().size());
+        long bytes = s.limitBytes() / 2;
+        used[dev] += bytes;
+        procs.append("process %d pid=%d used=%d%n".formatted(dev, c.hostPid(), bytes));
+        if (!s.idle()) {
+          int sm = 5 + Math.floorMod(c.hostPid() + (int) ticks, 20);
+          util[dev] += sm;
+          procs.append(
+              "sample %d pid=%d sm=%d mem=5 ts=%d%n".formatted(dev, c.hostPid(), sm, nowMicros));
+        }
+      }
+    }
+    long self = ProcessHandle.current().pid();
+    procs.append("process 0 pid=%d used=%d%n".formatted(self, 1L << 30));
+    procs.append("sample 0 pid=%d sm=3 mem=1 ts=%d%n".formatted(self, nowMicros));
+    used[0] += 1L << 30;
+    util[0] += 3;
+    StringBuilder out = new StringBuilder();
+    for (int g = 0; g < gpus.size(); g++) {
+      out.append(
+          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20%n"
+              .formatted(
+                  g, gpus.get(g), model, total, Math.min(used[g], total), Math.min(100, util[g])));
+    }
+    out.append(procs);
+    Path next = file.resolveSibling(file.getFileName() + ".next");
+    Files.writeString(next, out);
+    Files.move(
+        next,
+        file,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
   }
 
   /** Stops every child and deletes the node's files. */

@@ -14,6 +14,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -83,5 +84,60 @@ class DemoNodeTest {
       }
     }
     assertThat(root).doesNotExist();
+  }
+
+  @Test
+  void fleetShape_spreadsContainersOverGpus_idleOnesLaunchNothing_fakeNvmlScriptMatches()
+      throws Exception {
+    Path root = tmp.resolve("fleet");
+    try (DemoNode node = DemoNode.create(root, 16, 8, 1, 2, false)) {
+      assertThat(node.childHostPids()).hasSize(16);
+      Path script = tmp.resolve("nvml.conf");
+      node.writeFakeNvmlScript(script, "NVIDIA_A100-SXM4-40GB");
+      List<String> lines = Files.readAllLines(script);
+      List<String> devices = lines.stream().filter(l -> l.startsWith("device ")).toList();
+      assertThat(devices).hasSize(8);
+      assertThat(devices.getFirst())
+          .startsWith("device 0 uuid=" + DemoNode.gpuUuid(0) + " name=NVIDIA_A100-SXM4-40GB")
+          .contains("total=" + (40L << 30));
+      // Every container process is a GPU process, plus this JVM (in no container).
+      assertThat(lines.stream().filter(l -> l.startsWith("process "))).hasSize(16 + 1);
+      // The two idle containers' processes have no utilization samples.
+      assertThat(lines.stream().filter(l -> l.startsWith("sample "))).hasSize(14 + 1);
+
+      ExporterConfig cfg =
+          ExporterConfig.defaults()
+              .with(Flags.CACHE_ROOT, root)
+              .with(Flags.WEB_LISTEN_PORT, 0)
+              .with(Flags.WEB_LISTEN_ADDRESS, "127.0.0.1")
+              .with(Flags.KUBERNETES, false)
+              .with(Flags.NVML, false)
+              .with(Flags.NODE_NAME, "demo-node")
+              .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
+      try (ExporterApp app = ExporterApp.builder(cfg).metadata(node.metadata()).build().start()) {
+        Await.until(Duration.ofSeconds(10), () -> app.discovery().current().filesMapped() == 18);
+        Samples s =
+            Samples.parse(
+                HttpClient.newHttpClient()
+                    .send(
+                        HttpRequest.newBuilder(
+                                URI.create("http://127.0.0.1:" + app.port() + "/metrics"))
+                            .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                    .body());
+        java.util.Set<String> gpusUsed = new java.util.TreeSet<>();
+        s.find("vgpu_container_memory_limit_bytes")
+            .forEach(x -> gpusUsed.add(x.labels().get("device_uuid")));
+        assertThat(gpusUsed).hasSize(8);
+        long now = java.time.Instant.now().getEpochSecond();
+        List<Double> lastKernels =
+            s.find("vgpu_container_last_kernel_timestamp_seconds").stream()
+                .map(Samples.Sample::value)
+                .toList();
+        assertThat(lastKernels.stream().filter(t -> t < now - 3600))
+            .as("idle containers")
+            .hasSize(2);
+      }
+    }
   }
 }

@@ -347,8 +347,11 @@ class ChartRenderTest {
     String json = Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter.json"));
 
     assertThat(cm.getMetadata().getLabels()).containsEntry("grafana_dashboard", "1");
-    assertThat(cm.getData()).containsOnlyKeys("vgpu-exporter.json");
+    assertThat(cm.getData()).containsOnlyKeys("vgpu-exporter.json", "vgpu-exporter-cluster.json");
     assertThat(cm.getData().get("vgpu-exporter.json").strip()).isEqualTo(json.strip());
+    String cluster =
+        Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter-cluster.json"));
+    assertThat(cm.getData().get("vgpu-exporter-cluster.json").strip()).isEqualTo(cluster.strip());
     if (c.sets().containsKey("dashboard.folder")) {
       assertThat(cm.getMetadata().getAnnotations())
           .containsEntry("grafana_folder", String.valueOf(c.sets().get("dashboard.folder")));

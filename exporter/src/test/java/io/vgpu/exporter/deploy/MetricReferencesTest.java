@@ -41,7 +41,12 @@ class MetricReferencesTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"deploy/rules/vgpu-exporter.rules.yaml", "grafana/vgpu-exporter.json"})
+  @ValueSource(
+      strings = {
+        "deploy/rules/vgpu-exporter.rules.yaml",
+        "grafana/vgpu-exporter.json",
+        "grafana/vgpu-exporter-cluster.json"
+      })
   void references_everyVgpuSeries_isAnExporterMetric(String file)
       throws IOException, IllegalAccessException {
     String text = Files.readString(HelmChart.repoRoot().resolve(file));
@@ -58,7 +63,12 @@ class MetricReferencesTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"deploy/rules/vgpu-exporter.rules.yaml", "grafana/vgpu-exporter.json"})
+  @ValueSource(
+      strings = {
+        "deploy/rules/vgpu-exporter.rules.yaml",
+        "grafana/vgpu-exporter.json",
+        "grafana/vgpu-exporter-cluster.json"
+      })
   void references_exporterJobMatcher_matchesTheJobTheServiceMonitorCreates(String file)
       throws IOException {
     String text = Files.readString(HelmChart.repoRoot().resolve(file)).replace("\\\"", "\"");

@@ -1,0 +1,282 @@
+package io.vgpu.exporter.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.attribution.AttributionModule;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.exporter.nvml.FakeNvml;
+import io.vgpu.exporter.testing.TestNode;
+import io.vgpu.exporter.testing.TestRegions;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The cardinality guard. A node's series count with the default collectors is exactly {@code fixed
+ * + perGpu x GPUs + perContainer x containers + perContainerGpu x containers x GPUs used}, and each
+ * term stays within the budget the README's "Fleet" section documents, which the fleet's Prometheus
+ * sizing is built on. Pod churn must leave nothing behind: after 500 pods came and went, the scrape
+ * has exactly the series it had before. Scrapes go through the real exporter (serve's wiring with
+ * NVML on, through the repository's fake libnvidia-ml; HTTP /metrics).
+ */
+class SeriesBudgetTest {
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final Pattern BUDGET_ROW =
+      Pattern.compile(
+          "^\\| series budget: (fixed per node|per GPU|per container|per container × GPU) \\| (\\d+) \\|",
+          Pattern.MULTILINE);
+  private static final Duration SETTLE = Duration.ofSeconds(20);
+
+  @TempDir Path tmp;
+
+  /**
+   * A running exporter over {@code root} whose pods are whatever {@code pods} holds, on a node
+   * whose NVML (the fake) reports {@code gpus} H100s.
+   */
+  private ExporterApp exporter(Path root, StaticMetadataSource pods, int gpus) throws IOException {
+    Path nvmlDir = Files.createTempDirectory(tmp, "nvml");
+    String[] devices = new String[gpus];
+    for (int g = 0; g < gpus; g++) {
+      devices[g] =
+          "device %d uuid=%s name=NVIDIA_H100_80GB_HBM3 total=85899345920 used=0 util=0 memutil=0"
+              .formatted(g, TestRegions.uuid(g));
+    }
+    FakeNvml.in(nvmlDir).write(devices);
+    ExporterConfig config =
+        ExporterConfig.defaults()
+            .with(Flags.CACHE_ROOT, root)
+            .with(Flags.WEB_LISTEN_PORT, 0)
+            .with(Flags.WEB_LISTEN_ADDRESS, "127.0.0.1")
+            .with(Flags.KUBERNETES, false)
+            .with(Flags.NVML, true)
+            .with(Flags.NVML_LIBRARY, FakeNvml.library().toString())
+            .with(Flags.NVML_SAMPLE_INTERVAL, Duration.ofMillis(200))
+            .with(Flags.NODE_NAME, "budget-node")
+            .with(Flags.RESCAN_INTERVAL, Duration.ofHours(1))
+            .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
+    return AttributionModule.wire(
+            AttributionModule.install(
+                    ExporterApp.builder(config).metadata(pods), config, InstantSource.system())
+                .build())
+        .start();
+  }
+
+  private static StaticMetadataSource noPods() {
+    return StaticMetadataSource.of(
+        List.of(),
+        new NodeMeta(
+            true, Optional.of(Instant.now()), Optional.of("Reported_x"), OptionalInt.of(8), false));
+  }
+
+  /** Series identities (name and labels) of one scrape. */
+  private static Set<String> scrape(ExporterApp app) throws IOException, InterruptedException {
+    HttpResponse<String> r =
+        HTTP.send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + "/metrics"))
+                .header("Accept", "text/plain; version=0.0.4")
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(r.statusCode()).isEqualTo(200);
+    Set<String> series = new TreeSet<>();
+    for (String line : r.body().lines().toList()) {
+      if (!line.isEmpty() && !line.startsWith("#")) {
+        series.add(line.substring(0, line.lastIndexOf(' ')));
+      }
+    }
+    return series;
+  }
+
+  private static long count(Set<String> series, String family) {
+    return series.stream().filter(s -> s.startsWith(family + "{")).count();
+  }
+
+  /**
+   * Rescans, then scrapes until NVML reports every GPU, the background attribution pass covers
+   * every running container, and two scrapes in a row agree.
+   */
+  private static Set<String> settledScrape(ExporterApp app, int gpus, int running)
+      throws Exception {
+    app.discovery().rescan();
+    long deadline = System.nanoTime() + SETTLE.toNanos();
+    Set<String> last = Set.of();
+    while (System.nanoTime() < deadline) {
+      Set<String> now = scrape(app);
+      if (now.equals(last)
+          && count(now, "vgpu_gpu_memory_total_bytes") == gpus
+          && count(now, "vgpu_container_memory_idle_seconds") == running) {
+        return now;
+      }
+      last = now;
+      Thread.sleep(250);
+    }
+    throw new AssertionError(
+        "scrape did not settle within %s (%d GPUs, %d containers expected): %s"
+            .formatted(SETTLE, gpus, running, last));
+  }
+
+  private static String addPod(
+      Path root, StaticMetadataSource pods, int n, int devices, String prefix) throws IOException {
+    String uid =
+        UUID.nameUUIDFromBytes((prefix + n).getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .toString();
+    TestRegions.write(
+        root,
+        uid,
+        "main",
+        "r.cache",
+        TestRegions.spec(devices, 4096, 50, new int[] {100_000 + n}, 512, 20, true));
+    pods.put(TestNode.pod(uid, "ns-" + n % 7, prefix + "-" + n, "Running", "main"));
+    return uid;
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    try (Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+  }
+
+  /**
+   * Series count of a node with {@code gpus} GPUs and {@code containers} running containers using
+   * {@code devices} of them each.
+   */
+  private long seriesOf(int gpus, int containers, int devices) throws Exception {
+    Path root = tmp.resolve("node-" + gpus + "-" + containers + "x" + devices);
+    Files.createDirectories(root);
+    StaticMetadataSource pods = noPods();
+    for (int i = 0; i < containers; i++) {
+      addPod(root, pods, i, devices, "budget");
+    }
+    try (ExporterApp app = exporter(root, pods, gpus)) {
+      return settledScrape(app, gpus, containers).size();
+    }
+  }
+
+  /** The budget rows of README "## Fleet": fixed per node, per container, per container × GPU. */
+  static Map<String, Long> documentedBudget() throws IOException {
+    String readme = Files.readString(HelmChart.repoRoot().resolve("README.md"));
+    int fleet = readme.indexOf("\n## Fleet");
+    assertThat(fleet).as("README has a \"## Fleet\" section").isPositive();
+    Matcher m = BUDGET_ROW.matcher(readme.substring(fleet));
+    Map<String, Long> budget = new LinkedHashMap<>();
+    while (m.find()) {
+      budget.put(m.group(1), Long.parseLong(m.group(2)));
+    }
+    assertThat(budget)
+        .as("README \"## Fleet\" budget rows")
+        .containsOnlyKeys("fixed per node", "per GPU", "per container", "per container × GPU");
+    return budget;
+  }
+
+  @Test
+  void seriesCount_isLinearInGpusContainersAndDevices_andWithinTheDocumentedBudget()
+      throws Exception {
+    long s41 = seriesOf(2, 4, 1);
+    long s81 = seriesOf(2, 8, 1);
+    long s42 = seriesOf(2, 4, 2);
+    long s82 = seriesOf(2, 8, 2);
+    long g4 = seriesOf(4, 4, 1);
+    long perGpu = (g4 - s41) / 2;
+    long perContainerDevice = (s42 - s41) / 4;
+    long perContainer = (s81 - s41) / 4 - perContainerDevice;
+    long fixed = s41 - 2 * perGpu - 4 * (perContainer + perContainerDevice);
+    String what =
+        ("measured: fixed %d + %d per GPU + %d per container + %d per container x GPU (2 GPUs"
+                + " 4x1: %d, 8x1: %d, 4x2: %d, 8x2: %d; 4 GPUs 4x1: %d series)")
+            .formatted(fixed, perGpu, perContainer, perContainerDevice, s41, s81, s42, s82, g4);
+    // Exactly linear: no family grows with pairs of containers, processes or time.
+    assertThat(s82)
+        .as(what)
+        .isEqualTo(fixed + 2 * perGpu + 8 * perContainer + 16 * perContainerDevice);
+    assertThat((s42 - s41) % 4).as(what).isZero();
+    assertThat((s81 - s41) % 4).as(what).isZero();
+    assertThat((g4 - s41) % 2).as(what).isZero();
+
+    Map<String, Long> budget = documentedBudget();
+    assertThat(perContainerDevice)
+        .as(
+            "series per container x GPU (README \"Fleet\" budget; raise it there only on purpose) %s",
+            what)
+        .isLessThanOrEqualTo(budget.get("per container × GPU"));
+    assertThat(perGpu)
+        .as("series per GPU (README \"Fleet\" budget) %s", what)
+        .isLessThanOrEqualTo(budget.get("per GPU"));
+    assertThat(perContainer)
+        .as("series per container (README \"Fleet\" budget) %s", what)
+        .isLessThanOrEqualTo(budget.get("per container"));
+    assertThat(fixed)
+        .as("fixed series per node (README \"Fleet\" budget) %s", what)
+        .isLessThanOrEqualTo(budget.get("fixed per node"));
+  }
+
+  @Test
+  void podChurn_500PodsComeAndGo_leavesTheSeriesExactlyAsBefore() throws Exception {
+    Path root = tmp.resolve("churn");
+    Files.createDirectories(root);
+    StaticMetadataSource pods = noPods();
+    for (int i = 0; i < 4; i++) {
+      addPod(root, pods, i, 2, "resident");
+    }
+    try (ExporterApp app = exporter(root, pods, 2)) {
+      Set<String> before = settledScrape(app, 2, 4);
+      int churned = 0;
+      // 10 waves of 50 pods: they start and are scraped, are deleted and scraped again (their
+      // directories stay a while: stale series), then their directories go. Half use two GPUs.
+      for (int wave = 0; wave < 10; wave++) {
+        Map<String, Path> wavePods = new LinkedHashMap<>();
+        for (int i = 0; i < 50; i++) {
+          int n = wave * 50 + i;
+          String uid = addPod(root, pods, n, 1 + n % 2, "churn");
+          wavePods.put(uid, root.resolve(uid + "_main"));
+          churned++;
+        }
+        app.discovery().rescan();
+        Set<String> running = scrape(app);
+        String firstOfWave = "pod=\"churn-" + wave * 50 + "\"";
+        assertThat(running.stream().filter(s -> s.contains(firstOfWave)))
+            .as("wave %d is exported while running", wave)
+            .isNotEmpty();
+        wavePods.keySet().forEach(pods::remove);
+        app.discovery().rescan();
+        scrape(app);
+        for (Path dir : wavePods.values()) {
+          deleteTree(dir);
+        }
+      }
+      assertThat(churned).isEqualTo(500);
+      Set<String> after = settledScrape(app, 2, 4);
+      Set<String> left = new TreeSet<>(after);
+      left.removeAll(before);
+      Set<String> lost = new TreeSet<>(before);
+      lost.removeAll(after);
+      assertThat(left).as("series left behind by 500 pods that came and went").isEmpty();
+      assertThat(lost).as("series of the resident pods lost during the churn").isEmpty();
+    }
+  }
+}
