@@ -11,8 +11,7 @@ import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
-import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * The one way the exporter opens a file a tenant controls: a cache file, a path inside a
@@ -81,21 +80,21 @@ public final class SafeOpen {
    *
    * @param maxSize larger files are refused ({@link Reason#TOO_LARGE}); Long.MAX_VALUE for none
    * @param singleLink refuse a file with more than one name ({@link Reason#HARD_LINK})
-   * @param owner refuse a file of any other owner ({@link Reason#WRONG_OWNER}); empty: any owner
+   * @param owners refuse a file owned by anyone else ({@link Reason#WRONG_OWNER}); empty: any
    */
-  public record Expect(long maxSize, boolean singleLink, OptionalInt owner) {
+  public record Expect(long maxSize, boolean singleLink, Set<Integer> owners) {
     public Expect {
-      Objects.requireNonNull(owner, "owner");
+      owners = Set.copyOf(owners);
     }
 
     /** Any regular file. */
     public static Expect anyRegularFile() {
-      return new Expect(Long.MAX_VALUE, false, OptionalInt.empty());
+      return new Expect(Long.MAX_VALUE, false, Set.of());
     }
 
     /** What is written must have exactly one name: a hard link would carry the write elsewhere. */
-    public static Expect writable(OptionalInt owner) {
-      return new Expect(Long.MAX_VALUE, true, owner);
+    public static Expect writable(Set<Integer> owners) {
+      return new Expect(Long.MAX_VALUE, true, owners);
     }
   }
 
@@ -204,8 +203,7 @@ public final class SafeOpen {
    * maxBytes} is not read at all. Never throws for what the tenant did.
    */
   public static Small readSmall(Path trustedDir, Path relative, int maxBytes) {
-    try (Opened o =
-        open(trustedDir, relative, false, new Expect(maxBytes, false, OptionalInt.empty()))) {
+    try (Opened o = open(trustedDir, relative, false, new Expect(maxBytes, false, Set.of()))) {
       ByteBuffer buffer = ByteBuffer.allocate((int) o.stat().size());
       while (buffer.hasRemaining() && o.channel().read(buffer) > 0) {
         // read until full or end of file (the file may have shrunk)
@@ -291,10 +289,10 @@ public final class SafeOpen {
           shown + " has " + stat.links() + " names (hard links); refusing to write through it",
           null);
     }
-    if (expect.owner().isPresent() && expect.owner().getAsInt() != stat.owner()) {
+    if (!expect.owners().isEmpty() && !expect.owners().contains(stat.owner())) {
       throw new RegionIoException(
           Reason.WRONG_OWNER,
-          shown + " is owned by uid " + stat.owner() + ", not " + expect.owner().getAsInt(),
+          shown + " is owned by uid " + stat.owner() + ", not one of " + expect.owners(),
           null);
     }
   }

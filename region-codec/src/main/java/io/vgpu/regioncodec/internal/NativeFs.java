@@ -26,7 +26,10 @@ import java.util.Locale;
  *   <li>{@code vgpu.safe-open.resolver=walk}: never use {@code openat2}; resolve one component at a
  *       time with {@code O_NOFOLLOW} (what a kernel older than 5.6, or a seccomp profile that
  *       refuses {@code openat2}, gets anyway).
- *   <li>{@code os.arch}: picks which flag table is tried first.
+ *   <li>{@code vgpu.safe-open.arch} (default {@code os.arch}): which flag table is tried first; the
+ *       kernel then confirms or refuses it. Lets a test on x86_64 take the path an aarch64 or
+ *       powerpc JVM takes (its table refused by this kernel, the generic one confirmed). Setting
+ *       {@code os.arch} itself would also switch the FFM linker's calling convention.
  * </ul>
  */
 public final class NativeFs {
@@ -110,6 +113,7 @@ public final class NativeFs {
   private final VarHandle errnoHandle;
   private Flags flags;
   private Resolver resolver;
+  private final List<String> refused = new ArrayList<>();
 
   private NativeFs(MethodHandle openat, MethodHandle close, MethodHandle syscall4) {
     this.openat = openat;
@@ -128,9 +132,10 @@ public final class NativeFs {
     return resolver;
   }
 
-  /** Which flag family the kernel confirmed. */
+  /** Which flag family the kernel confirmed, and any it refused first. */
   public String flagFamily() {
-    return flags.name();
+    return flags.name()
+        + (refused.isEmpty() ? "" : " (refused: " + String.join(",", refused) + ")");
   }
 
   @SuppressWarnings("restricted") // libc openat/close/syscall only; see the class comment
@@ -173,11 +178,13 @@ public final class NativeFs {
     } catch (RuntimeException | LinkageError e) {
       return null;
     }
-    for (Flags candidate : candidates(System.getProperty("os.arch", ""))) {
+    String arch = System.getProperty("vgpu.safe-open.arch", System.getProperty("os.arch", ""));
+    for (Flags candidate : candidates(arch)) {
       if (fs.confirm(candidate)) {
         fs.flags = candidate;
         break;
       }
+      fs.refused.add(candidate.name());
     }
     if (fs.flags == null) {
       return null;

@@ -9,7 +9,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.Map;
-import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * Opens a region file through {@link SafeOpen}: relative to its directory, without following any
@@ -31,12 +31,12 @@ public final class Opener {
 
   /**
    * Opens {@code path} for reading (and writing when {@code writable}, then only a singly linked
-   * file of {@code owner} when given).
+   * file of one of {@code owners} when given).
    *
    * @throws io.vgpu.regioncodec.RegionIoException SYMLINK, NOT_REGULAR_FILE, HARD_LINK,
    *     WRONG_OWNER, PERMISSION_DENIED or IO_ERROR
    */
-  public static Opened open(Path path, boolean writable, OptionalInt owner) {
+  public static Opened open(Path path, boolean writable, Set<Integer> owners) {
     Path absolute = path.toAbsolutePath();
     Path dir = absolute.getParent();
     if (dir == null || absolute.getFileName() == null) {
@@ -47,7 +47,7 @@ public final class Opener {
             dir,
             absolute.getFileName(),
             writable,
-            writable ? SafeOpen.Expect.writable(owner) : SafeOpen.Expect.anyRegularFile());
+            writable ? SafeOpen.Expect.writable(owners) : SafeOpen.Expect.anyRegularFile());
     return new Opened(o.channel(), o.stat().identity());
   }
 
