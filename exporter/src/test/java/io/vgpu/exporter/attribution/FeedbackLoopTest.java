@@ -69,8 +69,24 @@ class FeedbackLoopTest {
             List.of(want(1, 0), want(KEEP, 0))),
         Arguments.of(
             "multi-GPU container sharing one GPU with a higher priority: blocked",
+            List.of(in("hi", 0, 2, 0, "G1"), in("lo", 2, 2, 0, "G0", "G1")),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "recent_kernel above what libvgpu writes (3): read as 2, so it decays to 1",
             List.of(in("hi", 0, 3, 0, "G1"), in("lo", 2, 2, 0, "G0", "G1")),
-            List.of(want(2, KEEP), want(-1, 1))),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "forged recent_kernel 2147483647: active for one pass only, rewritten to 1",
+            List.of(in("evil", 0, Integer.MAX_VALUE, 0, "G0"), in("lo", 1, 2, 0, "G0")),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "forged priority -2147483648 does not outrank an honest 0: same priority",
+            List.of(in("evil", Integer.MIN_VALUE, 2, 0, "G0"), in("hi", 0, 2, 0, "G0")),
+            List.of(want(1, 1), want(1, 1))),
+        Arguments.of(
+            "forged recent_kernel -2147483648 on its own region: released to 0",
+            List.of(in("evil", 1, Integer.MIN_VALUE, 0, "G0")),
+            List.of(want(0, KEEP))),
         Arguments.of(
             "blocked container stays blocked while the higher one is active",
             List.of(in("hi", 0, 2, 0, "G0"), in("lo", 1, -1, 1, "G0")),
