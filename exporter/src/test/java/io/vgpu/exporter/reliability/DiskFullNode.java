@@ -11,6 +11,7 @@ import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;
@@ -42,8 +43,9 @@ import java.util.OptionalInt;
  *       as {@code parse_errors{reason="io_error"}}, the operator CLI (inspect, doctor, cleanup
  *       --apply) must finish; after the filler is deleted the tenant is read again.
  *   <li>{@code write} (ext4, where a hole reads as zeros and only a store needs a block): two
- *       active containers and a sparse idle one share a GPU, so HAMi's feedback loop sets the idle
- *       one's {@code utilization_switch}, whose page is a hole: the store faults. Counted as {@code
+ *       active containers and a sparse idle one share a GPU (each with a live process of its pod,
+ *       on that GPU per the fake NVML), so HAMi's feedback loop sets the idle one's {@code
+ *       utilization_switch}, whose page is a hole: the store faults. Counted as {@code
  *       region_write_errors_total{reason="fault"}} once per feedback pass, named in /readyz, the
  *       other writes land; after space is freed the next pass writes it.
  * </ul>
@@ -278,22 +280,54 @@ public final class DiskFullNode {
 
   private static void writeScenario(Path fs) throws Exception {
     Path root = Files.createDirectories(fs.resolve("containers"));
+    RegionSpec.SlotSpec slot =
+        RegionSpec.SlotSpec.of(1, 1, 1, java.util.List.of(new DeviceUsage(0, 0, 0, 0, 0, 0, 0)));
     RegionSpec active =
         RegionSpec.builder(Layout.V1_2)
             .device(TestRegions.uuid(0), 2048 * TestRegions.MIB, 50)
             .utilizationSwitch(1)
             .recentKernel(2)
             .priority(0)
+            .slot(slot)
             .build();
     Path a = writeSparseRegion(root, ACTIVE_A, "a", active, false);
     Path b = writeSparseRegion(root, ACTIVE_B, "b", active, false);
-    Path sparse = writeSparseRegion(root, SPARSE_UID, SPARSE_CTR, idleSpec(), true);
+    RegionSpec idle =
+        RegionSpec.builder(Layout.V1_2)
+            .device(TestRegions.uuid(0), 2048 * TestRegions.MIB, 50)
+            .utilizationSwitch(0)
+            .recentKernel(0)
+            .priority(0)
+            .slot(slot)
+            .build();
+    Path sparse = writeSparseRegion(root, SPARSE_UID, SPARSE_CTR, idle, true);
+    // The feedback loop acts only on regions with a live process of their own pod on a GPU NVML
+    // shows it on: one process per pod (container pid 1), all three on GPU 0.
+    Path proc = Files.createTempDirectory("diskfull-proc");
+    int hostPid = 9101;
+    StringBuilder nvmlProcesses = new StringBuilder();
+    for (String uid : new String[] {ACTIVE_A, ACTIVE_B, SPARSE_UID}) {
+      HostileTenantTest.process(proc, hostPid, 1, uid, java.util.List.of(), 0);
+      nvmlProcesses.append("process 0 pid=").append(hostPid).append(" used=1048576\n");
+      hostPid++;
+    }
+    io.vgpu.exporter.nvml.FakeNvml.in(Files.createTempDirectory("diskfull-nvml"))
+        .write(
+            "device 0 uuid="
+                + TestRegions.uuid(0)
+                + " name=NVIDIA_H100 total=85899345920 used=1073741824 util=50 memutil=3",
+            nvmlProcesses.toString().strip());
     long filled = fill(fs.resolve("filler"));
     System.out.printf("disk-full: ext4 filled with %d bytes%n", filled);
 
-    try (LiveExporter ex =
-        LiveExporter.start(
-            root, Map.of("attribution.feedback", "true", "collectors.disabled", ""))) {
+    Map<String, String> flags = new java.util.HashMap<>();
+    flags.put("attribution.feedback", "true");
+    flags.put("collectors.disabled", "");
+    flags.put("path.procfs", proc.toString());
+    flags.put("nvml", "true");
+    flags.put("nvml.library", io.vgpu.exporter.nvml.FakeNvml.library().toString());
+    flags.put("nvml.sample-interval", "100ms");
+    try (LiveExporter ex = LiveExporter.start(root, flags)) {
       Await.until(
           Duration.ofSeconds(20),
           () ->

@@ -1,0 +1,101 @@
+package io.vgpu.exporter.reliability;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A tenant swapping its file for a FIFO and back by rename, as fast as it can, on a background
+ * thread: a regular file (with {@code content}) about half the time, a FIFO the other half, so a
+ * reader that checks the type and then opens by name soon opens the FIFO and blocks. FIFOs come
+ * from the {@code mkfifo} command in batches (no FFM here: the test runs the pre-fix code with
+ * {@code -Dos.arch=aarch64}, where the FFM linker would take the wrong calling convention).
+ */
+final class FifoFlipper implements AutoCloseable {
+  private final List<Path> targets;
+  private final byte[] content;
+  private final AtomicBoolean stop = new AtomicBoolean();
+  private final AtomicLong flips = new AtomicLong();
+  private final Thread thread;
+  private volatile Throwable failure;
+
+  FifoFlipper(List<Path> targets, byte[] content) {
+    this.targets = List.copyOf(targets);
+    this.content = content.clone();
+    this.thread = Thread.ofPlatform().daemon().name("fifo-flipper").start(this::run);
+  }
+
+  long flips() {
+    return flips.get();
+  }
+
+  private void run() {
+    try {
+      int batch = 0;
+      while (!stop.get()) {
+        List<List<Path>> fifos = new ArrayList<>();
+        List<String> cmd = new ArrayList<>(List.of("mkfifo"));
+        for (Path t : targets) {
+          List<Path> mine = new ArrayList<>();
+          for (int i = 0; i < 200; i++) {
+            Path f = t.resolveSibling(".fifo-" + batch + "-" + i);
+            mine.add(f);
+            cmd.add(f.toString());
+          }
+          fifos.add(mine);
+        }
+        Process p = new ProcessBuilder(cmd).inheritIO().start();
+        if (p.waitFor() != 0) {
+          throw new IOException("mkfifo failed");
+        }
+        for (int i = 0; i < 200 && !stop.get(); i++) {
+          for (int t = 0; t < targets.size(); t++) {
+            Path target = targets.get(t);
+            Path file = target.resolveSibling(".file-" + t);
+            Files.write(file, content);
+            Files.move(file, target, StandardCopyOption.ATOMIC_MOVE);
+            Thread.onSpinWait();
+            Files.move(fifos.get(t).get(i), target, StandardCopyOption.ATOMIC_MOVE);
+          }
+          flips.incrementAndGet();
+        }
+        batch++;
+      }
+    } catch (Throwable t) {
+      failure = t;
+    }
+  }
+
+  @Override
+  public void close() throws Exception {
+    stop.set(true);
+    thread.join(10_000);
+    // Release any reader that did block opening a FIFO (the pre-fix code): an O_RDWR open of a
+    // FIFO never blocks and is the writer such a reader waits for.
+    for (Path t : targets) {
+      try (var s = Files.list(t.getParent())) {
+        for (Path f : s.toList()) {
+          if (!Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(f)) {
+            try (FileChannel c =
+                FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+              c.size();
+            } catch (IOException ignored) {
+              // renamed away meanwhile
+            }
+          }
+        }
+      }
+    }
+    if (failure != null) {
+      throw new AssertionError("flipper failed", failure);
+    }
+  }
+}
