@@ -235,7 +235,12 @@ public final class AttributionService implements AutoCloseable {
     Set<Path> live = new LinkedHashSet<>();
     state.containers().forEach(c -> c.regions().forEach(r -> live.add(r.path())));
     writeBack.retainOnly(live);
-    if (settings.feedback() && !now.isBefore(lastFeedback.plus(settings.feedbackInterval()))) {
+    // Without a polled NVML no region's GPUs can be confirmed (see feedbackInputs): the pass waits
+    // for NVML rather than treat every region as alone on its GPU (which would switch SM limits
+    // off). HAMi's monitor would run; this is the fail-safe side.
+    if (settings.feedback()
+        && result.nvml().status().up()
+        && !now.isBefore(lastFeedback.plus(settings.feedbackInterval()))) {
       lastFeedback = now;
       Map<Path, Set<Integer>> liveByRegion = liveHostPidsByRegion(result);
       for (FeedbackLoop.Decision d : FeedbackLoop.decide(feedbackInputs(state, result))) {
@@ -253,8 +258,8 @@ public final class AttributionService implements AutoCloseable {
    * live process of the region's own pod (the resolver never crosses pods), and it claims only the
    * GPUs NVML shows a process of its own container on. A region of no live process (a forged file,
    * a dead pod's leftovers) is neither written nor counted; a uuid the tenant copied from a
-   * neighbour's GPU is dropped, so it can neither block that neighbour nor be blocked there.
-   * Without NVML no uuid can be checked: no region blocks another (fail safe), each still decays.
+   * neighbour's GPU is dropped, so it can neither block that neighbour nor be blocked there. {@link
+   * #runOnce} runs the loop only while NVML is up.
    */
   static List<FeedbackLoop.Input> feedbackInputs(NodeState state, AttributionResult result) {
     Map<Path, Set<Integer>> live = liveHostPidsByRegion(result);

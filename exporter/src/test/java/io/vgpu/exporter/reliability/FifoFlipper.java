@@ -38,30 +38,42 @@ final class FifoFlipper implements AutoCloseable {
   }
 
   private void run() {
+    // About 2 000 new names per batch in all, so a batch is ready in well under a second.
+    final int perTarget = Math.max(100, 2000 / targets.size());
     try {
       int batch = 0;
       while (!stop.get()) {
+        // A batch of FIFOs (one mkfifo call) and of names for the regular file (hard links of
+        // one master, so putting a regular file back is one rename, as cheap as the FIFO's).
         List<List<Path>> fifos = new ArrayList<>();
+        List<List<Path>> files = new ArrayList<>();
         List<String> cmd = new ArrayList<>(List.of("mkfifo"));
-        for (Path t : targets) {
-          List<Path> mine = new ArrayList<>();
-          for (int i = 0; i < 200; i++) {
-            Path f = t.resolveSibling(".fifo-" + batch + "-" + i);
-            mine.add(f);
-            cmd.add(f.toString());
+        for (int t = 0; t < targets.size(); t++) {
+          Path target = targets.get(t);
+          Path master = target.resolveSibling(".master");
+          if (!Files.exists(master)) {
+            Files.write(master, content);
           }
-          fifos.add(mine);
+          List<Path> myFifos = new ArrayList<>();
+          List<Path> myFiles = new ArrayList<>();
+          for (int i = 0; i < perTarget; i++) {
+            Path f = target.resolveSibling(".fifo-" + batch + "-" + i);
+            myFifos.add(f);
+            cmd.add(f.toString());
+            myFiles.add(
+                Files.createLink(target.resolveSibling(".file-" + batch + "-" + i), master));
+          }
+          fifos.add(myFifos);
+          files.add(myFiles);
         }
         Process p = new ProcessBuilder(cmd).inheritIO().start();
         if (p.waitFor() != 0) {
           throw new IOException("mkfifo failed");
         }
-        for (int i = 0; i < 200 && !stop.get(); i++) {
+        for (int i = 0; i < perTarget && !stop.get(); i++) {
           for (int t = 0; t < targets.size(); t++) {
             Path target = targets.get(t);
-            Path file = target.resolveSibling(".file-" + t);
-            Files.write(file, content);
-            Files.move(file, target, StandardCopyOption.ATOMIC_MOVE);
+            Files.move(files.get(t).get(i), target, StandardCopyOption.ATOMIC_MOVE);
             Thread.onSpinWait();
             Files.move(fifos.get(t).get(i), target, StandardCopyOption.ATOMIC_MOVE);
           }
@@ -79,7 +91,7 @@ final class FifoFlipper implements AutoCloseable {
     stop.set(true);
     thread.join(10_000);
     // Release any reader that did block opening a FIFO (the pre-fix code): an O_RDWR open of a
-    // FIFO never blocks and is the writer such a reader waits for.
+    // FIFO never blocks and is the writer such a reader waits for. Leftovers of the last batch go.
     for (Path t : targets) {
       try (var s = Files.list(t.getParent())) {
         for (Path f : s.toList()) {

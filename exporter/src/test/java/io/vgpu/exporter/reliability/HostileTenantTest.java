@@ -61,9 +61,13 @@ class HostileTenantTest {
   private LiveExporter ex;
 
   @AfterEach
-  void tearDown() {
+  void tearDown() throws Exception {
     if (ex != null) {
-      ex.close();
+      // Bounded: on the pre-fix code a request thread can stay blocked in open(2) on a FIFO that
+      // was renamed away (nobody can open it for writing any more), and close() would wait on it.
+      LiveExporter e = ex;
+      Thread closer = Thread.ofPlatform().daemon().start(e::close);
+      closer.join(10_000);
     }
   }
 
@@ -207,7 +211,7 @@ class HostileTenantTest {
     Path evilDir = Files.createDirectories(root.resolve(EVIL_UID + "_main"));
     RegionWriter.create(evilDir.resolve("a.cache"), v12(GPU_E).build());
     List<Path> etcs = new ArrayList<>();
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 12; i++) {
       etcs.add(
           process(proc, 6201 + i, 1 + i, EVIL_UID, List.of(libcudaMapping()), 0)
               .resolve("root/etc"));
