@@ -38,8 +38,9 @@ final class FifoFlipper implements AutoCloseable {
   }
 
   private void run() {
-    // About 2 000 new names per batch in all, so a batch is ready in well under a second.
-    final int perTarget = Math.max(100, 2000 / targets.size());
+    // About 800 new names per batch in all, so the first flips start within a second even on a
+    // busy machine.
+    final int perTarget = Math.max(20, 400 / targets.size());
     try {
       int batch = 0;
       while (!stop.get()) {
@@ -50,18 +51,19 @@ final class FifoFlipper implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of("mkfifo"));
         for (int t = 0; t < targets.size(); t++) {
           Path target = targets.get(t);
-          Path master = target.resolveSibling(".master");
+          Path master = target.resolveSibling(".master-" + t);
           if (!Files.exists(master)) {
             Files.write(master, content);
           }
           List<Path> myFifos = new ArrayList<>();
           List<Path> myFiles = new ArrayList<>();
           for (int i = 0; i < perTarget; i++) {
-            Path f = target.resolveSibling(".fifo-" + batch + "-" + i);
+            Path f = target.resolveSibling(".fifo-" + t + "-" + batch + "-" + i);
             myFifos.add(f);
             cmd.add(f.toString());
             myFiles.add(
-                Files.createLink(target.resolveSibling(".file-" + batch + "-" + i), master));
+                Files.createLink(
+                    target.resolveSibling(".file-" + t + "-" + batch + "-" + i), master));
           }
           fifos.add(myFifos);
           files.add(myFiles);
@@ -71,11 +73,13 @@ final class FifoFlipper implements AutoCloseable {
           throw new IOException("mkfifo failed");
         }
         for (int i = 0; i < perTarget && !stop.get(); i++) {
+          // All targets regular files, then all FIFOs: each is a file about half the time, so a
+          // type check often passes and the open that follows often meets the FIFO.
           for (int t = 0; t < targets.size(); t++) {
-            Path target = targets.get(t);
-            Files.move(files.get(t).get(i), target, StandardCopyOption.ATOMIC_MOVE);
-            Thread.onSpinWait();
-            Files.move(fifos.get(t).get(i), target, StandardCopyOption.ATOMIC_MOVE);
+            Files.move(files.get(t).get(i), targets.get(t), StandardCopyOption.ATOMIC_MOVE);
+          }
+          for (int t = 0; t < targets.size(); t++) {
+            Files.move(fifos.get(t).get(i), targets.get(t), StandardCopyOption.ATOMIC_MOVE);
           }
           flips.incrementAndGet();
         }

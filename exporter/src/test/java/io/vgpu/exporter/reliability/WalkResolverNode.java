@@ -20,10 +20,20 @@ final class WalkResolverNode {
   public static void main(String[] args) throws Throwable {
     Path root = Files.createDirectories(Path.of(args[0]));
     LiveExporter.writeHealthy(root);
-    Path evil = Files.createDirectories(root.resolve("eeeeeeee-0000-4000-8000-00000000000e_evil"));
     byte[] valid = RegionWriter.encode(TestRegions.spec(1, 1024, 50, new int[] {7}, 100, 5, false));
-    Path target = evil.resolve("a.cache");
-    Files.write(target, valid);
+    // Many flipping files, so each discovery pass opens many: every open is a chance to lose the
+    // race between a type check and an open by name.
+    List<Path> targets = new java.util.ArrayList<>();
+    for (int d = 0; d < 4; d++) {
+      Path evil =
+          Files.createDirectories(
+              root.resolve("eeeeeeee-0000-4000-8000-00000000000" + d + "_evil"));
+      for (int f = 0; f < 8; f++) {
+        Path target = evil.resolve(f + ".cache");
+        Files.write(target, valid);
+        targets.add(target);
+      }
+    }
     String mode;
     try {
       mode =
@@ -31,10 +41,10 @@ final class WalkResolverNode {
     } catch (ReflectiveOperationException e) {
       mode = "no SafeOpen (check-then-open on this architecture)";
     }
-    try (FifoFlipper flipper = new FifoFlipper(List.of(target), valid);
+    try (FifoFlipper flipper = new FifoFlipper(targets, valid);
         LiveExporter ex = LiveExporter.start(root, Map.of())) {
       int passes = 0;
-      long end = System.nanoTime() + 2_500_000_000L;
+      long end = System.nanoTime() + 4_000_000_000L;
       while (System.nanoTime() < end) {
         ex.awaitPass(); // throws after 20 s when discovery is stuck
         passes++;
