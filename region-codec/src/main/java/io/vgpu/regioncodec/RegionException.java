@@ -31,7 +31,11 @@ public abstract sealed class RegionException extends RuntimeException
     /** Any other I/O failure. */
     IO_ERROR,
     /** The process may not open the file. */
-    PERMISSION_DENIED;
+    PERMISSION_DENIED,
+    /** A file to be written has more than one name: a write would reach the other name's file. */
+    HARD_LINK,
+    /** A file to be written is not owned by the user expected to own it. */
+    WRONG_OWNER;
 
     /** The lower-case name, e.g. {@code "bad_magic"}. */
     public String label() {

@@ -14,6 +14,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * One memory-mapped HAMi shared-region file.
@@ -85,7 +86,7 @@ public final class RegionFile implements AutoCloseable {
    * @throws UnsupportedLayoutException the size or version matches no known layout
    */
   public static RegionFile openReadOnly(Path path) {
-    return open(path, false);
+    return open(path, false, Set.of());
   }
 
   /**
@@ -93,14 +94,23 @@ public final class RegionFile implements AutoCloseable {
    * {@link #openReadOnly(Path)}.
    */
   public static RegionFile openReadWrite(Path path) {
-    return open(path, true);
+    return open(path, true, Set.of());
+  }
+
+  /**
+   * Opens and maps {@code path} read-write only when it has exactly one name and, when {@code
+   * owners} is not empty, one of those owners ({@link Reason#HARD_LINK}, {@link Reason#WRONG_OWNER}
+   * otherwise). {@link #openReadWrite(Path)} checks the link count too.
+   */
+  public static RegionFile openReadWrite(Path path, Set<Integer> owners) {
+    return open(path, true, owners);
   }
 
   // The arena and channel are owned by the returned RegionFile and closed by its close().
   @SuppressWarnings("MustBeClosedChecker")
-  private static RegionFile open(Path path, boolean writable) {
+  private static RegionFile open(Path path, boolean writable, Set<Integer> owners) {
     Objects.requireNonNull(path, "path");
-    Opener.Opened opened = Opener.open(path, writable);
+    Opener.Opened opened = Opener.open(path, writable, owners);
     FileChannel channel = opened.channel();
     Arena arena = null;
     try {

@@ -7,6 +7,7 @@ import io.vgpu.exporter.metrics.DeviceUsageSummary;
 import io.vgpu.exporter.metrics.HamiCompatCollector;
 import io.vgpu.exporter.metrics.NodeState;
 import io.vgpu.exporter.metrics.SlotPolicy;
+import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.hostpid.HostPidResolver;
 import io.vgpu.regioncodec.DeviceHeader;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -233,10 +235,16 @@ public final class AttributionService implements AutoCloseable {
     Set<Path> live = new LinkedHashSet<>();
     state.containers().forEach(c -> c.regions().forEach(r -> live.add(r.path())));
     writeBack.retainOnly(live);
-    if (settings.feedback() && !now.isBefore(lastFeedback.plus(settings.feedbackInterval()))) {
+    // Without a polled NVML no region's GPUs can be confirmed (see feedbackInputs): the pass waits
+    // for NVML rather than treat every region as alone on its GPU (which would switch SM limits
+    // off). HAMi's monitor would run; this is the fail-safe side.
+    if (settings.feedback()
+        && result.nvml().status().up()
+        && !now.isBefore(lastFeedback.plus(settings.feedbackInterval()))) {
       lastFeedback = now;
-      for (FeedbackLoop.Decision d : FeedbackLoop.decide(feedbackInputs(state))) {
-        writeBack.apply(d, "feedback");
+      Map<Path, Set<Integer>> liveByRegion = liveHostPidsByRegion(result);
+      for (FeedbackLoop.Decision d : FeedbackLoop.decide(feedbackInputs(state, result))) {
+        writeBack.apply(d, "feedback", owners(liveByRegion.getOrDefault(d.region(), Set.of())));
       }
     }
     if (settings.repairHostPids()) {
@@ -244,15 +252,46 @@ public final class AttributionService implements AutoCloseable {
     }
   }
 
-  /** Every readable region of the node, as HAMi's monitor sees them. */
-  static List<FeedbackLoop.Input> feedbackInputs(NodeState state) {
+  /**
+   * The regions the feedback loop may act on, as it may see them. Unlike HAMi's monitor, which
+   * takes every region at its word, a region takes part only when one of its slots resolved to a
+   * live process of the region's own pod (the resolver never crosses pods), and it claims only the
+   * GPUs NVML shows a process of its own container on. A region of no live process (a forged file,
+   * a dead pod's leftovers) is neither written nor counted; a uuid the tenant copied from a
+   * neighbour's GPU is dropped, so it can neither block that neighbour nor be blocked there. {@link
+   * #runOnce} runs the loop only while NVML is up.
+   */
+  static List<FeedbackLoop.Input> feedbackInputs(NodeState state, AttributionResult result) {
+    Map<Path, Set<Integer>> live = liveHostPidsByRegion(result);
+    Map<Integer, Set<String>> gpusOfPid = new HashMap<>();
+    for (GpuSnapshot g : result.nvml().gpus()) {
+      String uuid = g.identity().uuid();
+      g.processes()
+          .ifPresent(
+              ps ->
+                  ps.forEach(
+                      p -> gpusOfPid.computeIfAbsent(p.pid(), k -> new HashSet<>()).add(uuid)));
+      g.smUtilizationByPid()
+          .ifPresent(
+              m ->
+                  m.keySet()
+                      .forEach(
+                          pid -> gpusOfPid.computeIfAbsent(pid, k -> new HashSet<>()).add(uuid)));
+    }
+    Map<ContainerKey, List<Integer>> containerPids = new HashMap<>();
+    result.containers().forEach(c -> containerPids.put(c.key(), c.hostPids()));
     List<FeedbackLoop.Input> inputs = new ArrayList<>();
     for (ContainerState c : state.containers()) {
+      Set<String> containerGpus = new HashSet<>();
+      for (int pid : containerPids.getOrDefault(c.key(), List.of())) {
+        containerGpus.addAll(gpusOfPid.getOrDefault(pid, Set.of()));
+      }
       for (ContainerState.RegionState r : c.regions()) {
-        if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
+        if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)
+            && !live.getOrDefault(r.path(), Set.of()).isEmpty()) {
           Set<String> uuids = new LinkedHashSet<>();
           for (DeviceHeader h : s.devices()) {
-            if (!h.uuid().isEmpty()) {
+            if (!h.uuid().isEmpty() && containerGpus.contains(h.uuid())) {
               uuids.add(h.uuid());
             }
           }
@@ -263,6 +302,44 @@ public final class AttributionService implements AutoCloseable {
       }
     }
     return inputs;
+  }
+
+  /** Per region, the host pids its slots resolved to (live processes of its own pod). */
+  static Map<Path, Set<Integer>> liveHostPidsByRegion(AttributionResult result) {
+    Map<Path, Set<Integer>> out = new HashMap<>();
+    for (ContainerAttribution c : result.containers()) {
+      for (SlotVerdict v : c.slots()) {
+        v.hostPid().ifPresent(h -> out.computeIfAbsent(v.region(), k -> new HashSet<>()).add(h));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The users a region written back may belong to: the real, effective, saved and file-system uids
+   * of its live processes (libvgpu creates it as one of them). Empty when none could be read (then
+   * only the link count is checked).
+   */
+  private Set<Integer> owners(Set<Integer> hostPids) {
+    Set<Integer> out = new HashSet<>();
+    for (int pid : hostPids) {
+      Path status = pids.procFs().path(pid, "status");
+      try (java.io.BufferedReader in = java.nio.file.Files.newBufferedReader(status)) {
+        String line;
+        int lines = 0;
+        while ((line = in.readLine()) != null && lines++ < 64) {
+          if (line.startsWith("Uid:")) {
+            for (String f : line.substring(4).trim().split("\\s+")) {
+              out.add(Integer.parseUnsignedInt(f));
+            }
+            break;
+          }
+        }
+      } catch (java.io.IOException | RuntimeException e) {
+        // gone or unreadable: that process names no owner
+      }
+    }
+    return out;
   }
 
   private void repair(AttributionResult result) {

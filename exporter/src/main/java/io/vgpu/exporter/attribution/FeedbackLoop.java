@@ -26,6 +26,12 @@ import java.util.Set;
  *       else 0: a container alone on its GPU runs unthrottled.
  * </ol>
  *
+ * <p>What a region says is the tenant's: its caller ({@link AttributionService}) hands in only
+ * regions with a live process of the region's own pod and only the uuids NVML shows that pod's
+ * processes on, and this class reads priority and {@code recent_kernel} within their valid ranges.
+ * So a tenant can block another pod only by really running, at a higher priority, on a GPU that pod
+ * really shares: HAMi's rule, not a forged region's.
+ *
  * <p>Only changed values are returned as writes. Stateless and thread safe.
  */
 public final class FeedbackLoop {
@@ -69,32 +75,65 @@ public final class FeedbackLoop {
     }
   }
 
-  /** The decisions for every input, in input order. */
+  /** The highest priority (lowest number) HAMi defines; a lower value is read as this. */
+  public static final int HIGHEST_PRIORITY = 0;
+
+  /** The largest {@code recent_kernel} anyone writes legitimately (libvgpu, on each launch). */
+  public static final int MAX_RECENT_KERNEL = 2;
+
+  /** The smallest: the monitor's "blocked by a higher priority". */
+  public static final int MIN_RECENT_KERNEL = -1;
+
+  /**
+   * The priority the loop acts on: the region's, never above {@link #HIGHEST_PRIORITY}. A tenant
+   * writes its own region, so {@code priority = -2147483648} must not outrank every honest 0.
+   */
+  public static int effectivePriority(int priority) {
+    return Math.max(HIGHEST_PRIORITY, priority);
+  }
+
+  /**
+   * The {@code recent_kernel} the loop acts on, within what libvgpu and the monitor write: a value
+   * of 2147483647 would otherwise count as "active" for 340 years of 5 s decrements.
+   */
+  public static int effectiveRecentKernel(int recentKernel) {
+    return Math.clamp(recentKernel, MIN_RECENT_KERNEL, MAX_RECENT_KERNEL);
+  }
+
+  /**
+   * The decisions for every input, in input order. Priorities and {@code recent_kernel} are read
+   * through {@link #effectivePriority} and {@link #effectiveRecentKernel}; a value out of range is
+   * rewritten to the decided one.
+   */
   public static List<Decision> decide(List<Input> inputs) {
     int[] decayed = new int[inputs.size()];
     Map<String, Map<Integer, Integer>> active = new HashMap<>();
     for (int i = 0; i < inputs.size(); i++) {
       Input in = inputs.get(i);
-      decayed[i] = in.recentKernel() > 0 ? in.recentKernel() - 1 : in.recentKernel();
+      int recent = effectiveRecentKernel(in.recentKernel());
+      decayed[i] = recent > 0 ? recent - 1 : recent;
       if (decayed[i] > 0) {
         for (String uuid : in.uuids()) {
-          active.computeIfAbsent(uuid, u -> new HashMap<>()).merge(in.priority(), 1, Integer::sum);
+          active
+              .computeIfAbsent(uuid, u -> new HashMap<>())
+              .merge(effectivePriority(in.priority()), 1, Integer::sum);
         }
       }
     }
     List<Decision> out = new ArrayList<>(inputs.size());
     for (int i = 0; i < inputs.size(); i++) {
       Input in = inputs.get(i);
+      int priority = effectivePriority(in.priority());
       boolean higherActive = false;
       boolean samePriorityContention = false;
       for (String uuid : in.uuids()) {
         Map<Integer, Integer> byPriority = active.getOrDefault(uuid, Map.of());
         for (Map.Entry<Integer, Integer> e : byPriority.entrySet()) {
-          if (e.getKey() < in.priority() && e.getValue() > 0) {
+          if (e.getKey() < priority && e.getValue() > 0) {
             higherActive = true;
           }
         }
-        if (byPriority.getOrDefault(in.priority(), 0) > 1) {
+        if (byPriority.getOrDefault(priority, 0) > 1) {
           samePriorityContention = true;
         }
       }

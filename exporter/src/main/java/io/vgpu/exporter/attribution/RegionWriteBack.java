@@ -1,6 +1,7 @@
 package io.vgpu.exporter.attribution;
 
 import io.vgpu.exporter.discovery.MappedFaults;
+import io.vgpu.exporter.ops.TenantText;
 import io.vgpu.regioncodec.ProcessSlot;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;
@@ -69,7 +70,12 @@ public final class RegionWriteBack implements AutoCloseable {
     return out;
   }
 
-  private RegionFile file(Path path) {
+  /**
+   * The read-write mapping of {@code path}, opened through region-codec's safe open: no link
+   * followed, a single name only (a hard link would carry our writes to another file), and owned by
+   * one of {@code owners} when that set is known.
+   */
+  private RegionFile file(Path path, Set<Integer> owners) {
     RegionFile f = open.get(path);
     if (f != null && f.changedOnDisk()) {
       f.close();
@@ -77,7 +83,7 @@ public final class RegionWriteBack implements AutoCloseable {
       f = null;
     }
     if (f == null) {
-      f = RegionFile.openReadWrite(path);
+      f = RegionFile.openReadWrite(path, owners);
       open.put(path, f);
     }
     return f;
@@ -88,12 +94,20 @@ public final class RegionWriteBack implements AutoCloseable {
    * the decision's other field is not tried either; the next feedback pass tries again).
    */
   public boolean apply(FeedbackLoop.Decision d, String who) {
+    return apply(d, who, Set.of());
+  }
+
+  /**
+   * Applies one feedback decision to a region that must belong to one of {@code owners} (empty:
+   * owner unknown, only the link count is checked).
+   */
+  public boolean apply(FeedbackLoop.Decision d, String who, Set<Integer> owners) {
     if (!d.writes()) {
       return true;
     }
     RegionFile f = null;
     try {
-      RegionFile file = file(d.region());
+      RegionFile file = file(d.region(), owners);
       f = file;
       if (d.recentKernel().isPresent()) {
         int v = d.recentKernel().getAsInt();
@@ -104,16 +118,16 @@ public final class RegionWriteBack implements AutoCloseable {
               "region write {} recent_kernel={} (blocked by higher priority): {}",
               who,
               v,
-              d.region());
+              TenantText.clean(d.region()));
         } else {
-          LOG.debug("region write {} recent_kernel={}: {}", who, v, d.region());
+          LOG.debug("region write {} recent_kernel={}: {}", who, v, TenantText.clean(d.region()));
         }
       }
       if (d.utilizationSwitch().isPresent()) {
         int v = d.utilizationSwitch().getAsInt();
         store(() -> file.writer().setUtilizationSwitch(v));
         count(UTILIZATION_SWITCH);
-        LOG.info("region write {} utilization_switch={}: {}", who, v, d.region());
+        LOG.info("region write {} utilization_switch={}: {}", who, v, TenantText.clean(d.region()));
       }
       succeeded(d.region());
       return true;
@@ -137,7 +151,7 @@ public final class RegionWriteBack implements AutoCloseable {
   public boolean repairHostPid(Path region, int pid, int hostPid, String who) {
     RegionFile f = null;
     try {
-      RegionFile file = file(region);
+      RegionFile file = file(region, Set.of());
       f = file;
       RegionSnapshot now = file.snapshot();
       MappedFaults.deliverPending();
@@ -156,7 +170,7 @@ public final class RegionWriteBack implements AutoCloseable {
               hostPid,
               pid,
               s.slotIndex(),
-              region);
+              TenantText.clean(region));
           return true;
         }
       }
@@ -197,19 +211,22 @@ public final class RegionWriteBack implements AutoCloseable {
       LOG.warn(
           "msg=\"region write failed\" file=\"{}\" reason=\"{}\" detail=\"{}\" (retried on the"
               + " next pass; logged again only when the reason changes)",
-          region,
+          TenantText.clean(region),
           reason,
           FAULT.equals(reason)
               ? "the store faulted (SIGBUS) although the file kept its size: no space for a"
                   + " not-yet-allocated page of a sparse file (filesystem full?)"
-              : message);
+              : TenantText.clean(message));
     }
   }
 
   private void succeeded(Path region) {
     String before = failing.remove(region);
     if (before != null) {
-      LOG.info("msg=\"region writes succeed again\" file=\"{}\" was=\"{}\"", region, before);
+      LOG.info(
+          "msg=\"region writes succeed again\" file=\"{}\" was=\"{}\"",
+          TenantText.clean(region),
+          before);
     }
   }
 

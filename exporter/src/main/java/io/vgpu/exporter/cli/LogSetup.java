@@ -2,11 +2,12 @@ package io.vgpu.exporter.cli;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.PatternLayout;
 import ch.qos.logback.classic.encoder.JsonEncoder;
-import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.encoder.Encoder;
+import ch.qos.logback.core.encoder.LayoutWrappingEncoder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,7 +17,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class LogSetup {
   static final String LOGFMT_PATTERN =
-      "ts=%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX,UTC} level=%level logger=%logger{0} %msg%n";
+      "ts=%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX,UTC} level=%level logger=%logger{0} %safemsg%n";
 
   private LogSetup() {}
 
@@ -37,11 +38,16 @@ public final class LogSetup {
       json.start();
       encoder = json;
     } else {
-      PatternLayoutEncoder p = new PatternLayoutEncoder();
-      p.setContext(ctx);
-      p.setPattern(LOGFMT_PATTERN);
-      p.start();
-      encoder = p;
+      PatternLayout layout = new PatternLayout();
+      layout.getInstanceConverterMap().put("safemsg", SafeMessageConverter::new);
+      layout.setContext(ctx);
+      layout.setPattern(LOGFMT_PATTERN);
+      layout.start();
+      LayoutWrappingEncoder<ILoggingEvent> wrapping = new LayoutWrappingEncoder<>();
+      wrapping.setContext(ctx);
+      wrapping.setLayout(layout);
+      wrapping.start();
+      encoder = wrapping;
     }
     ConsoleAppender<ILoggingEvent> appender = new ConsoleAppender<>();
     appender.setContext(ctx);

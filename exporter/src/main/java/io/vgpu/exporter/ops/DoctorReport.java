@@ -51,13 +51,18 @@ public record DoctorReport(Instant at, List<Finding> findings) {
               f.severity().name(),
               f.check(),
               f.id(),
-              f.subject(),
-              f.summary()));
+              TenantText.clean(f.subject()),
+              TenantText.clean(f.summary())));
       if (f.severity() == Severity.WARN || f.severity() == Severity.FAIL) {
+        // Evidence quotes tenant names and paths: one line each, never an escape sequence.
         for (String line : f.evidence()) {
-          sb.append("         evidence: ").append(line).append(System.lineSeparator());
+          sb.append("         evidence: ")
+              .append(TenantText.clean(line))
+              .append(System.lineSeparator());
         }
-        sb.append("         fix: ").append(f.fix()).append(System.lineSeparator());
+        sb.append("         fix: ")
+            .append(TenantText.clean(f.fix()))
+            .append(System.lineSeparator());
       }
     }
     long fails = findings.stream().filter(f -> f.severity() == Severity.FAIL).count();

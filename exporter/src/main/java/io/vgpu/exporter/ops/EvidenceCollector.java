@@ -11,6 +11,7 @@ import io.vgpu.hostpid.ProcessInfo;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSnapshot;
+import io.vgpu.regioncodec.SafeOpen;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -176,7 +177,7 @@ public final class EvidenceCollector {
                   List.of(),
                   Set.of(r.inode()),
                   false,
-                  Optional.empty(),
+                  preload(procFs.path(slot.hostPid(), "root")),
                   Map.of()));
         }
       }
@@ -231,27 +232,26 @@ public final class EvidenceCollector {
   /** One cache file kept open between the two samples. */
   private static final class Open {
     final Path path;
-    final long inode;
+    long inode = -1;
+    long device = -1;
     RegionFile file;
     Optional<RegionSnapshot> first = Optional.empty();
     Optional<String> error = Optional.empty();
 
-    private Open(Path path, long inode) {
+    private Open(Path path) {
       this.path = path;
-      this.inode = inode;
     }
 
+    /**
+     * Opens through region-codec's safe open; inode and device come from that descriptor, so the
+     * file every later verdict (and {@code --expect-inode}) refers to is the one that was read.
+     */
     static Open of(Path path) {
-      long inode = -1;
-      try {
-        inode =
-            ((Number) Files.getAttribute(path, "unix:ino", LinkOption.NOFOLLOW_LINKS)).longValue();
-      } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-        // inode stays unknown: slots of this file cannot be matched to processes
-      }
-      Open o = new Open(path, inode);
+      Open o = new Open(path);
       try {
         o.file = RegionFile.openReadOnly(path);
+        o.inode = o.file.identity().inode();
+        o.device = o.file.identity().device();
         RegionSnapshot s = o.file.snapshot();
         MappedFaults.deliverPending();
         o.first = Optional.of(s);
@@ -286,7 +286,7 @@ public final class EvidenceCollector {
           second = Optional.empty();
         }
       }
-      return new NodeEvidence.Region(path, inode, first, second, error);
+      return new NodeEvidence.Region(path, inode, device, first, second, error);
     }
 
     void close() {
@@ -324,7 +324,7 @@ public final class EvidenceCollector {
               maps.vgpu,
               maps.cacheInodes,
               gpu,
-              readSmall(procFs.path(pid, "root").resolve("etc/ld.so.preload")),
+              preload(procFs.path(pid, "root")),
               environment(procFs.path(pid, "environ"))));
     }
     return out;
@@ -377,8 +377,24 @@ public final class EvidenceCollector {
     return env;
   }
 
-  static Optional<String> readSmall(Path p) {
-    return read(p, MAX_SMALL_FILE_BYTES);
+  /**
+   * What {@code etc/ld.so.preload} below a container's root says about libvgpu. The file is the
+   * tenant's: opened through {@link SafeOpen} rooted at {@code /proc/<pid>/root} (no link followed,
+   * so an absolute link cannot reach the exporter's own files; a FIFO is never opened), and only
+   * the fact leaves this method, never the content.
+   */
+  static NodeEvidence.Preload preload(Path containerRoot) {
+    SafeOpen.Small s =
+        SafeOpen.readSmall(containerRoot, Path.of("etc", "ld.so.preload"), MAX_SMALL_FILE_BYTES);
+    if (s.why() == SafeOpen.Unread.MISSING) {
+      return NodeEvidence.Preload.MISSING;
+    }
+    if (!s.read()) {
+      return NodeEvidence.Preload.UNREADABLE;
+    }
+    return new String(s.bytes(), StandardCharsets.ISO_8859_1).contains("libvgpu.so")
+        ? NodeEvidence.Preload.NAMES_LIBVGPU
+        : NodeEvidence.Preload.DOES_NOT_NAME_LIBVGPU;
   }
 
   /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */

@@ -118,17 +118,19 @@ public final class Inspection {
     }
     for (NodeEvidence.Container c : e.containers()) {
       b.append("== pod ")
-          .append(c.key().podUid())
+          .append(TenantText.clean(c.key().podUid()))
           .append(" container ")
-          .append(c.key().containerName())
+          .append(TenantText.clean(c.key().containerName()))
           .append('\n');
       if (c.regions().isEmpty()) {
         b.append("   no cache file (created at the container's first CUDA call)\n");
       }
       for (NodeEvidence.Region r : c.regions()) {
-        b.append("   ").append(r.path()).append('\n');
+        b.append("   ").append(TenantText.clean(r.path())).append('\n');
         if (r.latest().isEmpty()) {
-          b.append("     unreadable: ").append(r.error().orElse("?")).append('\n');
+          b.append("     unreadable: ")
+              .append(TenantText.clean(r.error().orElse("?")))
+              .append('\n');
           continue;
         }
         RegionSnapshot s = r.latest().get();
@@ -138,7 +140,8 @@ public final class Inspection {
                 "     layout %s, version %s, library %s, %d slot(s) in use%n",
                 s.layout().label(),
                 s.layout().hasVersionFields() ? s.majorVersion() + "." + s.minorVersion() : "none",
-                s.extension().map(x -> x.libVersion()).orElse("HAMi-core (no extension)"),
+                TenantText.clean(
+                    s.extension().map(x -> x.libVersion()).orElse("HAMi-core (no extension)")),
                 s.rawProcNum()));
         Optional<LockHolder> holder = LockHolder.of(s, e.now());
         b.append("     lock: ")
@@ -159,7 +162,7 @@ public final class Inspection {
                   Locale.ROOT,
                   "     device %d %s: used %d MiB of %s, SM limit %s%n",
                   d.index(),
-                  d.uuid().isEmpty() ? "-" : d.uuid(),
+                  d.uuid().isEmpty() ? "-" : TenantText.clean(d.uuid()),
                   s.usedBytes(d.index()) >> 20,
                   d.memoryLimitBytes() == 0 ? "unlimited" : (d.memoryLimitBytes() >> 20) + " MiB",
                   d.smLimitPercent() == 0 || d.smLimitPercent() >= 100

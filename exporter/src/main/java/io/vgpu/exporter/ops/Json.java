@@ -65,7 +65,8 @@ final class Json {
         case '\r' -> sb.append("\\r");
         case '\t' -> sb.append("\\t");
         default -> {
-          if (c < 0x20 || (c >= 0x7f && c < 0xa0) || Character.isSurrogate(c)) {
+          // Escaped rather than dropped (JSON stays exact), so a terminal showing it is safe too.
+          if (TenantText.unsafe(c, s, i) || Character.isSurrogate(c)) {
             sb.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
           } else {
             sb.append(c);

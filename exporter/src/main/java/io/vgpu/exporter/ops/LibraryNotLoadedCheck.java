@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * 1: the pod's GPU processes run without libvgpu (no mapping in {@code /proc/<pid>/maps}), with the
  * reason when visible: {@code /etc/ld.so.preload} missing or not naming it, or {@code
- * CUDA_DISABLE_CONTROL=true} (HAMi then skips the preload mount).
+ * CUDA_DISABLE_CONTROL=true} (HAMi then skips the preload mount). Reports facts about the tenant's
+ * files and environment (names libvgpu: yes, no, unreadable), never their contents.
  */
 public final class LibraryNotLoadedCheck implements DoctorCheck {
   @Override
@@ -52,18 +53,17 @@ public final class LibraryNotLoadedCheck implements DoctorCheck {
           disabled = true;
           evidence.add("  its environment has CUDA_DISABLE_CONTROL=true");
         }
-        if (p.ldSoPreload().isEmpty()) {
+        if (p.ldSoPreload() != NodeEvidence.Preload.NAMES_LIBVGPU) {
           preloadMissing = true;
-          evidence.add("  its /etc/ld.so.preload is missing");
-        } else if (!p.ldSoPreload().get().contains("libvgpu")) {
-          preloadMissing = true;
-          evidence.add(
-              "  its /etc/ld.so.preload does not name libvgpu.so: "
-                  + p.ldSoPreload().get().strip());
+          evidence.add("  its /etc/ld.so.preload " + p.ldSoPreload().says());
         }
         String preloadEnv = p.environment().get("LD_PRELOAD");
         if (preloadEnv != null) {
-          evidence.add("  LD_PRELOAD=" + preloadEnv);
+          // A fact, not the value: the environment is the tenant's.
+          evidence.add(
+              "  its LD_PRELOAD is set and "
+                  + (preloadEnv.contains("libvgpu") ? "names" : "does not name")
+                  + " libvgpu");
         }
       }
       if (evidence.isEmpty()) {

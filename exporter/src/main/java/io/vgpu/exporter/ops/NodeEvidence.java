@@ -134,6 +134,8 @@ public record NodeEvidence(
    *
    * @param path the file
    * @param inode its inode (processes that map it are its users); -1 when unknown
+   * @param device the {@code st_dev} of the file the inode belongs to, from the same open
+   *     descriptor the samples were read through; -1 when unknown
    * @param first the first sample; empty when unreadable
    * @param second the second sample; empty when unreadable (or no window was taken: then equal to
    *     first)
@@ -142,6 +144,7 @@ public record NodeEvidence(
   public record Region(
       Path path,
       long inode,
+      long device,
       Optional<RegionSnapshot> first,
       Optional<RegionSnapshot> second,
       Optional<String> error) {
@@ -152,9 +155,42 @@ public record NodeEvidence(
       Objects.requireNonNull(error, "error");
     }
 
+    /**
+     * {@code DEV:INO} of the file that was judged, for shrreg-tool's {@code --expect-inode}; empty
+     * when the file was never opened.
+     */
+    public Optional<String> deviceAndInode() {
+      return inode < 0 || device == -1
+          ? Optional.empty()
+          : Optional.of(Long.toUnsignedString(device) + ":" + Long.toUnsignedString(inode));
+    }
+
     /** The latest readable sample. */
     public Optional<RegionSnapshot> latest() {
       return second.isPresent() ? second : first;
+    }
+  }
+
+  /** What a container's {@code /etc/ld.so.preload} says, as a fact. */
+  public enum Preload {
+    /** A regular file that names libvgpu.so. */
+    NAMES_LIBVGPU("names libvgpu.so"),
+    /** A regular file that does not name it. */
+    DOES_NOT_NAME_LIBVGPU("does not name libvgpu.so"),
+    /** Not there. */
+    MISSING("is missing"),
+    /** A link, FIFO, device, directory, too large or not readable: never followed or read. */
+    UNREADABLE("is not a readable regular file (a link, FIFO or device is never followed)");
+
+    private final String says;
+
+    Preload(String says) {
+      this.says = says;
+    }
+
+    /** How the report phrases it after "its /etc/ld.so.preload ". */
+    public String says() {
+      return says;
     }
   }
 
@@ -169,7 +205,8 @@ public record NodeEvidence(
    * @param vgpuLibraries mapped files whose name contains {@code libvgpu}, as "path (dev:inode)"
    * @param mappedInodes inodes of mapped {@code *.cache} files (the regions it uses)
    * @param usesGpu maps libcuda / libnvidia-ml, or NVML lists it on a GPU
-   * @param ldSoPreload content of its root's {@code /etc/ld.so.preload}; empty when missing
+   * @param ldSoPreload what its root's {@code /etc/ld.so.preload} says about libvgpu (a fact, never
+   *     the content: the file is the tenant's and may be a link to anything)
    * @param environment the few variables the checks read (CUDA_DISABLE_CONTROL, LD_PRELOAD,
    *     CUDA_DEVICE_MEMORY_SHARED_CACHE); values only when set
    */
@@ -182,7 +219,7 @@ public record NodeEvidence(
       List<String> vgpuLibraries,
       Set<Long> mappedInodes,
       boolean usesGpu,
-      Optional<String> ldSoPreload,
+      Preload ldSoPreload,
       Map<String, String> environment) {
     public PodProcess {
       Objects.requireNonNull(podUid, "podUid");

@@ -44,9 +44,9 @@ abstract class RepairCommand {
                 + (a.kind() == RepairPlan.Kind.CLEANUP
                     ? "free dead slots in "
                     : "release the lock of ")
-                + a.file());
-        a.details().forEach(d -> out.println("  " + d));
-        out.println("  shrreg-tool " + String.join(" ", a.toolArgs()));
+                + TenantText.clean(a.file()));
+        a.details().forEach(d -> out.println("  " + TenantText.clean(d)));
+        out.println("  shrreg-tool " + TenantText.clean(String.join(" ", a.toolArgs())));
         outcomes.stream()
             .filter(o -> o.action().equals(a))
             .findFirst()
@@ -55,12 +55,16 @@ abstract class RepairCommand {
                   out.println(
                       "  -> exit "
                           + o.exitCode()
+                          + (o.meaning().isEmpty() ? "" : " (" + o.meaning() + ")")
                           + (o.output().isEmpty()
                               ? ""
-                              : ": " + o.output().replace("\n", "\n     ")));
+                              : ": "
+                                  + String.join(
+                                      "\n     ",
+                                      o.output().lines().map(TenantText::clean).toList())));
                 });
       }
-      plan.skipped().forEach(s -> out.println("skipped " + s));
+      plan.skipped().forEach(s -> out.println("skipped " + TenantText.clean(s)));
       if (!apply && !plan.actions().isEmpty()) {
         out.println("dry run: add --apply to make these changes");
       }

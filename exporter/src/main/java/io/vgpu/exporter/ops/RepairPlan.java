@@ -46,6 +46,9 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
    * @param slotGuards per dead slot {@code pid:hostpid[:startTicks]} as judged, so shrreg-tool
    *     frees a slot only if no new process re-registered it meanwhile (cleanup only)
    * @param details one line per slot or holder
+   * @param expectInode {@code DEV:INO} of the file that was judged (from the descriptor it was read
+   *     through): shrreg-tool acts only on that very file, singly linked and reached without a
+   *     link, and exits {@link #WRONG_FILE_EXIT} otherwise
    */
   public record Action(
       Kind kind,
@@ -53,8 +56,10 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
       String subject,
       List<Integer> pids,
       List<String> slotGuards,
-      List<String> details) {
+      List<String> details,
+      String expectInode) {
     public Action {
+      java.util.Objects.requireNonNull(expectInode, "expectInode");
       pids = List.copyOf(pids);
       slotGuards = List.copyOf(slotGuards);
       details = List.copyOf(details);
@@ -62,7 +67,9 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
 
     /** The shrreg-tool arguments that apply this action. */
     public List<String> toolArgs() {
-      List<String> a = new ArrayList<>(List.of("--file", file.toString(), "--json"));
+      List<String> a =
+          new ArrayList<>(
+              List.of("--file", file.toString(), "--expect-inode", expectInode, "--json"));
       if (kind == Kind.CLEANUP) {
         a.add("--cleanup");
         a.add("--pids");
@@ -86,7 +93,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
           skipped.add(r.path() + ": unreadable (" + r.error().orElse("?") + ")");
           continue;
         }
-        if (r.inode() < 0) {
+        if (r.deviceAndInode().isEmpty()) {
           skipped.add(r.path() + ": inode unknown, its processes cannot be matched");
           continue;
         }
@@ -124,7 +131,14 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
         }
         if (!pids.isEmpty()) {
           actions.add(
-              new Action(Kind.CLEANUP, r.path(), Checks.container(c), pids, guards, details));
+              new Action(
+                  Kind.CLEANUP,
+                  r.path(),
+                  Checks.container(c),
+                  pids,
+                  guards,
+                  details,
+                  r.deviceAndInode().get()));
         }
       }
     }
@@ -137,7 +151,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
     List<String> skipped = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
       for (NodeEvidence.Region r : c.regions()) {
-        if (r.latest().isEmpty() || r.inode() < 0) {
+        if (r.latest().isEmpty() || r.deviceAndInode().isEmpty()) {
           skipped.add(r.path() + ": cannot be judged");
           continue;
         }
@@ -165,7 +179,8 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
                         + h.get().containerPid()
                         + " (from "
                         + h.get().source()
-                        + ") is gone")));
+                        + ") is gone"),
+                r.deviceAndInode().get()));
       }
     }
     return new RepairPlan(actions, skipped);
@@ -178,7 +193,21 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
    * @param exitCode shrreg-tool's exit code (-1 when it could not be started)
    * @param output its stdout and stderr
    */
-  public record Outcome(Action action, int exitCode, String output) {}
+  public record Outcome(Action action, int exitCode, String output) {
+    /** What the exit code means, for the report. */
+    public String meaning() {
+      return exitCode == WRONG_FILE_EXIT
+          ? "nothing changed: the path no longer names the file that was judged (replaced, a"
+              + " link, hard-linked or not a regular file); run the command again to judge anew"
+          : "";
+    }
+  }
+
+  /**
+   * shrreg-tool's exit code when {@code --expect-inode} does not match what the path opens to
+   * without following links: it changed nothing.
+   */
+  public static final int WRONG_FILE_EXIT = 10;
 
   /** Applies every action with the given shrreg-tool. */
   public List<Outcome> apply(Path tool) {
@@ -228,6 +257,9 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
               o -> {
                 m.put("exit_code", o.exitCode());
                 m.put("output", o.output());
+                if (!o.meaning().isEmpty()) {
+                  m.put("meaning", o.meaning());
+                }
               });
       list.add(m);
     }

@@ -260,7 +260,8 @@ public final class StatusPage {
         case '&' -> o.append("&amp;");
         case '"' -> o.append("&quot;");
         case '\'' -> o.append("&#39;");
-        default -> o.append(ch < 0x20 && ch != '\t' ? '?' : ch);
+        // Controls and bidirectional overrides from tenant names would reorder or hide text.
+        default -> o.append(TenantText.unsafe(ch, s, i) && ch != '\t' ? '?' : ch);
       }
     }
     return o.toString();

@@ -69,8 +69,24 @@ class FeedbackLoopTest {
             List.of(want(1, 0), want(KEEP, 0))),
         Arguments.of(
             "multi-GPU container sharing one GPU with a higher priority: blocked",
+            List.of(in("hi", 0, 2, 0, "G1"), in("lo", 2, 2, 0, "G0", "G1")),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "recent_kernel above what libvgpu writes (3): read as 2, so it decays to 1",
             List.of(in("hi", 0, 3, 0, "G1"), in("lo", 2, 2, 0, "G0", "G1")),
-            List.of(want(2, KEEP), want(-1, 1))),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "forged recent_kernel 2147483647: active for one pass only, rewritten to 1",
+            List.of(in("evil", 0, Integer.MAX_VALUE, 0, "G0"), in("lo", 1, 2, 0, "G0")),
+            List.of(want(1, KEEP), want(-1, 1))),
+        Arguments.of(
+            "forged priority -2147483648 does not outrank an honest 0: same priority",
+            List.of(in("evil", Integer.MIN_VALUE, 2, 0, "G0"), in("hi", 0, 2, 0, "G0")),
+            List.of(want(1, 1), want(1, 1))),
+        Arguments.of(
+            "forged recent_kernel -2147483648 on its own region: released to 0",
+            List.of(in("evil", 1, Integer.MIN_VALUE, 0, "G0")),
+            List.of(want(0, KEEP))),
         Arguments.of(
             "blocked container stays blocked while the higher one is active",
             List.of(in("hi", 0, 2, 0, "G0"), in("lo", 1, -1, 1, "G0")),
@@ -106,17 +122,23 @@ class FeedbackLoopTest {
     for (int i = 0; i < inputs.size(); i++) {
       FeedbackLoop.Input me = inputs.get(i);
       boolean higherActive = false;
+      int myPriority = Math.max(0, me.priority());
       for (FeedbackLoop.Input other : inputs) {
         boolean shares = other.uuids().stream().anyMatch(me.uuids()::contains);
-        higherActive |= shares && other.priority() < me.priority() && other.recentKernel() > 1;
+        higherActive |=
+            shares
+                && Math.max(0, other.priority()) < myPriority
+                && Math.clamp(other.recentKernel(), -1, 2) > 1;
       }
       FeedbackLoop.Decision d = decisions.get(i);
       int rk = d.recentKernel().orElse(me.recentKernel());
       assertThat(rk < 0).isEqualTo(higherActive);
       assertThat(d.blocked()).isEqualTo(higherActive);
       assertThat(d.utilizationSwitch().orElse(0)).isBetween(0, 1);
+      // Whatever the tenant wrote, what the loop leaves is within what libvgpu writes.
+      assertThat(rk).isBetween(-1, 2);
       if (!higherActive && me.recentKernel() > 0) {
-        assertThat(rk).isEqualTo(me.recentKernel() - 1);
+        assertThat(rk).isEqualTo(Math.min(me.recentKernel(), 2) - 1);
       }
     }
   }
@@ -125,8 +147,12 @@ class FeedbackLoopTest {
   Arbitrary<List<FeedbackLoop.Input>> nodes() {
     Arbitrary<FeedbackLoop.Input> one =
         Combinators.combine(
-                Arbitraries.integers().between(0, 3),
-                Arbitraries.integers().between(-1, 3),
+                Arbitraries.oneOf(
+                    Arbitraries.integers().between(0, 3),
+                    Arbitraries.of(Integer.MIN_VALUE, -1, Integer.MAX_VALUE)),
+                Arbitraries.oneOf(
+                    Arbitraries.integers().between(-1, 3),
+                    Arbitraries.of(Integer.MIN_VALUE, -7, Integer.MAX_VALUE)),
                 Arbitraries.integers().between(0, 1),
                 Arbitraries.of("G0", "G1", "G2").set().ofMaxSize(3))
             .as((p, rk, sw, uuids) -> new FeedbackLoop.Input(Path.of("x"), p, rk, sw, uuids));

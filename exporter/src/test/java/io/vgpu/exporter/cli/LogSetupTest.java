@@ -67,4 +67,21 @@ class LogSetupTest {
         .hasValueSatisfying(
             l -> assertThat(l).startsWith("{").endsWith("}").contains("\"level\":\"DEBUG\""));
   }
+
+  @Test
+  void logfmt_tenantNameWithEscapesAndNewline_oneLineWithoutControls() {
+    LoggerContext ctx = (LoggerContext) LoggerFactory.getILoggerFactory();
+    String out =
+        capture(
+            () -> LogSetup.configure(ctx, "info", "logfmt"),
+            () ->
+                LoggerFactory.getLogger("io.vgpu.exporter.Probe")
+                    .info(
+                        "msg=\"x\" file=\"{}\"",
+                        "/c/a\u001b[2J\u001b]0;t\u0007\u009b1m\u202e\nts=forged level=ERROR.cache"));
+    assertThat(out.lines()).hasSize(1);
+    assertThat(out)
+        .contains("msg=\"x\" file=\"/c/a")
+        .doesNotContain("\u001b", "\u0007", "\u009b", "\u202e");
+  }
 }

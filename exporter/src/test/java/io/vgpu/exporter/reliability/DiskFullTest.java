@@ -84,7 +84,8 @@ class DiskFullTest {
   }
 
   @Test
-  void ext4Full_feedbackStoreIntoHole_countedInReadyzAndRetriedAfterSpaceFreed() throws Exception {
+  void ext4Full_regionOfNoProcessNeverWritten_storeIntoHoleCountedAndRetriedAfterSpaceFreed()
+      throws Exception {
     Child c =
         runIsolated(
             "write",
