@@ -11,8 +11,14 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
@@ -20,6 +26,8 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.Size;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The ops commands read bytes other programs control: procfs files of tenant processes and region
@@ -85,7 +93,7 @@ class OpsParserProperties {
   }
 
   @Property(tries = 60)
-  void doctor_corruptedRegion_neverThrows(
+  void doctor_corruptedRegion_everyCheckRunsAndOutputsStayWellFormed(
       @ForAll @IntRange(min = 0, max = 2_043_199) int offset,
       @ForAll @Size(min = 1, max = 64) byte[] junk,
       @ForAll boolean ext)
@@ -107,16 +115,86 @@ class OpsParserProperties {
         long pos = Math.min(offset, Math.max(0, ch.size() - junk.length));
         ch.write(ByteBuffer.wrap(junk), pos);
       }
-      DoctorReport r = fx.doctor();
-      assertThat(r.findings()).isNotEmpty();
-      assertThat(r.toJson()).startsWith("{");
-      assertThat(Inspection.text(fx.evidence())).isNotNull();
-      assertThat(RepairPlan.cleanup(fx.evidence())).isNotNull();
-      assertThat(Layout.values()).isNotEmpty();
+      NodeEvidence evidence = fx.evidence();
+      assertDoctorReportWellFormed(Doctor.standard().run(evidence));
+      assertInspectionDescribesTheRegion(evidence, region);
+      assertCleanupNeverTargetsTheLiveProcess(RepairPlan.cleanup(evidence), region);
     } finally {
       try (var s = Files.walk(tmp)) {
         s.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       }
     }
   }
+
+  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final Set<String> LAYOUT_LABELS =
+      Arrays.stream(Layout.values()).map(Layout::label).collect(Collectors.toSet());
+
+  /**
+   * Every one of the fifteen checks ran to a verdict (a check that throws is reported as "check
+   * could not run", which hostile bytes must never cause), findings are ordered, and the JSON
+   * parses back to the same verdict.
+   */
+  private static void assertDoctorReportWellFormed(DoctorReport r) {
+    assertThat(r.findings())
+        .noneMatch(f -> f.summary().startsWith("check could not run"))
+        .extracting(Finding::check)
+        .containsAll(IntStream.rangeClosed(1, 15).boxed().toList());
+    assertThat(r.findings())
+        .isSortedAccordingTo(
+            Comparator.comparingInt(Finding::check).thenComparing(Finding::subject));
+    JsonNode json = JSON.readTree(r.toJson());
+    assertThat(json.get("exit_code").asInt()).isEqualTo(r.exitCode());
+    assertThat(json.get("verdict").asString()).isEqualTo(r.worst().label());
+    assertThat(json.get("findings").size()).isEqualTo(r.findings().size());
+  }
+
+  /**
+   * {@code inspect} shows the one container and its one region, either decoded (under a layout the
+   * codec knows) or as unreadable with a reason; the text carries no control character a tenant
+   * could use to rewrite an operator's terminal.
+   */
+  private static void assertInspectionDescribesTheRegion(NodeEvidence e, Path region) {
+    JsonNode model = JSON.readTree(Json.write(Inspection.model(e)));
+    assertThat(model.get("containers").size()).isEqualTo(1);
+    JsonNode c = model.get("containers").get(0);
+    assertThat(c.get("pod_uid").asString()).isEqualTo(OpsFixture.UID_A);
+    assertThat(c.get("container").asString()).isEqualTo("main");
+    assertThat(c.get("regions").size()).isEqualTo(1);
+    JsonNode r = c.get("regions").get(0);
+    assertThat(r.get("file").asString()).isEqualTo(region.toString());
+    String text = Inspection.text(e);
+    assertThat(text)
+        .contains(region.toString())
+        .doesNotContainPattern("[\\x00-\\x09\\x0b-\\x1f\\x7f]");
+    if (r.has("error")) {
+      assertThat(r.has("layout")).isFalse();
+      assertThat(r.get("error").asString()).isNotBlank();
+      assertThat(text).contains("unreadable: ");
+    } else {
+      assertThat(LAYOUT_LABELS).contains(r.get("layout").asString());
+      assertThat(text).contains("layout " + r.get("layout").asString() + ",");
+      assertThat(r.get("devices").size()).isBetween(0, 16);
+    }
+  }
+
+  /**
+   * Corruption may invent dead slots, but a slot that names the live process (container pid 7 and
+   * no or its own start time) is never freed, and every action is about the one region.
+   */
+  private static void assertCleanupNeverTargetsTheLiveProcess(RepairPlan plan, Path region) {
+    for (RepairPlan.Action a : plan.actions()) {
+      assertThat(a.kind()).isEqualTo(RepairPlan.Kind.CLEANUP);
+      assertThat(a.file()).isEqualTo(region);
+      assertThat(a.subject()).isEqualTo(OpsFixture.UID_A + "_main");
+      assertThat(a.slotGuards()).hasSameSizeAs(a.pids());
+      for (int i = 0; i < a.pids().size(); i++) {
+        assertThat(a.slotGuards().get(i)).startsWith(a.pids().get(i) + ":");
+      }
+      assertThat(a.slotGuards()).noneMatch(g -> LIVE_SLOT_GUARD.matcher(g).matches());
+    }
+  }
+
+  /** The fixture's live process: container pid 7, start time 4242 (or none recorded). */
+  private static final Pattern LIVE_SLOT_GUARD = Pattern.compile("7:-?\\d+(:4242)?");
 }
