@@ -99,6 +99,121 @@ class NvmlSamplerTest {
     assertThat(fake.calls("nvmlDeviceGetProcessUtilization")).isEqualTo(2 + 4);
   }
 
+  /**
+   * The fake keeps every sample it was ever given and returns those newer than the cursor, as NVML
+   * does. New samples arrive every second; polls and the between-poll collector run in turn. Each
+   * sample must reach the sampler exactly once: none fetched twice (the cursor advances), none
+   * skipped (it does not run ahead).
+   */
+  @Test
+  void pollsAndCollections_samplesArrivingOverTime_eachFetchedExactlyOnce() {
+    FakeNvml fake = FakeNvml.in(dir);
+    List<String> config = new ArrayList<>();
+    config.add("device 0 uuid=GPU-0 name=H100 total=1000000 used=500000 util=70 memutil=9");
+    config.add("process 0 pid=101 used=300000");
+    config.add("process 0 pid=102 used=100000");
+    List<String> written = new ArrayList<>();
+    List<String> fetched = new ArrayList<>();
+    sampler =
+        new NvmlSampler(
+            () ->
+                JnaNvmlClient.load(FakeNvml.library().toString())
+                    .map(c -> new RecordingClient(c, fetched)),
+            new NvmlSampler.Settings(SECOND, Duration.ofSeconds(3), SECOND),
+            clock);
+    long last = clock.micros() - 2_000_000;
+    for (int round = 0; round < 6; round++) {
+      for (long t = last + 200_000; t <= clock.micros(); t += 200_000) {
+        for (int pid : new int[] {101, 102}) {
+          config.add("sample 0 pid=" + pid + " sm=" + (pid == 101 ? 60 : 10) + " mem=1 ts=" + t);
+          written.add(pid + "@" + t);
+        }
+        last = t;
+      }
+      fake.write(config.toArray(String[]::new));
+      if (round % 2 == 0) {
+        sampler.sampleOnce();
+      } else {
+        sampler.collectProcessSamples();
+      }
+      clock.advance(SECOND);
+    }
+    sampler.sampleOnce(); // nothing new since the last round: must fetch nothing
+
+    assertThat(sampler.errorCounts()).isEmpty();
+    assertThat(written).hasSize(2 * (10 + 5 * 5));
+    assertThat(fetched).doesNotHaveDuplicates().containsExactlyInAnyOrderElementsOf(written);
+    GpuSnapshot gpu = sampler.latest().byUuid("GPU-0").orElseThrow();
+    assertThat(gpu.smUtilizationOf(101).getAsDouble()).isCloseTo(0.60, within(1e-9));
+  }
+
+  /** Passes every call through and records each per-process sample NVML returned. */
+  private record RecordingClient(NvmlClient delegate, List<String> fetched) implements NvmlClient {
+    @Override
+    public NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle d, long lastSeen) {
+      NvmlResult<List<ProcessSample>> r = delegate.processUtilization(d, lastSeen);
+      if (r instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
+        ok.value().forEach(x -> fetched.add(x.pid() + "@" + x.timestampMicros()));
+      }
+      return r;
+    }
+
+    @Override
+    public NvmlReturn init() {
+      return delegate.init();
+    }
+
+    @Override
+    public NvmlReturn shutdown() {
+      return delegate.shutdown();
+    }
+
+    @Override
+    public NvmlResult<String> driverVersion() {
+      return delegate.driverVersion();
+    }
+
+    @Override
+    public NvmlResult<Integer> deviceCount() {
+      return delegate.deviceCount();
+    }
+
+    @Override
+    public NvmlResult<DeviceHandle> deviceHandle(int index) {
+      return delegate.deviceHandle(index);
+    }
+
+    @Override
+    public NvmlResult<List<DeviceHandle>> migDevices(DeviceHandle parent) {
+      return delegate.migDevices(parent);
+    }
+
+    @Override
+    public NvmlResult<GpuIdentity> identity(DeviceHandle d) {
+      return delegate.identity(d);
+    }
+
+    @Override
+    public NvmlResult<MemoryInfo> memory(DeviceHandle d) {
+      return delegate.memory(d);
+    }
+
+    @Override
+    public NvmlResult<Utilization> utilization(DeviceHandle d) {
+      return delegate.utilization(d);
+    }
+
+    @Override
+    public NvmlResult<List<RunningProcess>> runningProcesses(DeviceHandle d) {
+      return delegate.runningProcesses(d);
+    }
+
+    @Override
+    public void close() {
+      delegate.close();
+    }
+  }
+
   @Test
   void sampleOnce_noDriver_degradesWithReasonAndCountsReturnCode() {
     FakeNvml fake = FakeNvml.in(dir).write("fail nvmlInit 9");
