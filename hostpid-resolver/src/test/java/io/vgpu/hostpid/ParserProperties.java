@@ -7,6 +7,7 @@ import io.vgpu.hostpid.internal.StatParser;
 import io.vgpu.hostpid.internal.StatusParser;
 import io.vgpu.hostpid.testing.ProcTree;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -21,6 +22,7 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.LongRange;
 import net.jqwik.api.constraints.Size;
+import net.jqwik.api.statistics.Statistics;
 
 /** Parsers of untrusted procfs text: never throw on junk, and read back what they are given. */
 class ParserProperties {
@@ -85,17 +87,63 @@ class ParserProperties {
   }
 
   @Property
-  void statParse_arbitraryText_neverThrows(@ForAll String text) {
-    StatParser.Stat stat = StatParser.parse(text);
-    if (stat != null) {
-      assertThat(stat.pid()).isPositive();
-      assertThat(stat.startTimeTicks()).isNotNegative();
-    }
+  void statParse_arbitraryText_neverThrowsAndAnyResultIsWhatTheLineSays(@ForAll String text) {
+    assertReadsWhatTheLineSays(text, StatParser.parse(text));
   }
 
-  @Property
-  void statParse_arbitraryBytes_neverThrows(@ForAll @Size(max = 400) byte[] bytes) {
-    StatParser.parse(new String(bytes, StandardCharsets.ISO_8859_1));
+  /**
+   * Raw bytes and real stat lines with a few bytes overwritten: whatever parses must be what the
+   * line says (a parser that accepts a damaged line must not make up a pid or a start time).
+   */
+  @Property(tries = 2000)
+  void statParse_arbitraryAndDamagedBytes_anyResultIsWhatTheLineSays(
+      @ForAll("statBytes") byte[] bytes) {
+    String text = new String(bytes, StandardCharsets.ISO_8859_1);
+    StatParser.Stat stat = StatParser.parse(text);
+    assertReadsWhatTheLineSays(text, stat);
+    // The damaged lines must reach the accepting branch often enough to be judged at all.
+    Statistics.label("parsed").collect(stat != null);
+    Statistics.label("parsed").coverage(c -> c.check(true).percentage(p -> p >= 10));
+  }
+
+  @Provide
+  Arbitrary<byte[]> statBytes() {
+    Arbitrary<byte[]> damaged =
+        Combinators.combine(
+                Arbitraries.integers().between(1, Integer.MAX_VALUE),
+                Arbitraries.strings().ofMaxLength(20),
+                states(),
+                Arbitraries.longs().between(0, 999_999_999_999L),
+                Arbitraries.integers().between(0, 10_000).list().ofMaxSize(3),
+                Arbitraries.bytes().list().ofSize(3))
+            .as(
+                (pid, comm, state, start, positions, values) -> {
+                  byte[] b =
+                      ProcTree.stat(pid, comm, state, start).getBytes(StandardCharsets.ISO_8859_1);
+                  for (int i = 0; i < positions.size(); i++) {
+                    b[positions.get(i) % b.length] = values.get(i);
+                  }
+                  return b;
+                });
+    return Arbitraries.oneOf(Arbitraries.bytes().array(byte[].class).ofMaxSize(400), damaged);
+  }
+
+  /**
+   * An independent reading of a stat line: pid before " (", the state after the last ')', the start
+   * time 19 fields after the state. A non-null result must agree with it.
+   */
+  private static void assertReadsWhatTheLineSays(String text, StatParser.Stat stat) {
+    if (stat == null) {
+      return;
+    }
+    assertThat(stat.pid()).isPositive();
+    assertThat(Long.parseLong(text.substring(0, text.indexOf(" (")))).isEqualTo(stat.pid());
+    String[] afterComm = text.substring(text.lastIndexOf(')') + 2).split(" ", -1);
+    assertThat(afterComm[0]).isEqualTo(Character.toString(stat.state()));
+    assertThat(stat.state()).isBetween('A', 'z');
+    assertThat(Arrays.copyOfRange(afterComm, 1, 19)).allMatch(field -> !field.isEmpty());
+    String startField = afterComm[19].split("\n", -1)[0];
+    assertThat(stat.startTimeTicks()).isNotNegative().isEqualTo(Long.parseLong(startField));
   }
 
   @Property
@@ -107,9 +155,68 @@ class ParserProperties {
     }
   }
 
-  @Property
-  void statusParse_arbitraryTextAfterNsPidPrefix_neverThrows(@ForAll String tail) {
-    StatusParser.parseNsPids("Name:\tx\nNSpid:" + tail + "\n");
+  /**
+   * After an {@code NSpid:} prefix, the parser returns exactly the line's pids when the line is a
+   * blank-separated list of 1 to 33 positive pids and no later whole line is a second NSpid line,
+   * and null otherwise.
+   */
+  @Property(tries = 3000)
+  void statusParse_anyTextAfterNsPidPrefix_returnsExactlyTheLinesPidsOrNull(
+      @ForAll("nsPidTails") String tail) {
+    int[] parsed = StatusParser.parseNsPids("Name:\tx\nNSpid:" + tail + "\n");
+
+    assertThat(parsed).isEqualTo(expectedNsPids(tail));
+    Statistics.label("parsed").collect(parsed != null);
+    Statistics.label("parsed").coverage(c -> c.check(true).percentage(p -> p >= 10));
+  }
+
+  @Provide
+  Arbitrary<String> nsPidTails() {
+    Arbitrary<String> pidLists =
+        Arbitraries.integers()
+            .between(1, Integer.MAX_VALUE)
+            .map(Object::toString)
+            .list()
+            .ofMinSize(1)
+            .ofMaxSize(40)
+            .map(l -> "\t" + String.join("\t", l));
+    return Arbitraries.oneOf(
+        Arbitraries.strings(),
+        Arbitraries.strings().withChars("0123456789 \t\n-+").ofMaxLength(60),
+        pidLists,
+        pidLists.map(l -> l + "\nNSpid:\t1"),
+        pidLists.map(l -> l.replaceFirst("\t", "\t0")));
+  }
+
+  /** What the NSpid line of {@code "NSpid:" + tail + "\n"} holds, computed independently. */
+  private static int[] expectedNsPids(String tail) {
+    String[] lines = (tail + "\n").split("\n", -1);
+    // lines[last] is the empty remainder after the final newline; lines 1.. are whole lines.
+    for (int i = 1; i < lines.length - 1; i++) {
+      if (lines[i].startsWith("NSpid:")) {
+        return null;
+      }
+    }
+    String line = lines[0].replaceAll("^[ \t]+|[ \t]+$", "");
+    if (line.isEmpty()) {
+      return null;
+    }
+    String[] fields = line.split("[ \t]+");
+    if (fields.length > 33) {
+      return null;
+    }
+    int[] pids = new int[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      if (!fields[i].matches("[0-9]{1,18}")) {
+        return null;
+      }
+      long pid = Long.parseLong(fields[i]);
+      if (pid <= 0 || pid > Integer.MAX_VALUE) {
+        return null;
+      }
+      pids[i] = (int) pid;
+    }
+    return pids;
   }
 
   // --- round trips ----------------------------------------------------------------------
