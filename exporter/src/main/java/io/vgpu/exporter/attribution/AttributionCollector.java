@@ -146,7 +146,7 @@ public final class AttributionCollector extends VgpuCollector {
     this.service = service;
   }
 
-  AttributionService service() {
+  public AttributionService service() {
     return service;
   }
 

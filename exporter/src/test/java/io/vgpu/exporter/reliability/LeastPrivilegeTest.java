@@ -4,10 +4,13 @@ import static io.vgpu.exporter.reliability.LiveExporter.assertHealthyNeighbour;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.Endpoints;
+import io.vgpu.exporter.nvml.MutableClock;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.regioncodec.RegionFile;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -20,6 +23,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -129,33 +133,73 @@ class LeastPrivilegeTest {
   }
 
   @Test
-  void defaultFlags_readWriteMappingsOnlyForCountedWrites() throws Exception {
+  void defaultFlags_feedbackWritesOnlyHamisTwoFields_andMapsReadWriteExactlyTheRegionsItWrote()
+      throws Exception {
     // The shipped default has HAMi-parity feedback on (it writes recent_kernel and
-    // utilization_switch like HAMi's monitor); without a GPU signal nothing needs a write.
+    // utilization_switch like HAMi's monitor). Both regions start as libvgpu leaves them
+    // (recent_kernel 2, utilization_switch 1, priority 1, sharing GPU 0); feedback passes are
+    // driven
+    // by a hand-moved clock, one per 5 s step, instead of waiting for the real period.
     Path root = root();
-    var before = Snapshots.tree(dir);
+    Path healthy =
+        root.resolve(LiveExporter.HEALTHY_UID + "_" + LiveExporter.HEALTHY_CTR + "/a.cache");
+    Path other = root.resolve("cccccccc-0000-4000-8000-00000000000c_other/a.cache");
+    // What the files must look like afterwards: the originals with exactly HAMi's two writes.
+    Path expected = Files.createDirectories(dir.resolve("expected"));
+    for (Path region : List.of(healthy, other)) {
+      Path copy = Files.copy(region, expected.resolve(region.getParent().getFileName().toString()));
+      try (RegionFile f = RegionFile.openReadWrite(copy)) {
+        f.writer().setRecentKernel(0);
+        f.writer().setUtilizationSwitch(0);
+      }
+    }
+    var before = Snapshots.tree(root);
+    MutableClock clock = new MutableClock(Instant.parse("2026-11-26T02:00:00Z"));
     ex =
-        LiveExporter.start(root, Map.of("attribution.feedback", "true", "collectors.disabled", ""));
-    for (int i = 0; i < 5; i++) {
-      ex.awaitPass();
-      ex.scrape();
+        LiveExporter.start(
+            root, Map.of("attribution.feedback", "true", "collectors.disabled", ""), clock);
+    AttributionService attribution = ex.attribution();
+    ex.awaitPass();
+    // Pass 1: both active at priority 1 on GPU 0 (recent_kernel 2 -> 1, switch stays 1); pass 2:
+    // both idle (1 -> 0, switch 1 -> 0); pass 3 and later: nothing left to change.
+    for (int pass = 0; pass < 3; pass++) {
+      clock.advance(Duration.ofSeconds(5));
+      attribution.runOnce();
     }
-    Thread.sleep(6000); // one feedback period (5 s)
-    Samples s = ex.scrape();
-    double writes =
-        s.find("vgpu_exporter_region_writes_total").stream()
-            .mapToDouble(Samples.Sample::value)
-            .sum();
-    long rw = regionMappings(root).stream().filter(m -> m.startsWith("rw")).count();
-    System.out.printf(
-        "reliability: default flags: %s region writes, %d rw mappings, mappings %s%n",
-        writes, rw, regionMappings(root));
-    // Finding pinned here: the default is not read-only. Feedback remaps a file read-write on its
-    // first write; every read-write mapping must come from a counted write (never a silent one).
-    assertThat(rw).isLessThanOrEqualTo((long) writes);
-    if (writes == 0) {
-      assertThat(Snapshots.tree(dir)).isEqualTo(before);
+    Map<String, Double> writes = regionWrites(ex.scrape());
+    assertThat(writes)
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of("recent_kernel", 4.0, "utilization_switch", 2.0, "hostpid", 0.0));
+    clock.advance(Duration.ofSeconds(5));
+    attribution.runOnce();
+    assertThat(regionWrites(ex.scrape())).as("a settled node needs no write").isEqualTo(writes);
+
+    for (Path region : List.of(healthy, other)) {
+      assertThat(Files.readAllBytes(region))
+          .as("%s differs from the original by exactly the two feedback fields", region)
+          .isEqualTo(
+              Files.readAllBytes(expected.resolve(region.getParent().getFileName().toString())));
     }
+    // Every read-write mapping belongs to a region the exporter wrote (counted above), and each
+    // written region is mapped read-write once.
+    List<String> mappings = regionMappings(root);
+    assertThat(mappings.stream().filter(m -> m.startsWith("rw")).map(m -> m.substring(5)).toList())
+        .containsExactlyInAnyOrder(healthy.toString(), other.toString());
+    assertThat(attribution.writableMappings()).isEqualTo(2);
+    var after = Snapshots.tree(root);
+    String healthyKey = root.relativize(healthy).toString();
+    String otherKey = root.relativize(other).toString();
+    before.keySet().removeAll(List.of(healthyKey, otherKey));
+    after.keySet().removeAll(List.of(healthyKey, otherKey));
+    assertThat(after).as("nothing but the two written regions changed").isEqualTo(before);
+  }
+
+  private static Map<String, Double> regionWrites(Samples s) {
+    Map<String, Double> out = new java.util.TreeMap<>();
+    for (Samples.Sample x : s.find("vgpu_exporter_region_writes_total")) {
+      out.merge(x.labels().get("field"), x.value(), Double::sum);
+    }
+    return out;
   }
 
   /** The test class path, copied where uid 65534 can read it (~/.m2 is root-only). */

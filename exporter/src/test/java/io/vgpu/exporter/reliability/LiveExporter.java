@@ -3,7 +3,9 @@ package io.vgpu.exporter.reliability;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.attribution.AttributionCollector;
 import io.vgpu.exporter.attribution.AttributionModule;
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.testing.Await;
@@ -73,20 +75,34 @@ final class LiveExporter implements AutoCloseable {
   }
 
   static LiveExporter start(Path root, Map<String, String> overrides) {
-    return start(root, overrides, null);
+    return start(root, overrides, null, InstantSource.system());
   }
 
   static LiveExporter start(Path root, Map<String, String> overrides, PodMetadataSource metadata) {
+    return start(root, overrides, metadata, InstantSource.system());
+  }
+
+  /** With the attribution service (and its feedback period) on {@code clock}. */
+  static LiveExporter start(Path root, Map<String, String> overrides, InstantSource clock) {
+    return start(root, overrides, null, clock);
+  }
+
+  private static LiveExporter start(
+      Path root, Map<String, String> overrides, PodMetadataSource metadata, InstantSource clock) {
     Map<String, String> flags = baseFlags(root);
     flags.putAll(overrides);
     ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
-    ExporterApp.Builder b =
-        AttributionModule.install(ExporterApp.builder(config), config, InstantSource.system());
+    ExporterApp.Builder b = AttributionModule.install(ExporterApp.builder(config), config, clock);
     if (metadata != null) {
       b.metadata(metadata);
     }
     ExporterApp app = AttributionModule.wire(b.build()).start();
     return new LiveExporter(root, app);
+  }
+
+  /** The attribution service; fails when the attribution collector is disabled. */
+  AttributionService attribution() {
+    return ((AttributionCollector) app.collectors().get("attribution")).service();
   }
 
   HttpResponse<String> get(String path) throws IOException, InterruptedException {
