@@ -23,6 +23,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Test;
@@ -112,7 +113,18 @@ class ExpositionCacheTest {
           }
           return page(n);
         };
-    ExpositionCache c = new ExpositionCache(slow, Duration.ZERO, now::get);
+    // Each scrape reads the clock once, under the cache's lock, right before it either joins the
+    // render in flight or starts its own; the render publishes under the same lock. So once all 19
+    // late scrapes have read the clock, each has already made its choice.
+    CountDownLatch lateArrivals = new CountDownLatch(19);
+    LongSupplier clock =
+        () -> {
+          if (entered.getCount() == 0) {
+            lateArrivals.countDown();
+          }
+          return now.get();
+        };
+    ExpositionCache c = new ExpositionCache(slow, Duration.ZERO, clock);
     ExecutorService pool = Executors.newFixedThreadPool(20);
     try {
       List<Future<String>> results = new ArrayList<>();
@@ -121,8 +133,7 @@ class ExpositionCacheTest {
       for (int i = 0; i < 19; i++) {
         results.add(pool.submit(() -> readAndRelease(c)));
       }
-      // Let the 19 late scrapes reach the in-flight render before it finishes.
-      Thread.sleep(200);
+      assertThat(lateArrivals.await(10, TimeUnit.SECONDS)).isTrue();
       proceed.countDown();
       for (Future<String> f : results) {
         assertThat(f.get(10, TimeUnit.SECONDS)).contains("} 1.0");
