@@ -3,9 +3,48 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
+passed=0
 for f in scripts/*.sh bin/* .ci/run; do
   [ -f "$f" ] || continue
-  bash -n "$f" || { echo "syntax error: $f"; fail=1; }
+  if bash -n "$f"; then passed=$((passed + 1)); else echo "syntax error: $f"; fail=$((fail + 1)); fi
 done
-echo "scripts: $([ $fail -eq 0 ] && echo 1 || echo 0) passed, $fail failed"
-exit $fail
+
+# Java main sources that name a path inside /proc themselves instead of going through
+# hostpid-resolver's ProcFs, whose root --path.procfs moves (a fixture procfs in tests, the host's
+# procfs mounted elsewhere in a container). The exporter's own /proc/self is exempt, and so is the
+# bare "/proc" a setting defaults to.
+proc_literals() {
+  grep -rnE --include='*.java' '"/proc/|Path\.of\("/proc",' "$@" |
+    grep -v '/io/vgpu/hostpid/ProcFs\.java:' |
+    grep -vE '"/proc/self(/[^"]*)?"' || true
+}
+
+# The check must see a planted offender and pass the exempt forms, or it checks nothing.
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+mkdir -p "$probe/a/src/main/java/x" "$probe/b/src/main/java/io/vgpu/hostpid"
+printf '%s\n' 'class A { Path p = Path.of("/proc/1/status"); Path q = Path.of("/proc", "1"); }' \
+  >"$probe/a/src/main/java/x/A.java"
+printf '%s\n' 'class B { Path s = Path.of("/proc/self/fd"); String d = "/proc"; }' \
+  >"$probe/a/src/main/java/x/B.java"
+printf '%s\n' 'class ProcFs { Path r = Path.of("/proc/"); }' \
+  >"$probe/b/src/main/java/io/vgpu/hostpid/ProcFs.java"
+if [ "$(proc_literals "$probe" | wc -l)" -ne 1 ] || ! proc_literals "$probe" | grep -q '/x/A\.java:1:'; then
+  echo "proc-literal check: planted offender not found exactly once:"
+  proc_literals "$probe"
+  fail=$((fail + 1))
+else
+  passed=$((passed + 1))
+fi
+
+offenders=$(proc_literals exporter/src/main/java hostpid-resolver/src/main/java region-codec/src/main/java)
+if [ -n "$offenders" ]; then
+  echo "literal /proc/ paths outside hostpid-resolver's ProcFs (use ProcFs and its configurable root):"
+  echo "$offenders"
+  fail=$((fail + 1))
+else
+  passed=$((passed + 1))
+fi
+
+echo "scripts: $passed passed, $fail failed"
+[ "$fail" -eq 0 ]

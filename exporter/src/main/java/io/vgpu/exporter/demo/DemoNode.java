@@ -4,6 +4,7 @@ import io.vgpu.exporter.k8s.ContainerMeta;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.hostpid.ProcFs;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
@@ -335,8 +336,7 @@ public final class DemoNode implements AutoCloseable {
 
   private static OptionalInt innermostPid(int hostPid) {
     try {
-      for (String line :
-          Files.readAllLines(Path.of("/proc", Integer.toString(hostPid), "status"))) {
+      for (String line : Files.readAllLines(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/status"))) {
         if (line.startsWith("NSpid:")) {
           String[] f = line.substring(6).trim().split("\\s+");
           return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
