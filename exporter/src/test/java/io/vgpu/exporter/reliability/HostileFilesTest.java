@@ -81,9 +81,17 @@ class HostileFilesTest {
     return Files.createDirectories(root.resolve(EVIL_UID + "_evil"));
   }
 
-  private void startAndWatch() {
-    ex = LiveExporter.start(root, Map.of());
+  /** The exporter on its default serve path (fake NVML, attribution), watched from outside. */
+  private void startAndWatch() throws IOException {
+    startAndWatch(Map.of());
+  }
+
+  private void startAndWatch(Map<String, String> extra) throws IOException {
+    Map<String, String> flags = new java.util.HashMap<>(LiveExporter.defaultServePath(dir));
+    flags.putAll(extra);
+    ex = LiveExporter.start(root, flags);
     watch = new OutsideWatch(outside);
+    ex.awaitAttributed();
   }
 
   /** The common verdict: serving, reason counted, neighbour exact, nothing outside touched. */
@@ -432,8 +440,7 @@ class HostileFilesTest {
     assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError");
     long t2 = System.nanoTime();
 
-    ex = LiveExporter.start(root, Map.of("discovery.rescan-interval", "1h"));
-    watch = new OutsideWatch(outside);
+    startAndWatch(Map.of("discovery.rescan-interval", "1h"));
     Await.until(
         Duration.ofMinutes(5), () -> ex.app.discovery().current().containers().size() == n + 1);
     long t3 = System.nanoTime();

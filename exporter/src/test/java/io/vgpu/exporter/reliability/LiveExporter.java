@@ -7,7 +7,9 @@ import io.vgpu.exporter.attribution.AttributionCollector;
 import io.vgpu.exporter.attribution.AttributionModule;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
@@ -23,6 +25,7 @@ import java.time.InstantSource;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The real exporter, assembled exactly as {@code serve} assembles it (ExporterApp + the NVML and
@@ -63,6 +66,89 @@ final class LiveExporter implements AutoCloseable {
     flags.put("web.listen-address", "127.0.0.1");
     flags.put("web.listen-port", "0");
     return flags;
+  }
+
+  /**
+   * Overrides for the default serve path: NVML on (the repository's fake libnvidia-ml, one GPU on
+   * which the neighbour's two processes run) and attribution on with HAMi-parity feedback (which
+   * maps tenant regions read-write), over a procfs fixture in {@code work} where those processes
+   * live in the neighbour's pod (host pids 1101 and 1102, container pids 101 and 102, as its slots
+   * record). Hostile files then meet every collector {@code serve} runs by default, and the
+   * neighbour's slots resolve as alive, so its values stay exact.
+   */
+  static Map<String, String> defaultServePath(Path work) throws IOException {
+    Path proc = Files.createDirectories(work.resolve("proc"));
+    for (int pid : new int[] {101, 102}) {
+      writePodProcess(proc, pid + 1000, pid, HEALTHY_UID);
+    }
+    FakeNvml.in(work)
+        .write(
+            "device 0 uuid="
+                + TestRegions.uuid(0)
+                + " name=H100 total=85899345920 used="
+                + HEALTHY_USED
+                + " util=30 memutil=5",
+            "process 0 pid=1101 used=" + HEALTHY_USED / 2,
+            "process 0 pid=1102 used=" + HEALTHY_USED / 2);
+    Map<String, String> flags = new HashMap<>();
+    flags.put("nvml", "true");
+    flags.put("nvml.library", FakeNvml.library().toString());
+    flags.put("collectors.disabled", "");
+    flags.put("attribution.feedback", "true"); // the shipped default: writes into tenant regions
+    flags.put("path.procfs", proc.toString());
+    return flags;
+  }
+
+  /** {@code stat}, {@code status} and {@code cgroup} of one pod process, as Linux formats them. */
+  private static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid)
+      throws IOException {
+    Path dir = Files.createDirectories(proc.resolve(Integer.toString(hostPid)));
+    Files.writeString(
+        dir.resolve("stat"),
+        hostPid
+            + " (python3) S 1 "
+            + hostPid
+            + " "
+            + hostPid
+            + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 4242 12345678 900 18446744073709551615"
+            + " 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+    String chain = hostPid + "\t" + containerPid;
+    Files.writeString(
+        dir.resolve("status"),
+        "Name:\tpython3\nState:\tS (sleeping)\nTgid:\t"
+            + hostPid
+            + "\nPid:\t"
+            + hostPid
+            + "\nPPid:\t1\nNStgid:\t"
+            + chain
+            + "\nNSpid:\t"
+            + chain
+            + "\nThreads:\t1\n");
+    Files.writeString(
+        dir.resolve("cgroup"),
+        "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+            + podUid.replace('-', '_')
+            + ".slice/cri-containerd-"
+            + "%064x".formatted(hostPid)
+            + ".scope\n");
+  }
+
+  /**
+   * Waits until the default serve path has run over the node: NVML up and the neighbour attributed
+   * with both slots resolved to live processes.
+   */
+  void awaitAttributed() {
+    ContainerKey healthy = new ContainerKey(HEALTHY_UID, HEALTHY_CTR);
+    Await.until(
+        Duration.ofSeconds(30),
+        () -> {
+          var c = attribution().latest().container(healthy);
+          return c.isPresent()
+              && c.get().slots().size() == 2
+              && c.get().slots().stream()
+                  .allMatch(v -> v.hostPid().equals(OptionalInt.of(v.pid() + 1000)))
+              && scrape().value("vgpu_exporter_nvml_up") == 1;
+        });
   }
 
   static void writeHealthy(Path root) throws IOException {
