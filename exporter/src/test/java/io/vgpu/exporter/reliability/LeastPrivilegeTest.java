@@ -10,7 +10,6 @@ import io.vgpu.exporter.nvml.MutableClock;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
-import io.vgpu.regioncodec.RegionFile;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -133,65 +132,30 @@ class LeastPrivilegeTest {
   }
 
   @Test
-  void defaultFlags_feedbackWritesOnlyHamisTwoFields_andMapsReadWriteExactlyTheRegionsItWrote()
+  void defaultFlags_withoutAGpuSignal_feedbackPassesWriteNothingAndMapNothingWritable()
       throws Exception {
-    // The shipped default has HAMi-parity feedback on (it writes recent_kernel and
-    // utilization_switch like HAMi's monitor). Both regions start as libvgpu leaves them
-    // (recent_kernel 2, utilization_switch 1, priority 1, sharing GPU 0); feedback passes are
-    // driven
-    // by a hand-moved clock, one per 5 s step, instead of waiting for the real period.
+    // The shipped default has HAMi-parity feedback on. Feedback waits for NVML and acts only on
+    // regions with live processes of their own pod, so with NVML off and the fixture's made-up pids
+    // it must not write at all, however many passes run. Passes are driven by a hand-moved clock,
+    // one per 5 s step, instead of waiting for the real period.
     Path root = root();
-    Path healthy =
-        root.resolve(LiveExporter.HEALTHY_UID + "_" + LiveExporter.HEALTHY_CTR + "/a.cache");
-    Path other = root.resolve("cccccccc-0000-4000-8000-00000000000c_other/a.cache");
-    // What the files must look like afterwards: the originals with exactly HAMi's two writes.
-    Path expected = Files.createDirectories(dir.resolve("expected"));
-    for (Path region : List.of(healthy, other)) {
-      Path copy = Files.copy(region, expected.resolve(region.getParent().getFileName().toString()));
-      try (RegionFile f = RegionFile.openReadWrite(copy)) {
-        f.writer().setRecentKernel(0);
-        f.writer().setUtilizationSwitch(0);
-      }
-    }
-    var before = Snapshots.tree(root);
+    var before = Snapshots.tree(dir);
     MutableClock clock = new MutableClock(Instant.parse("2026-11-26T02:00:00Z"));
     ex =
         LiveExporter.start(
             root, Map.of("attribution.feedback", "true", "collectors.disabled", ""), clock);
     AttributionService attribution = ex.attribution();
     ex.awaitPass();
-    // Pass 1: both active at priority 1 on GPU 0 (recent_kernel 2 -> 1, switch stays 1); pass 2:
-    // both idle (1 -> 0, switch 1 -> 0); pass 3 and later: nothing left to change.
     for (int pass = 0; pass < 3; pass++) {
       clock.advance(Duration.ofSeconds(5));
       attribution.runOnce();
     }
-    Map<String, Double> writes = regionWrites(ex.scrape());
-    assertThat(writes)
+    assertThat(regionWrites(ex.scrape()))
         .containsExactlyInAnyOrderEntriesOf(
-            Map.of("recent_kernel", 4.0, "utilization_switch", 2.0, "hostpid", 0.0));
-    clock.advance(Duration.ofSeconds(5));
-    attribution.runOnce();
-    assertThat(regionWrites(ex.scrape())).as("a settled node needs no write").isEqualTo(writes);
-
-    for (Path region : List.of(healthy, other)) {
-      assertThat(Files.readAllBytes(region))
-          .as("%s differs from the original by exactly the two feedback fields", region)
-          .isEqualTo(
-              Files.readAllBytes(expected.resolve(region.getParent().getFileName().toString())));
-    }
-    // Every read-write mapping belongs to a region the exporter wrote (counted above), and each
-    // written region is mapped read-write once.
-    List<String> mappings = regionMappings(root);
-    assertThat(mappings.stream().filter(m -> m.startsWith("rw")).map(m -> m.substring(5)).toList())
-        .containsExactlyInAnyOrder(healthy.toString(), other.toString());
-    assertThat(attribution.writableMappings()).isEqualTo(2);
-    var after = Snapshots.tree(root);
-    String healthyKey = root.relativize(healthy).toString();
-    String otherKey = root.relativize(other).toString();
-    before.keySet().removeAll(List.of(healthyKey, otherKey));
-    after.keySet().removeAll(List.of(healthyKey, otherKey));
-    assertThat(after).as("nothing but the two written regions changed").isEqualTo(before);
+            Map.of("recent_kernel", 0.0, "utilization_switch", 0.0, "hostpid", 0.0));
+    assertThat(regionMappings(root)).hasSize(2).allMatch(m -> m.startsWith("r--s "), "mapped r--s");
+    assertThat(attribution.writableMappings()).isZero();
+    assertThat(Snapshots.tree(dir)).as("nothing under the temp dir changed").isEqualTo(before);
   }
 
   private static Map<String, Double> regionWrites(Samples s) {
