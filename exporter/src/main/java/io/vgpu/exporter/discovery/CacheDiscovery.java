@@ -68,6 +68,7 @@ public final class CacheDiscovery implements AutoCloseable {
   private final InstantSource clock;
   private final boolean writable;
   private final ParseErrors errors;
+  private final SideFileReader sideFiles;
   private final AtomicInteger openMappings = new AtomicInteger();
   private final Map<Path, FileState> files = new HashMap<>();
   private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
@@ -95,6 +96,20 @@ public final class CacheDiscovery implements AutoCloseable {
       InstantSource clock,
       boolean writable,
       ParseErrors errors) {
+    this(root, rescanInterval, clock, writable, errors, new NoFollowSideFileReader());
+  }
+
+  /**
+   * @param sideFiles how {@code *.cache.degraded} side files are read
+   */
+  public CacheDiscovery(
+      Path root,
+      Duration rescanInterval,
+      InstantSource clock,
+      boolean writable,
+      ParseErrors errors,
+      SideFileReader sideFiles) {
+    this.sideFiles = Objects.requireNonNull(sideFiles, "sideFiles");
     this.root = Objects.requireNonNull(root, "root");
     this.rescanInterval = Objects.requireNonNull(rescanInterval, "rescanInterval");
     this.clock = Objects.requireNonNull(clock, "clock");
@@ -293,7 +308,41 @@ public final class CacheDiscovery implements AutoCloseable {
       found.add(scanFile(file));
     }
     return Optional.of(
-        new DiscoveredContainer(key.get(), dir, attrs.lastModifiedTime().toInstant(), found));
+        new DiscoveredContainer(
+            key.get(), dir, attrs.lastModifiedTime().toInstant(), found, readDegraded(dir)));
+  }
+
+  /**
+   * libvgpu's {@code <cache>.degraded} side files, first {@link #MAX_FILES_PER_CONTAINER} by name
+   * (the tenant owns the directory, so the count is bounded like the cache files). Read on every
+   * pass: they are a few dozen bytes and change without the cache file changing.
+   */
+  private List<DegradedMark> readDegraded(Path dir) {
+    List<String> names = new ArrayList<>();
+    try (DirectoryStream<Path> entries =
+        Files.newDirectoryStream(dir, "*" + SUFFIX + DegradedMark.SUFFIX)) {
+      for (Path file : entries) {
+        names.add(file.getFileName().toString());
+      }
+    } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+      LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+    }
+    names.sort(null);
+    List<DegradedMark> marks = new ArrayList<>();
+    for (String name : names.subList(0, Math.min(names.size(), MAX_FILES_PER_CONTAINER))) {
+      Path path = dir.resolve(name);
+      switch (sideFiles.read(dir, name, DegradedMark.MAX_BYTES)) {
+        case SideFileReader.Result.Missing m -> {}
+        case SideFileReader.Result.Refused r -> marks.add(DegradedMark.malformed(path));
+        case SideFileReader.Result.Content c -> {
+          // libvgpu truncates, then writes the line: an empty file is a write in progress.
+          if (c.bytes().length > 0) {
+            marks.add(DegradedMark.parse(path, c.bytes()));
+          }
+        }
+      }
+    }
+    return marks;
   }
 
   private DiscoveredFile scanFile(Path file) {

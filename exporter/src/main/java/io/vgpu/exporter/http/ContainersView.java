@@ -1,5 +1,6 @@
 package io.vgpu.exporter.http;
 
+import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.metrics.ContainerState;
 import io.vgpu.exporter.metrics.DeviceUsageSummary;
@@ -95,6 +96,19 @@ public final class ContainersView {
       files.add(fm);
     }
     m.put("files", files);
+    // libvgpu's degraded-mode side files still in force (content of malformed ones never shown).
+    List<Object> degraded = new ArrayList<>();
+    for (DegradedMark d : c.degraded()) {
+      Map<String, Object> dm = new LinkedHashMap<>();
+      dm.put("path", d.path().toString());
+      dm.put("cause", d.cause().label());
+      if (!d.malformed()) {
+        dm.put("pid", d.pid());
+        dm.put("time_epoch_seconds", d.epochSeconds());
+      }
+      degraded.add(dm);
+    }
+    m.put("degraded", degraded);
     return m;
   }
 }

@@ -5,6 +5,7 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.util.ArrayList;
@@ -25,6 +26,7 @@ import java.util.Set;
  * vgpu_container_stale{...} 0.0
  * vgpu_container_finished{...} 0.0
  * vgpu_container_cache_files{...} 1.0
+ * vgpu_container_region_degraded{...,cause="symlink"} 1.0
  * </pre>
  */
 public final class ContainerCollector extends VgpuCollector {
@@ -65,7 +67,12 @@ public final class ContainerCollector extends VgpuCollector {
               MetricType.GAUGE,
               CONTAINER_CACHE_FILES,
               "Cache files in the container directory, by whether they could be mapped and read.",
-              with(C, "result")));
+              with(C, "result")),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_REGION_DEGRADED,
+              "1 while libvgpu's side file says a process of the container could not use the shared region (cause: its token, or malformed): its limits hold for its process tree only, not container-wide.",
+              with(C, "cause")));
 
   private final Map<String, String> podLabelNames;
 
@@ -102,6 +109,7 @@ public final class ContainerCollector extends VgpuCollector {
     var stale = new Families.Gauge(CONTAINER_STALE, help(4));
     var finished = new Families.Gauge(CONTAINER_FINISHED, help(5));
     var files = new Families.Gauge(CONTAINER_CACHE_FILES, help(6));
+    var degraded = new Families.Gauge(CONTAINER_REGION_DEGRADED, help(7));
     for (ContainerState c : state.containers()) {
       Labels l = LabelSets.container(state.node(), c);
       processes.add(c.running(), LabelSets.containerWith(state.node(), c, "state", "running"));
@@ -147,6 +155,11 @@ public final class ContainerCollector extends VgpuCollector {
             LabelSets.containerWithAll(
                 state.node(), c, names.toArray(String[]::new), values.toArray(String[]::new)));
       }
+      Set<DegradedMark.Cause> causes = java.util.EnumSet.noneOf(DegradedMark.Cause.class);
+      c.degraded().forEach(m -> causes.add(m.cause()));
+      for (DegradedMark.Cause cause : causes) {
+        degraded.add(1, LabelSets.containerWith(state.node(), c, "cause", cause.label()));
+      }
       stale.add(c.stale() ? 1 : 0, l);
       finished.add(c.finished() ? 1 : 0, l);
     }
@@ -157,5 +170,6 @@ public final class ContainerCollector extends VgpuCollector {
     RegionUsageCollector.addIf(out, CONTAINER_STALE, stale.build());
     RegionUsageCollector.addIf(out, CONTAINER_FINISHED, finished.build());
     RegionUsageCollector.addIf(out, CONTAINER_CACHE_FILES, files.build());
+    RegionUsageCollector.addIf(out, CONTAINER_REGION_DEGRADED, degraded.build());
   }
 }

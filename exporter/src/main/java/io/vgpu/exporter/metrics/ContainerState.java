@@ -1,6 +1,7 @@
 package io.vgpu.exporter.metrics;
 
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.DiscoveredContainer;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.k8s.PodMeta;
@@ -26,6 +27,8 @@ import java.util.Optional;
  * @param running slots with status 1 counted by the slot policy (0 when finished)
  * @param suspended slots with status 2 counted by the slot policy (0 when finished)
  * @param lastKernelEpochSeconds latest {@code last_kernel_time} over files (0 = never)
+ * @param degraded side files that still describe a degraded process (see {@link DegradedPolicy}),
+ *     malformed ones included
  */
 public record ContainerState(
     ContainerKey key,
@@ -39,9 +42,11 @@ public record ContainerState(
     List<DeviceUsageSummary> devices,
     long running,
     long suspended,
-    long lastKernelEpochSeconds) {
+    long lastKernelEpochSeconds,
+    List<DegradedMark> degraded) {
   public ContainerState {
     Objects.requireNonNull(key, "key");
+    degraded = List.copyOf(degraded);
     Objects.requireNonNull(pod, "pod");
     regions = List.copyOf(regions);
     devices = List.copyOf(devices);

@@ -64,6 +64,13 @@ public final class MetricNames {
   public static final String CONTAINER_FINISHED = "vgpu_container_finished";
 
   public static final String CONTAINER_CACHE_FILES = "vgpu_container_cache_files";
+
+  /**
+   * 1 per cause while libvgpu runs a process of the container on process-local limits (its {@code
+   * .degraded} side file), extra label {@code cause}; absent when none.
+   */
+  public static final String CONTAINER_REGION_DEGRADED = "vgpu_container_region_degraded";
+
   public static final String CONTAINER_PRIORITY = "vgpu_container_priority";
 
   // Attribution helper (issue 5), per container.

@@ -225,7 +225,18 @@ public final class NodeStateProvider {
         devices,
         finished ? 0 : running,
         finished ? 0 : suspended,
-        lastKernel);
+        lastKernel,
+        DegradedPolicy.current(dc.degraded(), snapshots(regions), finished || stale));
+  }
+
+  private static List<RegionSnapshot> snapshots(List<ContainerState.RegionState> regions) {
+    List<RegionSnapshot> out = new ArrayList<>(regions.size());
+    for (ContainerState.RegionState r : regions) {
+      if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
+        out.add(s);
+      }
+    }
+    return out;
   }
 
   /** Succeeded/Failed pods and completed init containers will not run again. */
