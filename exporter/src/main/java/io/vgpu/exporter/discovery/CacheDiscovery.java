@@ -309,7 +309,11 @@ public final class CacheDiscovery implements AutoCloseable {
     }
     return Optional.of(
         new DiscoveredContainer(
-            key.get(), dir, attrs.lastModifiedTime().toInstant(), found, readDegraded(dir)));
+            key.get(),
+            dir,
+            attrs.lastModifiedTime().toInstant(),
+            found,
+            readDegraded(dir, sideFiles)));
   }
 
   /**
@@ -317,7 +321,7 @@ public final class CacheDiscovery implements AutoCloseable {
    * (the tenant owns the directory, so the count is bounded like the cache files). Read on every
    * pass: they are a few dozen bytes and change without the cache file changing.
    */
-  private List<DegradedMark> readDegraded(Path dir) {
+  public static List<DegradedMark> readDegraded(Path dir, SideFileReader sideFiles) {
     List<String> names = new ArrayList<>();
     try (DirectoryStream<Path> entries =
         Files.newDirectoryStream(dir, "*" + SUFFIX + DegradedMark.SUFFIX)) {

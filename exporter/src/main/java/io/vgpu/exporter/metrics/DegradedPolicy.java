@@ -24,7 +24,7 @@ import java.util.List;
  * A malformed file is reported (as {@code malformed}) while the pod runs: it says nothing reliable,
  * so only the first rule applies.
  */
-final class DegradedPolicy {
+public final class DegradedPolicy {
   private DegradedPolicy() {}
 
   static List<DegradedMark> current(
@@ -41,7 +41,11 @@ final class DegradedPolicy {
     return out;
   }
 
-  private static boolean superseded(DegradedMark m, List<RegionSnapshot> regions) {
+  /**
+   * Whether a well-formed mark is proven old by the container's regions (its pid holds a live slot,
+   * or a libvgpu region was created after it).
+   */
+  public static boolean superseded(DegradedMark m, List<RegionSnapshot> regions) {
     for (RegionSnapshot s : regions) {
       for (ProcessSlot slot : s.processes()) {
         if (slot.pid() == m.pid()) {

@@ -33,7 +33,8 @@ public final class Doctor {
             new LimiterMisfiringCheck(),
             new NvmlErrorsCheck(),
             new HandshakeStaleCheck(),
-            new RegistrationMissingCheck()));
+            new RegistrationMissingCheck(),
+            new LibvgpuDegradedCheck()));
   }
 
   public List<DoctorCheck> checks() {

@@ -1,7 +1,9 @@
 package io.vgpu.exporter.ops;
 
+import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.discovery.MappedFaults;
+import io.vgpu.exporter.discovery.NoFollowSideFileReader;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -117,7 +119,12 @@ public final class EvidenceCollector {
         for (Open o : containersFiles.get(c.dir())) {
           regions.add(o.second(!window.isZero()));
         }
-        done.add(new NodeEvidence.Container(c.key(), c.dir(), regions));
+        done.add(
+            new NodeEvidence.Container(
+                c.key(),
+                c.dir(),
+                regions,
+                CacheDiscovery.readDegraded(c.dir(), new NoFollowSideFileReader())));
       }
       done.sort(Comparator.comparing(NodeEvidence.Container::key));
       List<NodeEvidence.PodProcess> procs = new ArrayList<>(processes(nv));

@@ -1,6 +1,7 @@
 package io.vgpu.exporter.ops;
 
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.regioncodec.ProcessSlot;
@@ -120,12 +121,20 @@ public record NodeEvidence(
    * @param key pod UID and container name
    * @param dir the directory
    * @param regions its {@code *.cache} files (empty: the library never created one)
+   * @param degraded its libvgpu {@code *.cache.degraded} side files, as read
    */
-  public record Container(ContainerKey key, Path dir, List<Region> regions) {
+  public record Container(
+      ContainerKey key, Path dir, List<Region> regions, List<DegradedMark> degraded) {
     public Container {
       Objects.requireNonNull(key, "key");
       Objects.requireNonNull(dir, "dir");
       regions = List.copyOf(regions);
+      degraded = List.copyOf(degraded);
+    }
+
+    /** A directory without side files. */
+    public Container(ContainerKey key, Path dir, List<Region> regions) {
+      this(key, dir, regions, List.of());
     }
   }
 

@@ -469,6 +469,43 @@ class DoctorChecksTest {
     assertThat(fx.verdict(15)).isEqualTo(Severity.FAIL);
   }
 
+  // 16 ----------------------------------------------------------------------------------------
+  @Test
+  void degraded_noSideFile_ok() {
+    healthy();
+    assertThat(fx.verdict(16)).isEqualTo(Severity.OK);
+  }
+
+  @Test
+  void degraded_sideFileOfAnUnregisteredPid_failsWithCauseAndFix() throws IOException {
+    Path region = healthy();
+    java.nio.file.Files.writeString(
+        region.resolveSibling("vgpu.cache.degraded"),
+        "libvgpu-degraded v1 cause=slot-table-full pid=42 time=" + NOW.getEpochSecond() + "\n");
+    List<Finding> f = fx.findings(16);
+    assertThat(fx.verdict(16)).isEqualTo(Severity.FAIL);
+    assertThat(f.getFirst().summary()).contains("slot-table-full").contains("per process tree");
+    assertThat(f.getFirst().fix()).contains("cleanup --uid " + UID_A);
+  }
+
+  @Test
+  void degraded_sideFileWhosePidNowHoldsASlot_ok() throws IOException {
+    Path region = healthy();
+    java.nio.file.Files.writeString(
+        region.resolveSibling("vgpu.cache.degraded"),
+        "libvgpu-degraded v1 cause=no-space pid=" + CPID + " time=" + NOW.getEpochSecond() + "\n");
+    assertThat(fx.verdict(16)).isEqualTo(Severity.OK);
+  }
+
+  @Test
+  void degraded_garbageSideFile_warnsWithoutShowingIt() throws IOException {
+    Path region = healthy();
+    java.nio.file.Files.writeString(region.resolveSibling("vgpu.cache.degraded"), "SECRET-ish\n");
+    List<Finding> f = fx.findings(16);
+    assertThat(fx.verdict(16)).isEqualTo(Severity.WARN);
+    assertThat(f.toString()).doesNotContain("SECRET");
+  }
+
   // report --------------------------------------------------------------------------------------
   @Test
   void report_exitCodeAndJson_reflectWorstFinding() {
