@@ -96,7 +96,7 @@ public final class CacheDiscovery implements AutoCloseable {
       InstantSource clock,
       boolean writable,
       ParseErrors errors) {
-    this(root, rescanInterval, clock, writable, errors, new NoFollowSideFileReader());
+    this(root, rescanInterval, clock, writable, errors, new SafeOpenSideFileReader());
   }
 
   /**

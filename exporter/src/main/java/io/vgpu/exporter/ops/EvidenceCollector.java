@@ -3,7 +3,7 @@ package io.vgpu.exporter.ops;
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.discovery.MappedFaults;
-import io.vgpu.exporter.discovery.NoFollowSideFileReader;
+import io.vgpu.exporter.discovery.SafeOpenSideFileReader;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -124,7 +124,7 @@ public final class EvidenceCollector {
                 c.key(),
                 c.dir(),
                 regions,
-                CacheDiscovery.readDegraded(c.dir(), new NoFollowSideFileReader())));
+                CacheDiscovery.readDegraded(c.dir(), new SafeOpenSideFileReader())));
       }
       done.sort(Comparator.comparing(NodeEvidence.Container::key));
       List<NodeEvidence.PodProcess> procs = new ArrayList<>(processes(nv));
