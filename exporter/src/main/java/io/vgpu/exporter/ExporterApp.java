@@ -14,6 +14,7 @@ import io.vgpu.exporter.discovery.StaleReaper;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.http.HttpServer;
 import io.vgpu.exporter.http.Readiness;
+import io.vgpu.exporter.http.WebConfig;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
@@ -77,13 +78,19 @@ public final class ExporterApp implements AutoCloseable {
             new CollectorContext(config, states, errors, stats, build, services), registry);
     this.readiness = new Readiness();
     readiness.add(discoveryCheck(discovery));
+    readiness.add(HealthCheck.of(discovery.loopHealth()));
     readiness.add(metadataCheck(metadata));
     b.healthChecks.forEach(readiness::add);
     this.http =
         new HttpServer(
-            config.bindAddress(),
-            config.port(),
-            config.metricsMaxAge(),
+            new HttpServer.Settings(
+                config.bindAddress(),
+                config.port(),
+                config.metricsMaxAge(),
+                webConfig(config),
+                HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
+                config.get(Flags.WEB_STATUS_MAX_AGE),
+                config.procfs()),
             registry,
             states,
             readiness,
@@ -101,6 +108,11 @@ public final class ExporterApp implements AutoCloseable {
     return metadata.health().authoritative()
         && metadata.pod(c.key().podUid()).isEmpty()
         && Duration.between(c.modified(), clock.instant()).compareTo(grace) >= 0;
+  }
+
+  private static WebConfig webConfig(ExporterConfig config) {
+    String file = config.get(Flags.WEB_CONFIG_FILE);
+    return file.isEmpty() ? WebConfig.none() : WebConfig.load(java.nio.file.Path.of(file));
   }
 
   private static PodMetadataSource metadataFrom(ExporterConfig config) {

@@ -38,6 +38,37 @@ public final class Flags {
           Parsers::duration,
           "DURATION");
 
+  public static final Flag<String> WEB_CONFIG_FILE =
+      new Flag<>(
+          "web.config.file",
+          "Prometheus exporter-toolkit web configuration (YAML): tls_server_config (cert_file,"
+              + " key_file, client_ca_file, client_auth_type) and basic_auth_users (bcrypt hashes);"
+              + " empty serves plain HTTP without authentication.",
+          "",
+          List.of(),
+          Parsers::string,
+          "FILE");
+
+  public static final Flag<String> WEB_STATUS_PAGES =
+      new Flag<>(
+          "web.status-pages",
+          "Who may see / and /api/v1/containers (every pod's names, uids and pids): all (as"
+              + " /metrics), loopback (only clients on 127.0.0.1/::1) or off (404).",
+          "all",
+          List.of(),
+          Parsers.oneOf("all", "loopback", "off"),
+          "all|loopback|off");
+
+  public static final Flag<Duration> WEB_STATUS_MAX_AGE =
+      new Flag<>(
+          "web.status-max-age",
+          "The status model behind / and /api/v1/containers (one pass over the regions and the pod"
+              + " processes' procfs entries) is computed at most once per this interval and shared.",
+          "5s",
+          List.of(),
+          Parsers::duration,
+          "DURATION");
+
   public static final Flag<Path> CACHE_ROOT =
       new Flag<>(
           "path.cache-root",
@@ -233,6 +264,9 @@ public final class Flags {
           WEB_LISTEN_ADDRESS,
           WEB_LISTEN_PORT,
           WEB_METRICS_MAX_AGE,
+          WEB_CONFIG_FILE,
+          WEB_STATUS_PAGES,
+          WEB_STATUS_MAX_AGE,
           CACHE_ROOT,
           PROCFS,
           NODE_NAME,
