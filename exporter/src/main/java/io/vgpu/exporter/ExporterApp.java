@@ -59,7 +59,13 @@ public final class ExporterApp implements AutoCloseable {
     InstantSource clock = b.clock;
     ParseErrors errors = new ParseErrors();
     this.discovery =
-        new CacheDiscovery(config.cacheRoot(), config.rescanInterval(), clock, b.writable, errors);
+        new CacheDiscovery(
+            config.cacheRoot(),
+            config.rescanInterval(),
+            clock,
+            b.writable,
+            errors,
+            config.get(Flags.MAX_CONTAINERS));
     this.metadata = b.metadata != null ? b.metadata : metadataFrom(config);
     String node = config.nodeName();
     Duration grace = config.get(Flags.STALE_GRACE_PERIOD);
@@ -79,6 +85,7 @@ public final class ExporterApp implements AutoCloseable {
     this.readiness = new Readiness();
     readiness.add(discoveryCheck(discovery));
     readiness.add(HealthCheck.of(discovery.loopHealth()));
+    readiness.add(skippedContainersCheck(discovery));
     readiness.add(metadataCheck(metadata));
     b.healthChecks.forEach(readiness::add);
     this.http =
@@ -158,6 +165,32 @@ public final class ExporterApp implements AutoCloseable {
       @Override
       public boolean blocksReadiness() {
         return true;
+      }
+    };
+  }
+
+  /** Directories over --discovery.max-containers: metrics of those are missing (not blocking). */
+  private static HealthCheck skippedContainersCheck(CacheDiscovery discovery) {
+    return new HealthCheck() {
+      @Override
+      public String name() {
+        return "cache-root";
+      }
+
+      @Override
+      public Optional<String> problem() {
+        int n = discovery.skippedContainers();
+        return n == 0
+            ? Optional.empty()
+            : Optional.of(
+                n
+                    + " entries beyond --discovery.max-containers not read (stale directories? see"
+                    + " --stale.remove)");
+      }
+
+      @Override
+      public boolean blocksReadiness() {
+        return false;
       }
     };
   }

@@ -141,6 +141,23 @@ public final class Flags {
           Parsers.durationAtLeast(Duration.ofMillis(100)),
           "DURATION");
 
+  public static final Flag<Integer> MAX_CONTAINERS =
+      new Flag<>(
+          "discovery.max-containers",
+          "At most this many container directories are read (the first by name); the rest are"
+              + " skipped and named in /readyz, so thousands of leftover directories cannot exhaust"
+              + " the heap (2 000 fit the default -Xmx96m with room; README: Footprint).",
+          "2000",
+          List.of(),
+          raw -> {
+            int n = Integer.parseInt(raw.strip());
+            if (n < 1) {
+              throw new IllegalArgumentException("must be at least 1");
+            }
+            return n;
+          },
+          "N");
+
   public static final Flag<Duration> STALE_GRACE_PERIOD =
       new Flag<>(
           "stale.grace-period",
@@ -275,6 +292,7 @@ public final class Flags {
           POD_LABELS,
           KUBERNETES_RESYNC,
           RESCAN_INTERVAL,
+          MAX_CONTAINERS,
           STALE_GRACE_PERIOD,
           STALE_REMOVE,
           HAMI_COMPAT,

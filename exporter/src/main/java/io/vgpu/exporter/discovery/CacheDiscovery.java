@@ -72,6 +72,8 @@ public final class CacheDiscovery implements AutoCloseable {
   private final boolean writable;
   private final ParseErrors errors;
   private final LoopHealth health;
+  private final int maxContainers;
+  private volatile int skippedContainers;
   private final AtomicInteger openMappings = new AtomicInteger();
   private final Map<Path, FileState> files = new HashMap<>();
   private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
@@ -105,6 +107,24 @@ public final class CacheDiscovery implements AutoCloseable {
       InstantSource clock,
       boolean writable,
       ParseErrors errors) {
+    this(root, rescanInterval, clock, writable, errors, DEFAULT_MAX_CONTAINERS);
+  }
+
+  /** Default of {@code --discovery.max-containers}. */
+  public static final int DEFAULT_MAX_CONTAINERS = 2000;
+
+  /**
+   * @param maxContainers at most this many container directories are read per pass (the first by
+   *     name); the rest are skipped and reported by {@link #skippedContainers()}
+   */
+  public CacheDiscovery(
+      Path root,
+      Duration rescanInterval,
+      InstantSource clock,
+      boolean writable,
+      ParseErrors errors,
+      int maxContainers) {
+    this.maxContainers = maxContainers;
     this.root = Objects.requireNonNull(root, "root");
     this.rescanInterval = Objects.requireNonNull(rescanInterval, "rescanInterval");
     this.clock = Objects.requireNonNull(clock, "clock");
@@ -179,6 +199,11 @@ public final class CacheDiscovery implements AutoCloseable {
     health.run(this::rescan);
   }
 
+  /** Entries of the cache root the last pass left unread (over {@code maxContainers}). */
+  public int skippedContainers() {
+    return skippedContainers;
+  }
+
   /** The rescan loop's health (readiness turns unready while it fails or is stuck). */
   public LoopHealth loopHealth() {
     return health;
@@ -240,7 +265,29 @@ public final class CacheDiscovery implements AutoCloseable {
     } else {
       try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
         watch(root);
+        // The first maxContainers names only (bounded heap whatever the root holds), chosen in a
+        // bounded max-heap as the listing streams by, then scanned in name order.
+        PriorityQueue<Path> chosen = new PriorityQueue<>(Comparator.reverseOrder());
+        int listed = 0;
         for (Path dir : dirs) {
+          listed++;
+          chosen.add(dir);
+          if (chosen.size() > maxContainers) {
+            chosen.poll();
+          }
+        }
+        int skipped = listed - chosen.size();
+        if (skipped > 0 && skipped != skippedContainers) {
+          LOG.warn(
+              "msg=\"container directories skipped\" root=\"{}\" listed={} read={}",
+              root,
+              listed,
+              chosen.size());
+        }
+        skippedContainers = skipped;
+        List<Path> ordered = new ArrayList<>(chosen);
+        ordered.sort(null);
+        for (Path dir : ordered) {
           scanContainerDir(dir, seenFiles, excessNow).ifPresent(containers::add);
           seenDirs.add(dir);
         }

@@ -159,6 +159,138 @@ class BoundedCostTest {
     }
   }
 
+  /**
+   * 10 000 container directories under the launcher's own JVM flags (its heap included): every
+   * /metrics answers 200 and the process lives. It used to answer 500 to every scrape
+   * (OutOfMemoryError growing one buffer for the ~60 MB page): now at most
+   * --discovery.max-containers directories are read (the rest named in /readyz) and a page larger
+   * than an eighth of the heap is streamed instead of held.
+   */
+  @Test
+  void tenThousandDirectories_launcherHeap_everyScrapeAnswers() throws Exception {
+    Path root = Files.createDirectories(dir.resolve("containers"));
+    byte[] region =
+        io.vgpu.regioncodec.RegionWriter.encode(
+            TestRegions.spec(1, 8192, 50, new int[] {100}, 256, 10, true));
+    List<Integer> blocks = new ArrayList<>();
+    for (int off = 0; off < region.length; off += 4096) {
+      for (int i = off; i < Math.min(off + 4096, region.length); i++) {
+        if (region[i] != 0) {
+          blocks.add(off);
+          break;
+        }
+      }
+    }
+    for (int i = 0; i < 10_000; i++) {
+      Path d = Files.createDirectories(root.resolve("%08x-0000-4000-8000-%012d_c".formatted(i, i)));
+      try (var ch =
+          java.nio.channels.FileChannel.open(
+              d.resolve("a.cache"),
+              java.nio.file.StandardOpenOption.CREATE,
+              java.nio.file.StandardOpenOption.WRITE)) {
+        for (int off : blocks) {
+          ch.write(java.nio.ByteBuffer.wrap(region, off, Math.min(4096, region.length - off)), off);
+        }
+        ch.truncate(region.length);
+        if (ch.size() < region.length) {
+          ch.write(java.nio.ByteBuffer.wrap(new byte[1]), region.length - 1L);
+        }
+      }
+    }
+    int port;
+    try (java.net.ServerSocket s =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(launcherJvmFlags());
+    cmd.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            "io.vgpu.exporter.Main",
+            "serve",
+            "--path.cache-root=" + root,
+            "--kubernetes=false",
+            "--nvml=false",
+            "--node-name=rel-node",
+            "--web.listen-address=127.0.0.1",
+            "--web.listen-port=" + port,
+            "--log.level=warn"));
+    Path log = dir.resolve("exporter.log");
+    Process p =
+        new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      java.net.URI base = java.net.URI.create("http://127.0.0.1:" + port);
+      Await.until(
+          Duration.ofSeconds(120),
+          () -> {
+            assertThat(p.isAlive()).as("exporter alive; log: %s", Files.readString(log)).isTrue();
+            try {
+              return http.send(
+                          HttpRequest.newBuilder(base.resolve("/readyz")).build(),
+                          HttpResponse.BodyHandlers.ofString())
+                      .statusCode()
+                  == 200;
+            } catch (IOException e) {
+              return false;
+            }
+          });
+      for (int i = 0; i < 3; i++) {
+        HttpResponse<byte[]> r =
+            http.send(
+                HttpRequest.newBuilder(base.resolve("/metrics"))
+                    .header("Accept-Encoding", i == 1 ? "gzip" : "identity")
+                    .timeout(Duration.ofSeconds(120))
+                    .build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(r.statusCode())
+            .as("scrape %d; log: %s", i, Files.readString(log))
+            .isEqualTo(200);
+        byte[] body = r.body();
+        if (i == 1) {
+          body =
+              new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(body))
+                  .readAllBytes();
+        }
+        String text = new String(body, StandardCharsets.UTF_8);
+        assertThat(text).contains("vgpu_container_memory_limit_bytes{").endsWith("\n");
+      }
+      String ready =
+          http.send(
+                  HttpRequest.newBuilder(base.resolve("/readyz")).build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .body();
+      System.out.printf("reliability: 10 000 directories, launcher heap: %s", ready);
+      assertThat(ready).contains("not read");
+      assertThat(p.isAlive()).isTrue();
+    } finally {
+      p.destroy();
+      if (!p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+      }
+    }
+  }
+
+  /** bin/vgpu-exporter's default JVM flags, read from the launcher so the test follows it. */
+  private static List<String> launcherJvmFlags() throws IOException {
+    Path launcher = null;
+    for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
+      if (Files.isRegularFile(d.resolve("bin/vgpu-exporter"))) {
+        launcher = d.resolve("bin/vgpu-exporter");
+        break;
+      }
+    }
+    assertThat(launcher).as("bin/vgpu-exporter above the working directory").isNotNull();
+    String text = Files.readString(launcher);
+    Matcher m = Pattern.compile("default_opts=\\(([^)]*)\\)").matcher(text);
+    assertThat(m.find()).as("default_opts in the launcher").isTrue();
+    List<String> flags = List.of(m.group(1).trim().split("\\s+"));
+    assertThat(flags).anyMatch(f -> f.startsWith("-Xmx"));
+    return flags;
+  }
+
   private static final Pattern MODEL_TIME =
       Pattern.compile("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z");
 
