@@ -73,8 +73,10 @@ steady_errors=0
 if [ "$STEADY_SECONDS" -gt 0 ]; then
   end=$(( $(date +%s) + STEADY_SECONDS ))
   while [ "$(date +%s)" -lt "$end" ]; do
-    for _ in 1 2; do curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & done
-    wait %1 %2 2>/dev/null || steady_errors=$((steady_errors + 1))
+    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & first=$!
+    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & second=$!
+    wait "$first" || steady_errors=$((steady_errors + 1))
+    wait "$second" || steady_errors=$((steady_errors + 1))
     sleep 15
   done
 fi
