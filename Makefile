@@ -13,7 +13,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet fmt lint clean libvgpu soak soak-apiserver stress image-test
+.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image-test
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,12 @@ bench-fleet: ## N simulated nodes (NODES="10 50") scraped by one Prometheus with
 	$(MAKE) -C libvgpu all
 	$(MVN) -q install -DskipTests
 	@scripts/fleet-bench.sh
+
+bench-footprint: ## exporter RSS steady/peak and scrape latency on a 100 x 8 x 4 node (README: Footprint; ~8 min)
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	@exporter/bench/footprint.sh
 
 fmt: ## apply google-java-format (and clang-format for C)
 	$(need_jdk)

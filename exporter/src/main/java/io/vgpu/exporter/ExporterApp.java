@@ -14,6 +14,7 @@ import io.vgpu.exporter.discovery.StaleReaper;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.http.HttpServer;
 import io.vgpu.exporter.http.Readiness;
+import io.vgpu.exporter.http.WebConfig;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
@@ -58,7 +59,13 @@ public final class ExporterApp implements AutoCloseable {
     InstantSource clock = b.clock;
     ParseErrors errors = new ParseErrors();
     this.discovery =
-        new CacheDiscovery(config.cacheRoot(), config.rescanInterval(), clock, b.writable, errors);
+        new CacheDiscovery(
+            config.cacheRoot(),
+            config.rescanInterval(),
+            clock,
+            b.writable,
+            errors,
+            config.get(Flags.MAX_CONTAINERS));
     this.metadata = b.metadata != null ? b.metadata : metadataFrom(config);
     String node = config.nodeName();
     Duration grace = config.get(Flags.STALE_GRACE_PERIOD);
@@ -77,13 +84,20 @@ public final class ExporterApp implements AutoCloseable {
             new CollectorContext(config, states, errors, stats, build, services), registry);
     this.readiness = new Readiness();
     readiness.add(discoveryCheck(discovery));
+    readiness.add(HealthCheck.of(discovery.loopHealth()));
+    readiness.add(skippedContainersCheck(discovery));
     readiness.add(metadataCheck(metadata));
     b.healthChecks.forEach(readiness::add);
     this.http =
         new HttpServer(
-            config.bindAddress(),
-            config.port(),
-            config.metricsMaxAge(),
+            new HttpServer.Settings(
+                config.bindAddress(),
+                config.port(),
+                config.metricsMaxAge(),
+                webConfig(config),
+                HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
+                config.get(Flags.WEB_STATUS_MAX_AGE),
+                config.procfs()),
             registry,
             states,
             readiness,
@@ -101,6 +115,11 @@ public final class ExporterApp implements AutoCloseable {
     return metadata.health().authoritative()
         && metadata.pod(c.key().podUid()).isEmpty()
         && Duration.between(c.modified(), clock.instant()).compareTo(grace) >= 0;
+  }
+
+  private static WebConfig webConfig(ExporterConfig config) {
+    String file = config.get(Flags.WEB_CONFIG_FILE);
+    return file.isEmpty() ? WebConfig.none() : WebConfig.load(java.nio.file.Path.of(file));
   }
 
   private static PodMetadataSource metadataFrom(ExporterConfig config) {
@@ -146,6 +165,32 @@ public final class ExporterApp implements AutoCloseable {
       @Override
       public boolean blocksReadiness() {
         return true;
+      }
+    };
+  }
+
+  /** Directories over --discovery.max-containers: metrics of those are missing (not blocking). */
+  private static HealthCheck skippedContainersCheck(CacheDiscovery discovery) {
+    return new HealthCheck() {
+      @Override
+      public String name() {
+        return "cache-root";
+      }
+
+      @Override
+      public Optional<String> problem() {
+        int n = discovery.skippedContainers();
+        return n == 0
+            ? Optional.empty()
+            : Optional.of(
+                n
+                    + " entries beyond --discovery.max-containers not read (stale directories? see"
+                    + " --stale.remove)");
+      }
+
+      @Override
+      public boolean blocksReadiness() {
+        return false;
       }
     };
   }

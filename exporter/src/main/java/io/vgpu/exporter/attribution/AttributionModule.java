@@ -78,6 +78,7 @@ public final class AttributionModule {
                     defaults.reconciler().maxGap())),
             clock);
     service.startWith(samplerStart);
+    builder.healthCheck(HealthCheck.of(service.loopHealth()));
     if (service.settings().writes()) {
       builder.healthCheck(writeBackCheck(service));
     }

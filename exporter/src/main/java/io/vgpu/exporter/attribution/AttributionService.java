@@ -2,6 +2,7 @@ package io.vgpu.exporter.attribution;
 
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.exporter.loops.LoopHealth;
 import io.vgpu.exporter.metrics.ContainerState;
 import io.vgpu.exporter.metrics.DeviceUsageSummary;
 import io.vgpu.exporter.metrics.HamiCompatCollector;
@@ -95,6 +96,7 @@ public final class AttributionService implements AutoCloseable {
   private final HostPidResolver pids;
   private final Settings settings;
   private final InstantSource clock;
+  private final LoopHealth health;
   private final Reconciler reconciler;
   private final RegionWriteBack writeBack;
   private volatile Supplier<NodeState> states;
@@ -114,6 +116,12 @@ public final class AttributionService implements AutoCloseable {
     this.pids = Objects.requireNonNull(pids, "pids");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
+    Duration stuck = settings.interval().multipliedBy(3);
+    this.health =
+        new LoopHealth(
+            "attribution",
+            stuck.compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1) : stuck,
+            clock);
     this.reconciler = new Reconciler(settings.reconciler());
     this.writeBack = settings.writes() ? new RegionWriteBack() : null;
     this.latest = AttributionResult.empty(clock.instant());
@@ -193,20 +201,15 @@ public final class AttributionService implements AutoCloseable {
               return t;
             });
     executor.scheduleWithFixedDelay(
-        () -> {
-          try {
-            runOnce();
-          } catch (RuntimeException e) {
-            LOG.warn("attribution pass failed", e);
-          } catch (InternalError e) {
-            // A mapped access that faulted outside the places that catch it: escaping would end
-            // this periodic task for good (the executor drops a task that throws).
-            LOG.error("attribution pass failed: fault in a mapped region", e);
-          }
-        },
-        0,
-        settings.interval().toNanos(),
-        TimeUnit.NANOSECONDS);
+        () -> health.run(this::runOnce), 0, settings.interval().toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * The attribution loop's health: every pass runs under it, so nothing a pass throws (a fault in a
+   * mapped region, an OutOfMemoryError) ends the periodic task, and readiness names the failure.
+   */
+  public LoopHealth loopHealth() {
+    return health;
   }
 
   /** One pass: reconcile, feedback when due, repairs. No-op until {@link #attach} was called. */

@@ -38,6 +38,37 @@ public final class Flags {
           Parsers::duration,
           "DURATION");
 
+  public static final Flag<String> WEB_CONFIG_FILE =
+      new Flag<>(
+          "web.config.file",
+          "Prometheus exporter-toolkit web configuration (YAML): tls_server_config (cert_file,"
+              + " key_file, client_ca_file, client_auth_type) and basic_auth_users (bcrypt hashes);"
+              + " empty serves plain HTTP without authentication.",
+          "",
+          List.of(),
+          Parsers::string,
+          "FILE");
+
+  public static final Flag<String> WEB_STATUS_PAGES =
+      new Flag<>(
+          "web.status-pages",
+          "Who may see / and /api/v1/containers (every pod's names, uids and pids): all (as"
+              + " /metrics), loopback (only clients on 127.0.0.1/::1) or off (404).",
+          "all",
+          List.of(),
+          Parsers.oneOf("all", "loopback", "off"),
+          "all|loopback|off");
+
+  public static final Flag<Duration> WEB_STATUS_MAX_AGE =
+      new Flag<>(
+          "web.status-max-age",
+          "The status model behind / and /api/v1/containers (one pass over the regions and the pod"
+              + " processes' procfs entries) is computed at most once per this interval and shared.",
+          "5s",
+          List.of(),
+          Parsers::duration,
+          "DURATION");
+
   public static final Flag<Path> CACHE_ROOT =
       new Flag<>(
           "path.cache-root",
@@ -109,6 +140,23 @@ public final class Flags {
           List.of(),
           Parsers.durationAtLeast(Duration.ofMillis(100)),
           "DURATION");
+
+  public static final Flag<Integer> MAX_CONTAINERS =
+      new Flag<>(
+          "discovery.max-containers",
+          "At most this many container directories are read (the first by name); the rest are"
+              + " skipped and named in /readyz, so thousands of leftover directories cannot exhaust"
+              + " the heap (2 000 fit the default -Xmx96m with room; README: Footprint).",
+          "2000",
+          List.of(),
+          raw -> {
+            int n = Integer.parseInt(raw.strip());
+            if (n < 1) {
+              throw new IllegalArgumentException("must be at least 1");
+            }
+            return n;
+          },
+          "N");
 
   public static final Flag<Duration> STALE_GRACE_PERIOD =
       new Flag<>(
@@ -233,6 +281,9 @@ public final class Flags {
           WEB_LISTEN_ADDRESS,
           WEB_LISTEN_PORT,
           WEB_METRICS_MAX_AGE,
+          WEB_CONFIG_FILE,
+          WEB_STATUS_PAGES,
+          WEB_STATUS_MAX_AGE,
           CACHE_ROOT,
           PROCFS,
           NODE_NAME,
@@ -241,6 +292,7 @@ public final class Flags {
           POD_LABELS,
           KUBERNETES_RESYNC,
           RESCAN_INTERVAL,
+          MAX_CONTAINERS,
           STALE_GRACE_PERIOD,
           STALE_REMOVE,
           HAMI_COMPAT,

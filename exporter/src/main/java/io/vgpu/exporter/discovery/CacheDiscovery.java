@@ -5,6 +5,7 @@ import static java.nio.file.StandardWatchEventKinds.ENTRY_DELETE;
 import static java.nio.file.StandardWatchEventKinds.ENTRY_MODIFY;
 import static java.nio.file.StandardWatchEventKinds.OVERFLOW;
 
+import io.vgpu.exporter.loops.LoopHealth;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;
 import java.io.IOException;
@@ -21,12 +22,14 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
@@ -69,11 +72,20 @@ public final class CacheDiscovery implements AutoCloseable {
   private final boolean writable;
   private final ParseErrors errors;
   private final SideFileReader sideFiles;
+  private final LoopHealth health;
+  private final int maxContainers;
+  private volatile int skippedContainers;
   private final AtomicInteger openMappings = new AtomicInteger();
   private final Map<Path, FileState> files = new HashMap<>();
   private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
   private final Set<String> reportedBadDirs = new HashSet<>();
-  private final Set<Path> reportedExcessFiles = new HashSet<>();
+
+  /**
+   * Unmapped excess files per container directory at its last pass; rebuilt every pass (so a
+   * removed directory's entry goes with it).
+   */
+  private Map<Path, Integer> excessFiles = new HashMap<>();
+
   private final List<Consumer<DiscoverySnapshot>> listeners = new CopyOnWriteArrayList<>();
   private final AtomicBoolean rescanPending = new AtomicBoolean();
   private volatile DiscoverySnapshot current = DiscoverySnapshot.initial();
@@ -96,8 +108,11 @@ public final class CacheDiscovery implements AutoCloseable {
       InstantSource clock,
       boolean writable,
       ParseErrors errors) {
-    this(root, rescanInterval, clock, writable, errors, new SafeOpenSideFileReader());
+    this(root, rescanInterval, clock, writable, errors, DEFAULT_MAX_CONTAINERS);
   }
+
+  /** Default of {@code --discovery.max-containers}. */
+  public static final int DEFAULT_MAX_CONTAINERS = 2000;
 
   /**
    * @param sideFiles how {@code *.cache.degraded} side files are read
@@ -109,13 +124,51 @@ public final class CacheDiscovery implements AutoCloseable {
       boolean writable,
       ParseErrors errors,
       SideFileReader sideFiles) {
+    this(root, rescanInterval, clock, writable, errors, sideFiles, DEFAULT_MAX_CONTAINERS);
+  }
+
+  /**
+   * @param maxContainers at most this many container directories are read per pass (the first by
+   *     name); the rest are skipped and reported by {@link #skippedContainers()}
+   */
+  public CacheDiscovery(
+      Path root,
+      Duration rescanInterval,
+      InstantSource clock,
+      boolean writable,
+      ParseErrors errors,
+      int maxContainers) {
+    this(
+        root, rescanInterval, clock, writable, errors, new SafeOpenSideFileReader(), maxContainers);
+  }
+
+  /**
+   * @param sideFiles how {@code *.cache.degraded} side files are read
+   * @param maxContainers at most this many container directories are read per pass (the first by
+   *     name); the rest are skipped and reported by {@link #skippedContainers()}
+   */
+  public CacheDiscovery(
+      Path root,
+      Duration rescanInterval,
+      InstantSource clock,
+      boolean writable,
+      ParseErrors errors,
+      SideFileReader sideFiles,
+      int maxContainers) {
     this.sideFiles = Objects.requireNonNull(sideFiles, "sideFiles");
+    this.maxContainers = maxContainers;
     this.root = Objects.requireNonNull(root, "root");
     this.rescanInterval = Objects.requireNonNull(rescanInterval, "rescanInterval");
     this.clock = Objects.requireNonNull(clock, "clock");
     this.writable = writable;
     this.errors = Objects.requireNonNull(errors, "errors");
+    Duration stuck = rescanInterval.multipliedBy(3);
+    this.health =
+        new LoopHealth("discovery", stuck.compareTo(MIN_STUCK) < 0 ? MIN_STUCK : stuck, clock);
   }
+
+  /** A pass or a silence shorter than this is never reported as a stuck loop. */
+  private static final Duration MIN_STUCK = Duration.ofMinutes(1);
 
   public Path root() {
     return root;
@@ -147,7 +200,7 @@ public final class CacheDiscovery implements AutoCloseable {
     try {
       watcher = root.getFileSystem().newWatchService();
       watchThread =
-          Thread.ofPlatform().daemon().name("vgpu-discovery-watch").start(this::watchLoop);
+          Thread.ofPlatform().daemon().name("vgpu-discovery-watch").start(this::superviseWatchLoop);
     } catch (IOException e) {
       LOG.warn(
           "msg=\"inotify unavailable, relying on periodic rescan\" error=\"{}\"", e.toString());
@@ -175,10 +228,36 @@ public final class CacheDiscovery implements AutoCloseable {
   }
 
   private void safeRescan() {
-    try {
-      rescan();
-    } catch (RuntimeException e) {
-      LOG.error("msg=\"discovery pass failed\" error=\"{}\"", e.toString(), e);
+    health.run(this::rescan);
+  }
+
+  /** Entries of the cache root the last pass left unread (over {@code maxContainers}). */
+  public int skippedContainers() {
+    return skippedContainers;
+  }
+
+  /** The rescan loop's health (readiness turns unready while it fails or is stuck). */
+  public LoopHealth loopHealth() {
+    return health;
+  }
+
+  /** Restarts the watch loop after anything it throws; ends when the watch service closes. */
+  private void superviseWatchLoop() {
+    while (true) {
+      try {
+        watchLoop();
+        return;
+      } catch (Throwable t) { // an Error must not end inotify-driven discovery
+        try {
+          LOG.error("msg=\"discovery watch loop failed; restarting\" error=\"{}\"", t.toString());
+          requestRescan();
+          Thread.sleep(1000);
+        } catch (InterruptedException e) {
+          return;
+        } catch (Throwable ignored) {
+          // logging may fail when memory is short; the loop restarts regardless
+        }
+      }
     }
   }
 
@@ -211,14 +290,37 @@ public final class CacheDiscovery implements AutoCloseable {
     List<DiscoveredContainer> containers = new ArrayList<>();
     Set<Path> seenFiles = new HashSet<>();
     Set<Path> seenDirs = new HashSet<>();
+    Map<Path, Integer> excessNow = new HashMap<>();
     BasicFileAttributes rootAttrs = stat(root);
     if (rootAttrs == null || !rootAttrs.isDirectory()) {
       rootProblem = Optional.of("cache root " + root + " does not exist or is not a directory");
     } else {
       try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
         watch(root);
+        // The first maxContainers names only (bounded heap whatever the root holds), chosen in a
+        // bounded max-heap as the listing streams by, then scanned in name order.
+        PriorityQueue<Path> chosen = new PriorityQueue<>(Comparator.reverseOrder());
+        int listed = 0;
         for (Path dir : dirs) {
-          scanContainerDir(dir, seenFiles).ifPresent(containers::add);
+          listed++;
+          chosen.add(dir);
+          if (chosen.size() > maxContainers) {
+            chosen.poll();
+          }
+        }
+        int skipped = listed - chosen.size();
+        if (skipped > 0 && skipped != skippedContainers) {
+          LOG.warn(
+              "msg=\"container directories skipped\" root=\"{}\" listed={} read={}",
+              root,
+              listed,
+              chosen.size());
+        }
+        skippedContainers = skipped;
+        List<Path> ordered = new ArrayList<>(chosen);
+        ordered.sort(null);
+        for (Path dir : ordered) {
+          scanContainerDir(dir, seenFiles, excessNow).ifPresent(containers::add);
           seenDirs.add(dir);
         }
       } catch (AccessDeniedException e) {
@@ -238,6 +340,7 @@ public final class CacheDiscovery implements AutoCloseable {
         it.remove();
       }
     }
+    excessFiles = excessNow;
     for (var it = watchedDirs.entrySet().iterator(); it.hasNext(); ) {
       var e = it.next();
       if (!e.getKey().equals(root) && !seenDirs.contains(e.getKey())) {
@@ -264,7 +367,8 @@ public final class CacheDiscovery implements AutoCloseable {
     return snap;
   }
 
-  private Optional<DiscoveredContainer> scanContainerDir(Path dir, Set<Path> seenFiles) {
+  private Optional<DiscoveredContainer> scanContainerDir(
+      Path dir, Set<Path> seenFiles, Map<Path, Integer> excessNow) {
     String name = dir.getFileName().toString();
     BasicFileAttributes attrs = stat(dir);
     if (attrs == null || !attrs.isDirectory()) {
@@ -280,30 +384,31 @@ public final class CacheDiscovery implements AutoCloseable {
       return Optional.empty();
     }
     watch(dir);
-    List<Path> candidates = new ArrayList<>();
+    // The first MAX_FILES_PER_CONTAINER names in name order (so the same files stay mapped across
+    // passes), kept in a bounded max-heap while the listing streams by: a tenant's directory of
+    // 60 000 files costs one readdir and O(n log 8), never a list or set of every name.
+    PriorityQueue<Path> chosen =
+        new PriorityQueue<>(MAX_FILES_PER_CONTAINER + 1, Comparator.reverseOrder());
+    int listed = 0;
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
       for (Path file : entries) {
-        candidates.add(file);
+        listed++;
+        chosen.add(file);
+        if (chosen.size() > MAX_FILES_PER_CONTAINER) {
+          chosen.poll();
+        }
       }
     } catch (IOException | java.nio.file.DirectoryIteratorException e) {
       // Vanished or unreadable mid-pass: report what we have, the next pass settles it.
       LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
     }
-    // Name order keeps the choice stable across passes, so the same files stay mapped.
+    if (listed > chosen.size()) {
+      excessNow.put(dir, countExcess(dir, listed - chosen.size()));
+    }
+    List<Path> candidates = new ArrayList<>(chosen);
     candidates.sort(null);
-    reportedExcessFiles.removeIf(p -> p.getParent().equals(dir) && !candidates.contains(p));
-    List<DiscoveredFile> found = new ArrayList<>();
+    List<DiscoveredFile> found = new ArrayList<>(candidates.size());
     for (Path file : candidates) {
-      if (found.size() == MAX_FILES_PER_CONTAINER) {
-        if (reportedExcessFiles.add(file)) {
-          errors.incrementTooManyFiles();
-          LOG.warn(
-              "msg=\"cache file not mapped\" file=\"{}\" reason={}",
-              file,
-              ParseErrors.TOO_MANY_FILES);
-        }
-        continue;
-      }
       seenFiles.add(file);
       found.add(scanFile(file));
     }
@@ -347,6 +452,26 @@ public final class CacheDiscovery implements AutoCloseable {
       }
     }
     return marks;
+  }
+
+  /**
+   * Counts files left unmapped by the per-directory cap: the counter grows by how much a
+   * directory's excess grew since its last pass (a directory's excess is a number, not a set of
+   * names, so the bookkeeping is O(1) per directory whatever a tenant creates), and one line is
+   * logged per growth, not one per file.
+   */
+  private int countExcess(Path dir, int excess) {
+    Integer before = excessFiles.get(dir);
+    int grew = excess - (before == null ? 0 : before);
+    if (grew > 0) {
+      errors.incrementTooManyFiles(grew);
+      LOG.warn(
+          "msg=\"cache files not mapped\" dir=\"{}\" files={} reason={}",
+          dir,
+          excess,
+          ParseErrors.TOO_MANY_FILES);
+    }
+    return excess;
   }
 
   private DiscoveredFile scanFile(Path file) {

@@ -40,6 +40,11 @@ public final class ParseErrors {
     tooManyFiles.increment();
   }
 
+  /** Counts {@code n} more such files. */
+  public void incrementTooManyFiles(int n) {
+    tooManyFiles.add(n);
+  }
+
   public long tooManyFiles() {
     return tooManyFiles.sum();
   }

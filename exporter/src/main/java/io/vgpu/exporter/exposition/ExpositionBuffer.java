@@ -12,9 +12,59 @@ import java.util.Arrays;
 public final class ExpositionBuffer {
   private byte[] bytes;
   private int size;
+  private final OutputStream sink;
+  private final long limit;
+  private long flushed;
 
   public ExpositionBuffer(int initialCapacity) {
+    this(initialCapacity, null, Long.MAX_VALUE);
+  }
+
+  private ExpositionBuffer(int initialCapacity, OutputStream sink, long limit) {
     bytes = new byte[Math.max(64, initialCapacity)];
+    this.sink = sink;
+    this.limit = limit;
+  }
+
+  /**
+   * A buffer that refuses to hold more than {@code limit} bytes: a write past it throws {@link
+   * PageTooLarge} (the cache then streams that page instead of holding it).
+   */
+  public static ExpositionBuffer bounded(int initialCapacity, long limit) {
+    return new ExpositionBuffer(initialCapacity, null, limit);
+  }
+
+  /**
+   * A buffer of {@code chunk} bytes that writes itself to {@code sink} whenever it fills, so a page
+   * of any size costs one chunk of memory; {@link #flush} sends the rest. Write failures surface as
+   * {@link java.io.UncheckedIOException}.
+   */
+  public static ExpositionBuffer streamingTo(OutputStream sink, int chunk) {
+    return new ExpositionBuffer(
+        chunk, java.util.Objects.requireNonNull(sink, "sink"), Long.MAX_VALUE);
+  }
+
+  /** Thrown by a {@linkplain #bounded bounded} buffer asked to grow past its limit. */
+  public static final class PageTooLarge extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    PageTooLarge(long limit) {
+      super("exposition larger than " + limit + " bytes", null, false, false);
+    }
+  }
+
+  /** Writes what is buffered to the sink of a {@linkplain #streamingTo streaming} buffer. */
+  public void flush() throws IOException {
+    if (sink != null && size > 0) {
+      sink.write(bytes, 0, size);
+      flushed += size;
+      size = 0;
+    }
+  }
+
+  /** Bytes written in total, including those already flushed to a sink. */
+  public long written() {
+    return flushed + size;
   }
 
   public int size() {
@@ -41,6 +91,17 @@ public final class ExpositionBuffer {
 
   private void ensure(int extra) {
     int need = size + extra;
+    if (need > bytes.length && sink != null) {
+      try {
+        flush();
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+      need = extra;
+    }
+    if (need > limit) {
+      throw new PageTooLarge(limit);
+    }
     if (need > bytes.length) {
       // Grow by half again: pages are large (MBs) and reach their steady size in a few renders.
       bytes = Arrays.copyOf(bytes, Math.max(need, bytes.length + (bytes.length >> 1)));

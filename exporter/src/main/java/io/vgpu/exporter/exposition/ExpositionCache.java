@@ -1,6 +1,7 @@
 package io.vgpu.exporter.exposition;
 
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.EnumMap;
 import java.util.Map;
@@ -35,10 +36,35 @@ public final class ExpositionCache {
   private int lastGzipSize = 16 * 1024; // guarded by deflater
   private final Object lock = new Object();
   private final Map<ExpositionFormat, Slot> slots = new EnumMap<>(ExpositionFormat.class);
+  private final long pageLimit;
+
+  /** One streamed page at a time: each holds a whole collection of snapshots while it sends. */
+  private final java.util.concurrent.Semaphore streamPermit =
+      new java.util.concurrent.Semaphore(1, true);
+
+  /**
+   * Pages of one format alive at once (the current one plus older ones still being sent); past this
+   * a scrape gets the current page even when it is older than the freshness window.
+   */
+  static final int MAX_LIVE_PAGES = 3;
+
+  /** Bytes a streamed page is written out in. */
+  static final int STREAM_CHUNK = 64 * 1024;
+
+  /**
+   * The largest page held in memory: an eighth of the heap, at least 8 MiB (a 200-container node
+   * renders ~5 MB). Larger pages (10 000 directories: ~60 MB) are streamed to each scrape instead
+   * of buffered, so the heap never has to hold one.
+   */
+  static long defaultPageLimit() {
+    return Math.max(8L << 20, Runtime.getRuntime().maxMemory() / 8);
+  }
 
   /** One format's state; guarded by {@code lock}. */
   private static final class Slot {
     Rendition current;
+    boolean streaming; // the last page was over pageLimit: stream, do not buffer
+    int live; // renditions not yet recycled: the current one and those still being sent
     CompletableFuture<Exposition> inFlight;
     ExpositionBuffer spare;
     byte[] spareGzip;
@@ -51,6 +77,13 @@ public final class ExpositionCache {
    * @param nanoTime the clock (System::nanoTime; tests inject their own)
    */
   public ExpositionCache(Supplier<MetricSnapshots> source, Duration maxAge, LongSupplier nanoTime) {
+    this(source, maxAge, nanoTime, defaultPageLimit());
+  }
+
+  /** As above, with the largest page held in memory ({@link #defaultPageLimit()} by default). */
+  public ExpositionCache(
+      Supplier<MetricSnapshots> source, Duration maxAge, LongSupplier nanoTime, long pageLimit) {
+    this.pageLimit = pageLimit;
     if (maxAge.isNegative()) {
       throw new IllegalArgumentException("maxAge must not be negative: " + maxAge);
     }
@@ -75,8 +108,19 @@ public final class ExpositionCache {
         long now = nanoTime.getAsLong();
         trimIdle(now);
         Slot slot = slots.get(format);
+        if (slot.streaming) {
+          return new Exposition.Stream(format);
+        }
         Rendition cur = slot.current;
         if (cur != null && now - cur.renderedAtNanos() <= maxAgeNanos && cur.addReader()) {
+          return cur;
+        }
+        // Slow readers still hold older pages: share the newest instead of rendering into yet
+        // another buffer, so a crowd of slow scrapers cannot multiply the page in memory.
+        if (cur != null
+            && slot.inFlight == null
+            && slot.live >= MAX_LIVE_PAGES
+            && cur.addReader()) {
           return cur;
         }
         if (slot.inFlight == null) {
@@ -127,6 +171,15 @@ public final class ExpositionCache {
         result = new Rendition(this, format, buffer, started);
       } catch (TextEncoder.Unsupported e) {
         result = new Exposition.Fallback(snapshots, e.getMessage());
+      } catch (ExpositionBuffer.PageTooLarge e) {
+        buffer = null; // dropped: a page this size is streamed from now on
+        synchronized (lock) {
+          Slot slot = slots.get(format);
+          slot.streaming = true;
+          slot.spare = null;
+          slot.spareGzip = null;
+        }
+        result = new Exposition.Stream(format);
       }
     } catch (RuntimeException | Error e) {
       synchronized (lock) {
@@ -139,6 +192,7 @@ public final class ExpositionCache {
       Slot slot = slots.get(format);
       slot.inFlight = null;
       if (result instanceof Rendition r) {
+        slot.live++;
         slot.lastSize = r.size();
         Rendition old = slot.current;
         slot.current = r;
@@ -161,8 +215,46 @@ public final class ExpositionCache {
         return b;
       }
       // Room for the last page plus growth, so a steady node renders without copying.
-      return new ExpositionBuffer(slot.lastSize + (slot.lastSize >> 3));
+      return ExpositionBuffer.bounded(
+          (int) Math.min(slot.lastSize + (slot.lastSize >> 3), pageLimit), pageLimit);
     }
+  }
+
+  /**
+   * Collects and writes one page straight to {@code out} in {@link #STREAM_CHUNK} pieces (the
+   * caller wraps {@code out} in gzip when asked), one scrape at a time. A page that shrank below
+   * half the limit is buffered and shared again from the next scrape on.
+   *
+   * @throws IOException when the client goes away, or (as an abort of the response) when the
+   *     snapshots hold something the fast encoder does not write
+   */
+  public void stream(ExpositionFormat format, java.io.OutputStream out)
+      throws IOException, InterruptedException {
+    streamPermit.acquire();
+    try {
+      MetricSnapshots snapshots = source.get();
+      ExpositionBuffer chunks = ExpositionBuffer.streamingTo(out, STREAM_CHUNK);
+      synchronized (encoder) {
+        encoder.encode(snapshots, format, chunks);
+      }
+      chunks.flush();
+      if (chunks.written() < pageLimit / 2) {
+        synchronized (lock) {
+          slots.get(format).streaming = false;
+        }
+      }
+    } catch (TextEncoder.Unsupported e) {
+      throw new IOException("streamed exposition aborted: " + e.getMessage(), e);
+    } catch (java.io.UncheckedIOException e) {
+      throw e.getCause();
+    } finally {
+      streamPermit.release();
+    }
+  }
+
+  /** The largest page this cache holds in memory. */
+  public long pageLimit() {
+    return pageLimit;
   }
 
   /** The gzip member header: magic, deflate, no flags, no mtime, no extra flags, OS unknown=0. */
@@ -221,6 +313,7 @@ public final class ExpositionCache {
 
   /** Caller holds lock; {@code r} is retired and has no reader. */
   private static void recycle(Slot slot, Rendition r) {
+    slot.live--;
     if (slot.spare == null) {
       slot.spare = r.buffer();
     }
@@ -248,7 +341,9 @@ public final class ExpositionCache {
         slot.current = null;
         slot.spare = null;
         slot.spareGzip = null;
-        cur.retire(); // a reader still sending keeps its own reference; the buffer is not reused
+        if (cur.retire()) {
+          slot.live--; // no reader: gone now (a reader still sending recycles it on release)
+        }
       }
     }
   }

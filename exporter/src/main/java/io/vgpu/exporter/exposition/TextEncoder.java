@@ -58,6 +58,15 @@ public final class TextEncoder {
   }
 
   private final Map<Labels, Block> blocks = new IdentityHashMap<>();
+
+  /**
+   * Encoded label blocks kept at most (bytes): a 200-container node needs ~3 MB; a node of 10 000
+   * directories would otherwise keep most of its page on the heap between scrapes. Label sets past
+   * the budget are encoded per render (same bytes, more CPU).
+   */
+  static final long MAX_CACHED_LABEL_BYTES = 8L << 20;
+
+  private long cachedLabelBytes;
   private long render;
   private final ExpositionBuffer scratch = new ExpositionBuffer(256);
   private final DoubleText.Fractions fractions = new DoubleText.Fractions();
@@ -135,7 +144,9 @@ public final class TextEncoder {
     if (blocks.size() > 2 * live + 64) {
       Iterator<Block> it = blocks.values().iterator();
       while (it.hasNext()) {
-        if (it.next().lastUsed != render) {
+        Block b = it.next();
+        if (b.lastUsed != render) {
+          cachedLabelBytes -= b.bytes.length;
           it.remove();
         }
       }
@@ -207,8 +218,13 @@ public final class TextEncoder {
   private byte[] block(Labels labels) throws Unsupported {
     Block b = blocks.get(labels);
     if (b == null) {
-      b = new Block(encodeLabels(labels));
+      byte[] encoded = encodeLabels(labels);
+      if (cachedLabelBytes + encoded.length > MAX_CACHED_LABEL_BYTES) {
+        return encoded;
+      }
+      b = new Block(encoded);
       blocks.put(labels, b);
+      cachedLabelBytes += encoded.length;
     }
     b.lastUsed = render;
     return b.bytes;

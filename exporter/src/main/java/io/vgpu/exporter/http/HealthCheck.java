@@ -16,4 +16,24 @@ public interface HealthCheck {
 
   /** Whether a problem makes the exporter not ready. */
   boolean blocksReadiness();
+
+  /** A background loop's health: blocking while the loop fails or is stuck. */
+  static HealthCheck of(io.vgpu.exporter.loops.LoopHealth loop) {
+    return new HealthCheck() {
+      @Override
+      public String name() {
+        return loop.name();
+      }
+
+      @Override
+      public Optional<String> problem() {
+        return loop.problem();
+      }
+
+      @Override
+      public boolean blocksReadiness() {
+        return true;
+      }
+    };
+  }
 }

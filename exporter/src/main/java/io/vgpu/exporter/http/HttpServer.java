@@ -2,46 +2,119 @@ package io.vgpu.exporter.http;
 
 import io.javalin.Javalin;
 import io.javalin.compression.CompressionStrategy;
+import io.javalin.http.Context;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.config.Endpoints;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.NodeStateProvider;
+import io.vgpu.exporter.ops.StatusPage;
+import java.net.InetAddress;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Objects;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
  * The HTTP surface on Javalin: {@code /metrics} ({@link MetricsEndpoint}: text, OpenMetrics,
  * protobuf, gzip, {@code name[]}), {@code /healthz}, {@code /readyz}, {@code /api/v1/containers}
- * and the landing page. Handlers only read in-memory state; discovery, informers and NVML sampling
- * run in the background.
+ * and the landing page ({@link StatusViews}). Optionally HTTPS and basic authentication from an
+ * exporter-toolkit web configuration ({@link WebConfig}); {@code /healthz} always answers without
+ * credentials (kubelet probes), and {@code /readyz} answers them with its status but without its
+ * reasons.
  */
 public final class HttpServer implements AutoCloseable {
-  private final Javalin app;
+  /** Who may see the status views ({@code --web.status-pages}). */
+  public enum StatusPages {
+    ALL,
+    LOOPBACK,
+    OFF;
 
-  private final String host;
-  private final int port;
+    public static StatusPages parse(String s) {
+      return valueOf(s.toUpperCase(java.util.Locale.ROOT));
+    }
+  }
 
-  public HttpServer(
+  /**
+   * How the server listens and what it shows.
+   *
+   * @param host address to bind
+   * @param port port to bind (0: any)
+   * @param metricsMaxAge how long a rendered /metrics page may be served again
+   * @param web TLS and basic-auth users
+   * @param statusPages who may see / and /api/v1/containers
+   * @param statusMaxAge how long the status model is shared before it is computed again
+   * @param procfs the host's /proc, read by the status model
+   */
+  public record Settings(
       String host,
       int port,
-      java.time.Duration metricsMaxAge,
+      Duration metricsMaxAge,
+      WebConfig web,
+      StatusPages statusPages,
+      Duration statusMaxAge,
+      Path procfs) {
+    public Settings {
+      Objects.requireNonNull(host, "host");
+      Objects.requireNonNull(metricsMaxAge, "metricsMaxAge");
+      Objects.requireNonNull(web, "web");
+      Objects.requireNonNull(statusPages, "statusPages");
+      Objects.requireNonNull(statusMaxAge, "statusMaxAge");
+      Objects.requireNonNull(procfs, "procfs");
+    }
+  }
+
+  /**
+   * Server threads. Every handler only reads in-memory state except the status views, which are
+   * bounded separately ({@link StatusViews#MAX_CONCURRENT}), so a few threads serve many scrapers:
+   * concurrent /metrics scrapes share one render and then only copy bytes out. Each thread costs a
+   * stack and Jetty buffers, which is what the footprint goal (README: Footprint) bounds.
+   */
+  static final int MAX_THREADS = 16;
+
+  private final Javalin app;
+  private final Settings settings;
+  private final StatusViews status;
+
+  public HttpServer(
+      Settings settings,
       PrometheusRegistry registry,
       NodeStateProvider states,
       Readiness readiness,
       CollectorStats stats,
       String version) {
-    this.host = Objects.requireNonNull(host, "host");
-    this.port = port;
-    MetricsEndpoint metrics = new MetricsEndpoint(registry, metricsMaxAge, stats);
+    this.settings = Objects.requireNonNull(settings, "settings");
+    MetricsEndpoint metrics = new MetricsEndpoint(registry, settings.metricsMaxAge(), stats);
+    this.status =
+        new StatusViews(
+            states::build,
+            StatusPage.of(settings.procfs()),
+            readiness,
+            version,
+            settings.statusMaxAge(),
+            System::nanoTime);
+    BasicAuth auth =
+        settings.web().users().isEmpty() ? null : new BasicAuth(settings.web().users());
     this.app =
         Javalin.create(
             cfg -> {
               cfg.startup.showJavalinBanner = false;
               cfg.startup.showOldJavalinVersionWarning = false;
               cfg.http.compressionStrategy = CompressionStrategy.NONE; // client_java gzips /metrics
-              QueuedThreadPool pool = new QueuedThreadPool(32, 4);
+              QueuedThreadPool pool = new QueuedThreadPool(MAX_THREADS, 2);
               pool.setName("vgpu-http");
               cfg.jetty.threadPool = pool;
+              settings
+                  .web()
+                  .tls()
+                  .ifPresent(
+                      tls ->
+                          cfg.jetty.addConnector(
+                              (server, http) ->
+                                  TlsConnector.create(
+                                      server, http, tls, settings.host(), settings.port())));
+              if (auth != null) {
+                cfg.routes.before(ctx -> authenticate(ctx, auth));
+              }
               cfg.routes.get(Endpoints.METRICS, metrics::handle);
               cfg.routes.get(
                   Endpoints.HEALTHZ, ctx -> ctx.contentType("text/plain").result("ok\n"));
@@ -50,38 +123,90 @@ public final class HttpServer implements AutoCloseable {
                   ctx -> {
                     Readiness.Verdict v = readiness.verdict();
                     StringBuilder b = new StringBuilder(v.ready() ? "ready\n" : "not ready\n");
-                    v.reasons().forEach(r -> b.append(r).append('\n'));
+                    if (auth == null || ctx.attribute(AUTHENTICATED) != null) {
+                      v.reasons().forEach(r -> b.append(r).append('\n'));
+                    }
                     ctx.status(v.ready() ? 200 : 503)
                         .contentType("text/plain")
                         .result(b.toString());
                   });
-              cfg.routes.get(
-                  Endpoints.CONTAINERS_API,
-                  ctx ->
-                      ctx.contentType("application/json")
-                          .result(ContainersView.json(states.build())));
-              cfg.routes.get(
-                  Endpoints.LANDING,
-                  ctx -> {
-                    // The operator status page (issue 8): containers, attribution, doctor verdicts.
-                    Readiness.Verdict v = readiness.verdict();
-                    ctx.contentType("text/html; charset=utf-8")
-                        .result(
-                            io.vgpu.exporter.ops.StatusPage.standard()
-                                .html(states.build(), v.ready(), v.reasons(), version));
-                  });
+              if (settings.statusPages() != StatusPages.OFF) {
+                cfg.routes.get(
+                    Endpoints.CONTAINERS_API,
+                    ctx -> {
+                      if (statusAllowed(ctx)) {
+                        status.json(ctx);
+                      }
+                    });
+                cfg.routes.get(
+                    Endpoints.LANDING,
+                    ctx -> {
+                      if (statusAllowed(ctx)) {
+                        status.html(ctx);
+                      }
+                    });
+              }
             });
+  }
+
+  private static final String AUTHENTICATED = "vgpu.authenticated";
+
+  /**
+   * Basic auth on every path but the probes: /healthz answers anyone, /readyz answers anyone its
+   * status and only authenticated clients its reasons (they name files and pods).
+   */
+  private static void authenticate(Context ctx, BasicAuth auth) {
+    if (auth.allows(ctx.header("Authorization"))) {
+      ctx.attribute(AUTHENTICATED, Boolean.TRUE);
+      return;
+    }
+    String path = ctx.path();
+    if (path.equals(Endpoints.HEALTHZ) || path.equals(Endpoints.READYZ)) {
+      return;
+    }
+    ctx.status(401)
+        .header("WWW-Authenticate", "Basic realm=\"vgpu-exporter\", charset=\"UTF-8\"")
+        .contentType("text/plain")
+        .result("Unauthorized\n");
+    ctx.skipRemainingHandlers();
+  }
+
+  private boolean statusAllowed(Context ctx) {
+    if (settings.statusPages() == StatusPages.ALL || isLoopback(ctx.req().getRemoteAddr())) {
+      return true;
+    }
+    ctx.status(403)
+        .contentType("text/plain")
+        .result("the status views are served to loopback clients only (--web.status-pages)\n");
+    return false;
+  }
+
+  static boolean isLoopback(String address) {
+    if (address == null || address.isEmpty()) {
+      return false;
+    }
+    try {
+      // A literal address: no name lookup happens.
+      return InetAddress.ofLiteral(address).isLoopbackAddress();
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   /** Binds and starts serving; returns once the port is open. */
   public HttpServer start() {
-    app.start(host, port);
+    app.start(settings.host(), settings.port());
     return this;
   }
 
   /** The bound port (useful with port 0). */
   public int port() {
     return app.port();
+  }
+
+  /** How many times the status model was computed (tests: shared between viewers). */
+  long statusComputations() {
+    return status.computations();
   }
 
   @Override

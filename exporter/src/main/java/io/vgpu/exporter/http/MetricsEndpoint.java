@@ -61,14 +61,16 @@ final class MetricsEndpoint {
         return;
       }
       Exposition page = cache.acquire(format);
-      if (page instanceof Rendition r) {
-        try {
-          send(ctx, r);
-        } finally {
-          r.release();
+      switch (page) {
+        case Rendition r -> {
+          try {
+            send(ctx, r);
+          } finally {
+            r.release();
+          }
         }
-      } else {
-        delegate(ctx);
+        case Exposition.Stream s -> stream(ctx, s.format());
+        case Exposition.Fallback f -> delegate(ctx);
       }
     } finally {
       stats.recordScrape(System.nanoTime() - start);
@@ -110,6 +112,31 @@ final class MetricsEndpoint {
           r.writeTo(out);
         }
       }
+    }
+  }
+
+  /** A page too large to hold: written as it is encoded, chunked, gzipped on the fly if asked. */
+  private void stream(Context ctx, ExpositionFormat format)
+      throws IOException, InterruptedException {
+    ctx.status(200);
+    ctx.header("Content-Type", format.contentType());
+    if (isHead(ctx)) {
+      return;
+    }
+    boolean gzip = acceptsGzip(ctx);
+    if (gzip) {
+      ctx.header("Content-Encoding", "gzip");
+    }
+    try (OutputStream raw = ctx.res().getOutputStream();
+        OutputStream out =
+            gzip
+                ? new java.util.zip.GZIPOutputStream(raw, 64 * 1024) {
+                  {
+                    def.setLevel(java.util.zip.Deflater.BEST_SPEED);
+                  }
+                }
+                : raw) {
+      cache.stream(format, out);
     }
   }
 

@@ -156,8 +156,9 @@ public final class NvmlSampler implements AutoCloseable {
   private void safePoll() {
     try {
       sampleOnce();
-    } catch (RuntimeException | LinkageError e) {
-      // A JNA or driver surprise must not kill the sampler thread: treat it as an unknown error.
+    } catch (Throwable e) {
+      // A JNA or driver surprise, or an Error such as OutOfMemoryError, must not end the periodic
+      // poll (an executor drops a task that throws): treat it as an unknown error.
       LOG.warn("NVML poll failed unexpectedly", e);
       synchronized (this) {
         count(NvmlReturn.UNKNOWN);
@@ -175,7 +176,7 @@ public final class NvmlSampler implements AutoCloseable {
   private void safeCollect() {
     try {
       collectProcessSamples();
-    } catch (RuntimeException | LinkageError e) {
+    } catch (Throwable e) { // as safePoll: nothing may end the periodic collection
       LOG.debug("collecting NVML process samples failed; the next poll reports it", e);
     }
   }

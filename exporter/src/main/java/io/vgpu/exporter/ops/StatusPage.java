@@ -33,9 +33,13 @@ public final class StatusPage {
 
   /** The host's procfs ({@code VGPU_EXPORTER_PATH_PROCFS} or /proc); NVML not queried. */
   public static StatusPage standard() {
-    String proc = System.getenv().getOrDefault("VGPU_EXPORTER_PATH_PROCFS", "/proc");
+    return of(Path.of(System.getenv().getOrDefault("VGPU_EXPORTER_PATH_PROCFS", "/proc")));
+  }
+
+  /** Reads {@code procfs} ({@code --path.procfs}); NVML not queried. */
+  public static StatusPage of(Path procfs) {
     return new StatusPage(
-        new ProcFs(Path.of(proc)),
+        new ProcFs(procfs),
         () ->
             NvmlSnapshot.unavailable(
                 InstantSource.system().instant(), NodeEvidence.NVML_NOT_QUERIED),

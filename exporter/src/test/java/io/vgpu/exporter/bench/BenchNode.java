@@ -3,8 +3,11 @@ package io.vgpu.exporter.bench;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.testing.TestNode;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.regioncodec.RegionSpec;
+import io.vgpu.regioncodec.RegionWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,7 +19,7 @@ import java.util.UUID;
  *
  * <pre>
  * java -cp exporter/target/test-classes:exporter/target/classes:$CP \
- *   io.vgpu.exporter.bench.BenchNode DIR [CONTAINERS [DEVICES [PROCESSES]]]   (100 8 4)
+ *   io.vgpu.exporter.bench.BenchNode DIR [CONTAINERS [DEVICES [PROCESSES [sparse]]]]   (100 8 4)
  * </pre>
  */
 public final class BenchNode {
@@ -25,6 +28,16 @@ public final class BenchNode {
   /** Writes the regions under {@code root} and returns the pods that own them. */
   public static List<PodMeta> write(Path root, int containers, int devices, int processes)
       throws IOException {
+    return write(root, containers, devices, processes, false);
+  }
+
+  /**
+   * As {@link #write(Path, int, int, int)}; {@code sparse} writes only the regions' non-zero 4 KiB
+   * blocks (as libvgpu's sized-then-written files are), so 10 000 directories need megabytes of
+   * tmpfs rather than 20 GiB.
+   */
+  public static List<PodMeta> write(
+      Path root, int containers, int devices, int processes, boolean sparse) throws IOException {
     List<PodMeta> pods = new ArrayList<>();
     for (int i = 0; i < containers; i++) {
       String uid =
@@ -33,8 +46,13 @@ public final class BenchNode {
       for (int p = 0; p < processes; p++) {
         pids[p] = 100 + p;
       }
-      TestRegions.write(
-          root, uid, "main", "r.cache", TestRegions.spec(devices, 8192, 50, pids, 256, 10, true));
+      RegionSpec spec = TestRegions.spec(devices, 8192, 50, pids, 256, 10, true);
+      if (sparse) {
+        Path dir = Files.createDirectories(root.resolve(uid + "_main"));
+        TestRegions.writeSparse(dir.resolve("r.cache"), RegionWriter.encode(spec));
+      } else {
+        TestRegions.write(root, uid, "main", "r.cache", spec);
+      }
       pods.add(TestNode.pod(uid, "ns" + (i % 10), "pod-" + i, "Running", "main"));
     }
     return pods;
@@ -42,13 +60,14 @@ public final class BenchNode {
 
   public static void main(String[] args) throws IOException {
     if (args.length < 1) {
-      System.err.println("usage: BenchNode DIR [CONTAINERS [DEVICES [PROCESSES]]]");
+      System.err.println("usage: BenchNode DIR [CONTAINERS [DEVICES [PROCESSES [sparse]]]]");
       System.exit(2);
     }
     int containers = args.length > 1 ? Integer.parseInt(args[1]) : ScrapeBenchmark.CONTAINERS;
     int devices = args.length > 2 ? Integer.parseInt(args[2]) : ScrapeBenchmark.DEVICES;
     int processes = args.length > 3 ? Integer.parseInt(args[3]) : ScrapeBenchmark.PROCESSES;
-    write(Path.of(args[0]), containers, devices, processes);
+    boolean sparse = args.length > 4 && args[4].equals("sparse");
+    write(Path.of(args[0]), containers, devices, processes, sparse);
     System.out.printf(
         "%s: %d containers x %d devices x %d processes%n", args[0], containers, devices, processes);
   }

@@ -408,6 +408,51 @@ class ChartRenderTest {
             "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Service", "ServiceAccount");
   }
 
+  /**
+   * The web configuration Secret is mounted read-only where --web.config.file points, probes and
+   * the ServiceMonitor switch to HTTPS with it, and the ServiceMonitor sends basic-auth
+   * credentials; without it, plain HTTP and the status views limited to loopback clients by
+   * default.
+   */
+  @Test
+  void template_webConfig_mountedPassedAndScrapedOverHttps() {
+    Combination tls =
+        HelmChart.combinations().stream()
+            .filter(c -> c.name().equals("plain+web-config-tls+operator"))
+            .findFirst()
+            .orElseThrow();
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(tls));
+    DaemonSet ds = HelmChart.exporterDaemonSet(objects);
+    Container ctr = ds.getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertThat(ctr.getArgs())
+        .contains("--web.config.file=/etc/vgpu-exporter/web/web-config.yml")
+        .contains("--web.status-pages=off");
+    VolumeMount m = mountOf(ctr, "web-config");
+    assertThat(m.getMountPath()).isEqualTo("/etc/vgpu-exporter/web");
+    assertThat(m.getReadOnly()).isTrue();
+    assertThat(
+            ds.getSpec().getTemplate().getSpec().getVolumes().stream()
+                .filter(v -> v.getName().equals("web-config"))
+                .map(v -> v.getSecret().getSecretName()))
+        .containsExactly("vgpu-exporter-web");
+    assertThat(ctr.getLivenessProbe().getHttpGet().getScheme()).isEqualTo("HTTPS");
+    assertThat(ctr.getReadinessProbe().getHttpGet().getScheme()).isEqualTo("HTTPS");
+    GenericKubernetesResource sm = HelmChart.ofKind(objects, "ServiceMonitor").getFirst();
+    List<Map<String, Object>> endpoints = sm.get("spec", "endpoints");
+    assertThat(endpoints.getFirst())
+        .containsEntry("scheme", "https")
+        .containsKey("tlsConfig")
+        .containsKey("basicAuth");
+
+    DaemonSet plain =
+        HelmChart.exporterDaemonSet(HelmChart.parse(HelmChart.render(Mode.PLAIN, Map.of())));
+    Container p = plain.getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertThat(p.getArgs())
+        .contains("--web.status-pages=loopback")
+        .noneMatch(a -> a.startsWith("--web.config.file"));
+    assertThat(p.getLivenessProbe().getHttpGet().getScheme()).isNull();
+  }
+
   private static VolumeMount mountOf(Container ctr, String volume) {
     return ctr.getVolumeMounts().stream()
         .filter(m -> m.getName().equals(volume))

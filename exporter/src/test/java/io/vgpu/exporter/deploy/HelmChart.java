@@ -87,6 +87,19 @@ final class HelmChart {
                 "exporter.extraFlags.nvml\\.sample-interval", "2s")),
         new Combination("plain+no-nvml", Mode.PLAIN, Map.of("exporter.extraFlags.nvml", "false")),
         new Combination(
+            "plain+web-config-tls+operator",
+            Mode.PLAIN,
+            Map.of(
+                "exporter.web.configSecret", "vgpu-exporter-web",
+                "exporter.web.tls", true,
+                "exporter.web.statusPages", "off",
+                "serviceMonitor.enabled", true,
+                "serviceMonitor.tlsConfig.serverName", "vgpu-exporter",
+                "serviceMonitor.basicAuth.username.name", "vgpu-exporter-scrape",
+                "serviceMonitor.basicAuth.username.key", "user",
+                "serviceMonitor.basicAuth.password.name", "vgpu-exporter-scrape",
+                "serviceMonitor.basicAuth.password.key", "password")),
+        new Combination(
             "plain+existing-service-account",
             Mode.PLAIN,
             Map.of("serviceAccount.create", false, "serviceAccount.name", "gpu-monitoring")),

@@ -167,6 +167,69 @@ class ExpositionCacheTest {
     assertThat(c.heldBuffers()).isLessThanOrEqualTo(2 * ExpositionFormat.values().length);
   }
 
+  /**
+   * Slow readers each holding a different page: after {@link ExpositionCache#MAX_LIVE_PAGES} pages
+   * are alive, further scrapes share the newest instead of rendering into yet another buffer.
+   */
+  @Test
+  void manySlowReaders_pagesAliveAtOnceAreBounded() {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
+    java.util.Set<ExpositionBuffer> alive =
+        java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    List<Rendition> held = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      now.addAndGet(1);
+      Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+      held.add(r);
+      alive.add(r.buffer());
+    }
+    assertThat(alive).hasSize(ExpositionCache.MAX_LIVE_PAGES);
+    held.forEach(Rendition::release);
+    now.addAndGet(1);
+    Rendition fresh = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(collects.get()).as("renders again once the readers are done").isEqualTo(4);
+    fresh.release();
+  }
+
+  /**
+   * A page over the limit is never held: the scrape is told to stream, and the streamed bytes are
+   * exactly what a buffered render writes; once the page fits again it is buffered again.
+   */
+  @Test
+  void pageOverTheLimit_isStreamedByteForByte_andBufferedAgainWhenItShrinks() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger points =
+        new java.util.concurrent.atomic.AtomicInteger(5000);
+    Supplier<MetricSnapshots> source =
+        () -> {
+          List<GaugeDataPointSnapshot> ps = new ArrayList<>();
+          for (int i = 0; i < points.get(); i++) {
+            ps.add(new GaugeDataPointSnapshot(i, Labels.of("i", Integer.toString(i)), null));
+          }
+          return new MetricSnapshots(new GaugeSnapshot(new MetricMetadata("g", "help"), ps));
+        };
+    ExpositionCache big = new ExpositionCache(source, Duration.ZERO, now::get, Long.MAX_VALUE);
+    Rendition whole = acquire(big, ExpositionFormat.OPENMETRICS);
+    String expected = text(whole);
+    whole.release();
+    long limit = 16 * 1024;
+    assertThat((long) expected.length()).isGreaterThan(4 * limit);
+
+    ExpositionCache c = new ExpositionCache(source, Duration.ZERO, now::get, limit);
+    for (int i = 0; i < 3; i++) {
+      now.addAndGet(1);
+      Exposition e = c.acquire(ExpositionFormat.OPENMETRICS);
+      assertThat(e).isInstanceOf(Exposition.Stream.class);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      c.stream(ExpositionFormat.OPENMETRICS, out);
+      assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(expected);
+    }
+    assertThat(c.heldBuffers()).isZero();
+    points.set(10);
+    c.stream(ExpositionFormat.OPENMETRICS, new ByteArrayOutputStream());
+    now.addAndGet(1);
+    assertThat(c.acquire(ExpositionFormat.OPENMETRICS)).isInstanceOf(Rendition.class);
+  }
+
   @Test
   void buffers_areReusedOnceReleased_noGrowthOverManyRenders() {
     ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);

@@ -406,6 +406,7 @@ class HostileFilesTest {
                 "--attribution.feedback=false",
                 "--collectors.disabled=attribution",
                 "--discovery.rescan-interval=1h",
+                "--discovery.max-containers=" + (n + 1),
                 "--web.listen-address=127.0.0.1",
                 "--web.listen-port=" + port)
             .redirectErrorStream(true)

@@ -63,6 +63,9 @@ final class LiveExporter implements AutoCloseable {
     // would drop them from used memory; the region-only path keeps the neighbour's values exact.
     flags.put("collectors.disabled", "attribution");
     flags.put("discovery.rescan-interval", "200ms");
+    // Tests with thousands of directories count on all of them being read (BoundedCostTest checks
+    // the default cap through the launcher's own flags).
+    flags.put("discovery.max-containers", "100000");
     flags.put("web.listen-address", "127.0.0.1");
     flags.put("web.listen-port", "0");
     return flags;
