@@ -34,6 +34,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Gathers {@link NodeEvidence} from the node: the cache root's regions (sampled twice, {@code
@@ -42,11 +44,21 @@ import java.util.function.Supplier;
  * collection at a time).
  */
 public final class EvidenceCollector {
+  private static final Logger LOG = LoggerFactory.getLogger(EvidenceCollector.class);
+
   /** Environment variables the checks read. */
   static final Set<String> ENV_KEYS =
       Set.of("CUDA_DISABLE_CONTROL", "LD_PRELOAD", "CUDA_DEVICE_MEMORY_SHARED_CACHE");
 
   private static final int MAX_MAPS_BYTES = 4 << 20;
+
+  /**
+   * Bytes of {@code maps} one collection reads over all pod processes: a node of tenants with huge
+   * maps must not make one status-page computation read gigabytes. Processes past it are left out
+   * of that collection and counted ({@link #lastUninspectedProcesses()}, one log line).
+   */
+  public static final long DEFAULT_MAPS_BYTES_PER_PASS = 64L << 20;
+
   private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
 
   /** Pauses between the two region samples; tests pass a no-op. */
@@ -61,6 +73,8 @@ public final class EvidenceCollector {
   private final Duration window;
   private final Sleeper sleeper;
   private final NodeEvidence.Thresholds thresholds;
+  private final long mapsBytesPerPass;
+  private volatile int lastUninspectedProcesses;
 
   public EvidenceCollector(
       ProcFs procFs,
@@ -70,6 +84,22 @@ public final class EvidenceCollector {
       Duration window,
       Sleeper sleeper,
       NodeEvidence.Thresholds thresholds) {
+    this(procFs, nvml, node, clock, window, sleeper, thresholds, DEFAULT_MAPS_BYTES_PER_PASS);
+  }
+
+  /**
+   * @param mapsBytesPerPass bytes of {@code maps} one collection reads over all processes
+   */
+  public EvidenceCollector(
+      ProcFs procFs,
+      Supplier<NvmlSnapshot> nvml,
+      Supplier<Optional<NodeMeta>> node,
+      InstantSource clock,
+      Duration window,
+      Sleeper sleeper,
+      NodeEvidence.Thresholds thresholds,
+      long mapsBytesPerPass) {
+    this.mapsBytesPerPass = mapsBytesPerPass;
     this.procFs = procFs;
     this.nvml = nvml;
     this.node = node;
@@ -310,12 +340,19 @@ public final class EvidenceCollector {
       g.processes().ifPresent(ps -> ps.stream().map(RunningProcess::pid).forEach(nvmlPids::add));
     }
     List<NodeEvidence.PodProcess> out = new ArrayList<>();
+    long budget = mapsBytesPerPass;
+    int uninspected = 0;
     for (int pid : procFs.listPids()) {
       Optional<ProcessInfo> info = procFs.readProcess(pid);
       if (info.isEmpty() || info.get().cgroup().podUid().isEmpty()) {
         continue;
       }
-      Maps maps = readMaps(procFs.path(pid, "maps"));
+      if (budget <= 0) {
+        uninspected++;
+        continue;
+      }
+      Maps maps = readMaps(procFs.path(pid, "maps"), (int) Math.min(MAX_MAPS_BYTES, budget));
+      budget -= maps.bytesRead();
       boolean gpu = maps.gpu || nvmlPids.contains(pid);
       if (!gpu && maps.vgpu.isEmpty() && maps.cacheInodes.isEmpty()) {
         continue;
@@ -334,14 +371,30 @@ public final class EvidenceCollector {
               preload(procFs.path(pid, "root")),
               environment(procFs.path(pid, "environ"))));
     }
+    lastUninspectedProcesses = uninspected;
+    if (uninspected > 0) {
+      LOG.atWarn()
+          .addKeyValue("uninspected_processes", uninspected)
+          .addKeyValue("maps_bytes_per_pass", mapsBytesPerPass)
+          .log("pod processes left out of this evidence pass: the maps read budget was spent");
+    }
     return out;
   }
 
-  record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu) {}
+  /** Pod processes the last collection left out because its maps budget was spent. */
+  public int lastUninspectedProcesses() {
+    return lastUninspectedProcesses;
+  }
+
+  record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu, int bytesRead) {}
 
   /** Parses {@code maps}: "addr perms offset dev inode path". */
   static Maps readMaps(Path maps) {
-    Optional<String> text = read(maps, MAX_MAPS_BYTES);
+    return readMaps(maps, MAX_MAPS_BYTES);
+  }
+
+  static Maps readMaps(Path maps, int maxBytes) {
+    Optional<String> text = read(maps, maxBytes);
     TreeSet<String> vgpu = new TreeSet<>();
     Set<Long> inodes = new HashSet<>();
     boolean gpu = false;
@@ -366,7 +419,7 @@ public final class EvidenceCollector {
         }
       }
     }
-    return new Maps(List.copyOf(vgpu), inodes, gpu);
+    return new Maps(List.copyOf(vgpu), inodes, gpu, text.map(String::length).orElse(0));
   }
 
   static Map<String, String> environment(Path environ) {

@@ -254,16 +254,23 @@ final class OpsFixture {
   }
 
   NodeEvidence evidence() {
-    EvidenceCollector c =
-        new EvidenceCollector(
-            new ProcFs(proc),
-            () -> nvml,
-            () -> node,
-            InstantSource.fixed(NOW),
-            window,
-            d -> betweenSamples.run(),
-            NodeEvidence.Thresholds.defaults());
-    return c.collect(List.of(cacheRoot));
+    return collector(EvidenceCollector.DEFAULT_MAPS_BYTES_PER_PASS).collect(List.of(cacheRoot));
+  }
+
+  EvidenceCollector collector(long mapsBytesPerPass) {
+    return new EvidenceCollector(
+        new ProcFs(proc),
+        () -> nvml,
+        () -> node,
+        InstantSource.fixed(NOW),
+        window,
+        d -> betweenSamples.run(),
+        NodeEvidence.Thresholds.defaults(),
+        mapsBytesPerPass);
+  }
+
+  Path cacheRoot() {
+    return cacheRoot;
   }
 
   DoctorReport doctor() {
