@@ -2,6 +2,7 @@ package io.vgpu.regioncodec;
 
 import io.vgpu.regioncodec.RegionException.Reason;
 import io.vgpu.regioncodec.internal.NativeFs;
+import io.vgpu.regioncodec.internal.Opener;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -246,15 +247,7 @@ public final class SafeOpen {
     } catch (IOException | UnsupportedOperationException e) {
       throw new RegionIoException(Reason.IO_ERROR, "cannot stat " + shown + ": " + e, e);
     }
-    java.time.Instant mtime = ((FileTime) a.get("lastModifiedTime")).toInstant();
-    long nanos;
-    try {
-      nanos =
-          Math.addExact(
-              Math.multiplyExact(mtime.getEpochSecond(), 1_000_000_000L), mtime.getNano());
-    } catch (ArithmeticException e) {
-      nanos = Long.MAX_VALUE;
-    }
+    long nanos = Opener.epochNanos((FileTime) a.get("lastModifiedTime"));
     return new Stat(
         ((Number) a.get("dev")).longValue(),
         ((Number) a.get("ino")).longValue(),

@@ -56,20 +56,24 @@ public final class Opener {
     return SafeOpen.available();
   }
 
+  /**
+   * A file time as epoch nanoseconds, saturated at {@code Long.MAX_VALUE} (a forged far future).
+   */
+  public static long epochNanos(FileTime time) {
+    java.time.Instant t = time.toInstant();
+    try {
+      return Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000_000L), t.getNano());
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE;
+    }
+  }
+
   /** The identity of {@code path} without following links, or null when it is gone. */
   public static FileIdentity identityOrNull(Path path) {
     try {
       Map<String, Object> a =
           Files.readAttributes(path, UNIX_ATTRIBUTES, LinkOption.NOFOLLOW_LINKS);
-      java.time.Instant mtime = ((FileTime) a.get("lastModifiedTime")).toInstant();
-      long nanos;
-      try {
-        nanos =
-            Math.addExact(
-                Math.multiplyExact(mtime.getEpochSecond(), 1_000_000_000L), mtime.getNano());
-      } catch (ArithmeticException e) {
-        nanos = Long.MAX_VALUE;
-      }
+      long nanos = epochNanos((FileTime) a.get("lastModifiedTime"));
       return new FileIdentity(
           ((Number) a.get("dev")).longValue(),
           ((Number) a.get("ino")).longValue(),
