@@ -13,10 +13,18 @@ done
 # hostpid-resolver's ProcFs, whose root --path.procfs moves (a fixture procfs in tests, the host's
 # procfs mounted elsewhere in a container). The exporter's own /proc/self is exempt, and so is the
 # bare "/proc" a setting defaults to.
+# grep exits 1 for "no line": that is a clean tree here; any other failure (an unreadable tree,
+# exit 2) fails the check instead of passing it.
+grep_lines() {
+  local rc=0
+  grep "$@" || rc=$?
+  [ "$rc" -le 1 ] || { echo "test-scripts: grep $* failed ($rc)" >&2; return "$rc"; }
+}
 proc_literals() {
-  grep -rnE --include='*.java' '"/proc/|Path\.of\("/proc",' "$@" |
-    grep -v '/io/vgpu/hostpid/ProcFs\.java:' |
-    grep -vE '"/proc/self(/[^"]*)?"' || true
+  local hits
+  hits=$(grep_lines -rnE --include='*.java' '"/proc/|Path\.of\("/proc",' "$@") || return
+  printf '%s\n' "$hits" | grep_lines -v '/io/vgpu/hostpid/ProcFs\.java:' |
+    grep_lines -vE '"/proc/self(/[^"]*)?"|^$'
 }
 
 # The check must see a planted offender and pass the exempt forms, or it checks nothing.
