@@ -1,7 +1,7 @@
 package io.vgpu.exporter.attribution;
 
 import io.vgpu.exporter.discovery.ContainerKey;
-import io.vgpu.exporter.metrics.ContainerState;
+import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.nio.file.Path;
 import java.util.ArrayList;

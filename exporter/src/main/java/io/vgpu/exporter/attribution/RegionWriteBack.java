@@ -1,7 +1,7 @@
 package io.vgpu.exporter.attribution;
 
 import io.vgpu.exporter.discovery.MappedFaults;
-import io.vgpu.exporter.ops.TenantText;
+import io.vgpu.exporter.text.TenantText;
 import io.vgpu.regioncodec.ProcessSlot;
 import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionFile;

@@ -26,10 +26,10 @@ public final class Cli {
     m.put("demo", DemoCommand::new);
     m.put("version", VersionCommand::new);
     // operator tools (issue 8)
-    m.put("inspect", io.vgpu.exporter.ops.InspectCommand::new);
-    m.put("doctor", io.vgpu.exporter.ops.DoctorCommand::new);
-    m.put("cleanup", io.vgpu.exporter.ops.CleanupCommand::new);
-    m.put("unlock", io.vgpu.exporter.ops.UnlockCommand::new);
+    m.put("inspect", io.vgpu.exporter.cli.InspectCommand::new);
+    m.put("doctor", io.vgpu.exporter.cli.DoctorCommand::new);
+    m.put("cleanup", io.vgpu.exporter.cli.CleanupCommand::new);
+    m.put("unlock", io.vgpu.exporter.cli.UnlockCommand::new);
     return java.util.Collections.unmodifiableMap(m);
   }
 

@@ -152,8 +152,8 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     }
     // Same wiring as serve: attribution (and NVML, when --nvml is on) runs in the demo too.
     ExporterApp app =
-        io.vgpu.exporter.attribution.AttributionModule.wire(
-            io.vgpu.exporter.attribution.AttributionModule.install(
+        io.vgpu.exporter.AttributionModule.wire(
+            io.vgpu.exporter.AttributionModule.install(
                     ExporterApp.builder(config).metadata(node.metadata()),
                     config,
                     java.time.InstantSource.system())

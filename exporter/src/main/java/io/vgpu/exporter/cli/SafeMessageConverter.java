@@ -2,7 +2,7 @@ package io.vgpu.exporter.cli;
 
 import ch.qos.logback.classic.pattern.ClassicConverter;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import io.vgpu.exporter.ops.TenantText;
+import io.vgpu.exporter.text.TenantText;
 
 /**
  * {@code %safemsg}: the formatted message with every control character, escape introducer and

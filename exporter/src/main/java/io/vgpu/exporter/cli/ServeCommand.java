@@ -23,8 +23,8 @@ final class ServeCommand implements Callable<Integer>, FlagOptions.Host {
             FlagOptions.values(spec.commandLine().getParseResult()), System.getenv());
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
     ExporterApp app =
-        io.vgpu.exporter.attribution.AttributionModule.wire(
-            io.vgpu.exporter.attribution.AttributionModule.install(
+        io.vgpu.exporter.AttributionModule.wire(
+            io.vgpu.exporter.AttributionModule.install(
                     ExporterApp.builder(config), config, java.time.InstantSource.system())
                 .build());
     CountDownLatch stop = new CountDownLatch(1);

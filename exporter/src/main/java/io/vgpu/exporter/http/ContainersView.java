@@ -2,9 +2,9 @@ package io.vgpu.exporter.http;
 
 import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
-import io.vgpu.exporter.metrics.ContainerState;
-import io.vgpu.exporter.metrics.DeviceUsageSummary;
-import io.vgpu.exporter.metrics.NodeState;
+import io.vgpu.exporter.node.ContainerState;
+import io.vgpu.exporter.node.DeviceUsageSummary;
+import io.vgpu.exporter.node.NodeState;
 import io.vgpu.regioncodec.ProcessSlot;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.util.ArrayList;

@@ -1,9 +1,7 @@
 package io.vgpu.exporter.http;
 
 import io.javalin.http.Context;
-import io.vgpu.exporter.metrics.NodeState;
-import io.vgpu.exporter.ops.StatusModel;
-import io.vgpu.exporter.ops.StatusPage;
+import io.vgpu.exporter.node.NodeState;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Semaphore;

@@ -2,6 +2,7 @@ package io.vgpu.exporter.metrics;
 
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;

@@ -6,6 +6,8 @@ import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.regioncodec.RegionException;
 import java.time.Duration;
 import java.util.List;

@@ -13,6 +13,8 @@ import static io.vgpu.exporter.metrics.MetricNames.L_POD_UID;
 
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.node.ContainerState;
+import io.vgpu.exporter.node.DeviceUsageSummary;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** The label sets every collector uses, so series from different families join. */

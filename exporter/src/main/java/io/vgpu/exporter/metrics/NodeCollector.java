@@ -6,6 +6,8 @@ import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
 import java.time.Duration;
 import java.util.List;
 

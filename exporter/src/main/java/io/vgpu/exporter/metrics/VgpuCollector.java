@@ -5,6 +5,8 @@ import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Predicate;

@@ -8,9 +8,11 @@ import static io.vgpu.exporter.attribution.World.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.metrics.AttributionCollector;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSnapshot;

@@ -2,8 +2,8 @@ package io.vgpu.exporter.deploy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
-import io.vgpu.exporter.attribution.AttributionModule;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.k8s.NodeMeta;

@@ -16,6 +16,8 @@ import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestNode;
 import io.vgpu.exporter.testing.TestRegions;

@@ -2,13 +2,13 @@ package io.vgpu.exporter.reliability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
-import io.vgpu.exporter.attribution.AttributionCollector;
-import io.vgpu.exporter.attribution.AttributionModule;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.metrics.AttributionCollector;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;

@@ -17,7 +17,7 @@ import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
-import io.vgpu.exporter.metrics.NodeStateProvider;
+import io.vgpu.exporter.node.NodeStateProvider;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

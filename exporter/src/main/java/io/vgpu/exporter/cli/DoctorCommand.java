@@ -1,0 +1,160 @@
+package io.vgpu.exporter.cli;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.vgpu.exporter.doctor.Doctor;
+import io.vgpu.exporter.doctor.DoctorReport;
+import io.vgpu.exporter.k8s.NodeAnnotations;
+import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.node.EvidenceCollector;
+import io.vgpu.exporter.node.NodeEvidence;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code doctor [--pod NAME|--uid UID] [--json]}: the debugging guides' decision trees, automated.
+ */
+@Command(
+    name = "doctor",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Walk the HAMi debugging decision trees on this node: 16 checks, each with a verdict, the",
+      "evidence and the fix. Exit: 0 ok, 1 warnings, 2 failures, 3 could not run."
+    })
+public final class DoctorCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+  @Mixin NodeOptions node = new NodeOptions();
+
+  @Option(names = "--pod", description = "Only this pod (name; needs API access via --node).")
+  String podName;
+
+  @Option(
+      names = "--window",
+      defaultValue = "2s",
+      description = "Time between the two samples (default ${DEFAULT-VALUE}).")
+  String window;
+
+  @Option(
+      names = "--nvml-library",
+      defaultValue = "libnvidia-ml.so.1",
+      description = "NVML library (default ${DEFAULT-VALUE}).")
+  String nvmlLibrary;
+
+  @Option(names = "--no-nvml", description = "Do not query NVML (checks that need it are skipped).")
+  boolean noNvml;
+
+  @Option(
+      names = "--node",
+      defaultValue = "${env:NODE_NAME}",
+      description =
+          "Node name: read its HAMi annotations from the API server (default $NODE_NAME).")
+  String nodeName;
+
+  @Option(
+      names = "--annotation",
+      paramLabel = "KEY=VALUE",
+      description = "A node annotation to use instead of the API server (repeatable).")
+  Map<String, String> annotations = new LinkedHashMap<>();
+
+  @Override
+  public Integer call() {
+    var err = spec.commandLine().getErr();
+    Duration w;
+    try {
+      w = io.vgpu.exporter.config.Parsers.duration(window);
+    } catch (RuntimeException e) {
+      err.println("error: --window: " + e.getMessage());
+      return 3;
+    }
+    Optional<NodeMeta> meta = nodeMeta(err);
+    String uid = node.uid;
+    if (podName != null) {
+      Optional<String> found = podUid(podName, err);
+      if (found.isEmpty()) {
+        err.println(
+            "error: pod "
+                + podName
+                + " not found on node "
+                + nodeName
+                + " (use --uid UID without API access)");
+        err.flush();
+        return 3;
+      }
+      uid = found.get();
+    }
+    Duration sampleWindow = w;
+    EvidenceCollector collector =
+        new EvidenceCollector(
+            node.procFs(),
+            () ->
+                noNvml
+                    ? NvmlSnapshot.unavailable(
+                        Clock.systemUTC().instant(), NodeEvidence.NVML_NOT_QUERIED)
+                    : NodeOptions.sampleNvml(nvmlLibrary, sampleWindow),
+            () -> meta,
+            Clock.systemUTC(),
+            sampleWindow,
+            d -> Thread.sleep(d.toMillis()),
+            NodeEvidence.Thresholds.defaults());
+    NodeEvidence e = collector.collect(List.of(node.cacheRoot));
+    if (uid != null) {
+      e = e.forPod(uid);
+    }
+    DoctorReport report = Doctor.standard().run(e);
+    var out = spec.commandLine().getOut();
+    out.print(node.json ? report.toJson() : report.toText());
+    out.flush();
+    return report.exitCode();
+  }
+
+  private Optional<NodeMeta> nodeMeta(java.io.PrintWriter err) {
+    if (!annotations.isEmpty()) {
+      return Optional.of(NodeAnnotations.decode(annotations));
+    }
+    if (nodeName == null || nodeName.isBlank()) {
+      return Optional.empty();
+    }
+    try (KubernetesClient client = new KubernetesClientBuilder().build()) {
+      var n = client.nodes().withName(nodeName).get();
+      if (n == null) {
+        return Optional.of(NodeMeta.unknown());
+      }
+      Map<String, String> a = n.getMetadata().getAnnotations();
+      return Optional.of(NodeAnnotations.decode(a == null ? Map.of() : a));
+    } catch (RuntimeException ex) {
+      err.println("warning: node annotations not read: " + ex.getMessage());
+      return Optional.empty();
+    }
+  }
+
+  private Optional<String> podUid(String name, java.io.PrintWriter err) {
+    if (nodeName == null || nodeName.isBlank()) {
+      return Optional.empty();
+    }
+    try (KubernetesClient client = new KubernetesClientBuilder().build()) {
+      return client
+          .pods()
+          .inAnyNamespace()
+          .withField("spec.nodeName", nodeName)
+          .list()
+          .getItems()
+          .stream()
+          .filter(p -> name.equals(p.getMetadata().getName()))
+          .map(p -> p.getMetadata().getUid())
+          .findFirst();
+    } catch (RuntimeException ex) {
+      err.println("warning: pods not listed: " + ex.getMessage());
+      return Optional.empty();
+    }
+  }
+}

@@ -1,0 +1,88 @@
+package io.vgpu.exporter.doctor;
+
+import io.vgpu.exporter.node.NodeEvidence;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.BiConsumer;
+
+/** Small helpers shared by the checks. */
+public final class Checks {
+  private Checks() {}
+
+  public static final String NODE = "node";
+  static final String EXPECTED_MAJOR_MINOR = "1.2";
+
+  public static String pod(String uid) {
+    return "pod " + uid;
+  }
+
+  static String container(NodeEvidence.Container c) {
+    return c.key().dirName();
+  }
+
+  static String mib(long bytes) {
+    return (bytes >> 20) + " MiB";
+  }
+
+  /** Calls {@code each} for every readable region (latest sample) of every container. */
+  static void eachRegion(
+      NodeEvidence e, BiConsumer<NodeEvidence.Container, NodeEvidence.Region> each) {
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isPresent()) {
+          each.accept(c, r);
+        }
+      }
+    }
+  }
+
+  static RegionSnapshot latest(NodeEvidence.Region r) {
+    return r.latest().orElseThrow();
+  }
+
+  /** The findings, or one SKIP when there were none. */
+  static List<Finding> orSkip(DoctorCheck check, List<Finding> findings, String why) {
+    if (!findings.isEmpty()) {
+      return findings;
+    }
+    List<Finding> one = new ArrayList<>();
+    one.add(check.skip(NODE, why));
+    return one;
+  }
+
+  /**
+   * What a node-annotation check reports when there is nothing to judge: a SKIP without API server
+   * access, a WARN when the Node object is missing; empty when the annotations can be checked.
+   */
+  static Optional<List<Finding>> nodeUnreadable(DoctorCheck check, NodeEvidence e) {
+    if (e.node().isEmpty()) {
+      return Optional.of(
+          List.of(check.skip(NODE, "node annotations not read (no API server access)")));
+    }
+    if (!e.node().get().known()) {
+      return Optional.of(
+          List.of(
+              check.finding(
+                  Severity.WARN,
+                  NODE,
+                  "the Node object was not found",
+                  List.of(),
+                  "Check NODE_NAME of the exporter.")));
+    }
+    return Optional.empty();
+  }
+
+  /** A region's file and version, for evidence lines. */
+  static String describe(NodeEvidence.Region r) {
+    RegionSnapshot s = latest(r);
+    return r.path()
+        + ": layout "
+        + s.layout().label()
+        + ", version "
+        + s.majorVersion()
+        + "."
+        + s.minorVersion();
+  }
+}

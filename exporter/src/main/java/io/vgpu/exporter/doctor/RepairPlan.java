@@ -1,0 +1,272 @@
+package io.vgpu.exporter.doctor;
+
+import io.vgpu.exporter.node.LockHolder;
+import io.vgpu.exporter.node.NodeEvidence;
+import io.vgpu.regioncodec.ProcessSlot;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What {@code cleanup} and {@code unlock} would do, judged from the node (a slot or lock holder is
+ * dead when no process of its pod that maps the region has that pid innermost), and how it is
+ * applied: by {@code shrreg-tool}, which takes the region's slot-table lock (libvgpu's record lock
+ * and HAMi-core's semaphore) and frees exactly the judged slots ({@code --pids}) or releases
+ * exactly the judged holder ({@code --holder}). One implementation of the writes, in C, for both
+ * sides of the container boundary.
+ *
+ * @param actions one per region that needs a change
+ * @param skipped regions that could not be judged, with why
+ */
+public record RepairPlan(List<Action> actions, List<String> skipped) {
+  public RepairPlan {
+    actions = List.copyOf(actions);
+    skipped = List.copyOf(skipped);
+  }
+
+  /** What to do to one region. */
+  public enum Kind {
+    /** Free the slots of dead processes. */
+    CLEANUP,
+    /** Release a slot-table lock whose holder is dead. */
+    UNLOCK
+  }
+
+  /**
+   * One change.
+   *
+   * @param kind cleanup or unlock
+   * @param file the region
+   * @param subject {@code <podUID>_<container>}
+   * @param pids the dead slots' container pids (cleanup) or the dead holder (unlock)
+   * @param slotGuards per dead slot {@code pid:hostpid[:startTicks]} as judged, so shrreg-tool
+   *     frees a slot only if no new process re-registered it meanwhile (cleanup only)
+   * @param details one line per slot or holder
+   * @param expectInode {@code DEV:INO} of the file that was judged (from the descriptor it was read
+   *     through): shrreg-tool acts only on that very file, singly linked and reached without a
+   *     link, and exits {@link #WRONG_FILE_EXIT} otherwise
+   */
+  public record Action(
+      Kind kind,
+      Path file,
+      String subject,
+      List<Integer> pids,
+      List<String> slotGuards,
+      List<String> details,
+      String expectInode) {
+    public Action {
+      java.util.Objects.requireNonNull(expectInode, "expectInode");
+      pids = List.copyOf(pids);
+      slotGuards = List.copyOf(slotGuards);
+      details = List.copyOf(details);
+    }
+
+    /** The shrreg-tool arguments that apply this action. */
+    public List<String> toolArgs() {
+      List<String> a =
+          new ArrayList<>(
+              List.of("--file", file.toString(), "--expect-inode", expectInode, "--json"));
+      if (kind == Kind.CLEANUP) {
+        a.add("--cleanup");
+        a.add("--pids");
+        a.add(String.join(",", slotGuards));
+      } else {
+        a.add("--force-unlock");
+        a.add("--holder");
+        a.add(Integer.toString(pids.getFirst()));
+      }
+      return a;
+    }
+  }
+
+  /** Dead slots of every readable region whose processes can be judged. */
+  public static RepairPlan cleanup(NodeEvidence e) {
+    List<Action> actions = new ArrayList<>();
+    List<String> skipped = new ArrayList<>();
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isEmpty()) {
+          skipped.add(r.path() + ": unreadable (" + r.error().orElse("?") + ")");
+          continue;
+        }
+        if (r.deviceAndInode().isEmpty()) {
+          skipped.add(r.path() + ": inode unknown, its processes cannot be matched");
+          continue;
+        }
+        List<Integer> pids = new ArrayList<>();
+        List<String> guards = new ArrayList<>();
+        List<String> details = new ArrayList<>();
+        for (ProcessSlot s : r.latest().get().processes()) {
+          NodeEvidence.SlotFate fate = e.fateOf(c, r, s);
+          if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+            skipped.add(
+                r.path()
+                    + ": slot "
+                    + s.slotIndex()
+                    + " (pid "
+                    + s.pid()
+                    + ") cannot be judged; kept");
+          } else if (fate == NodeEvidence.SlotFate.GONE) {
+            pids.add(s.pid());
+            guards.add(
+                s.pid()
+                    + ":"
+                    + s.hostPid()
+                    + s.extension()
+                        .filter(x -> x.startTimeTicks() > 0)
+                        .map(x -> ":" + x.startTimeTicks())
+                        .orElse(""));
+            details.add(
+                "slot "
+                    + s.slotIndex()
+                    + ": container pid "
+                    + s.pid()
+                    + " gone, holds "
+                    + Checks.mib(s.totalBytes()));
+          }
+        }
+        if (!pids.isEmpty()) {
+          actions.add(
+              new Action(
+                  Kind.CLEANUP,
+                  r.path(),
+                  Checks.container(c),
+                  pids,
+                  guards,
+                  details,
+                  r.deviceAndInode().get()));
+        }
+      }
+    }
+    return new RepairPlan(actions, skipped);
+  }
+
+  /** Locks held by dead holders. */
+  public static RepairPlan unlock(NodeEvidence e) {
+    List<Action> actions = new ArrayList<>();
+    List<String> skipped = new ArrayList<>();
+    for (NodeEvidence.Container c : e.containers()) {
+      for (NodeEvidence.Region r : c.regions()) {
+        if (r.latest().isEmpty() || r.deviceAndInode().isEmpty()) {
+          skipped.add(r.path() + ": cannot be judged");
+          continue;
+        }
+        Optional<LockHolder> h = LockHolder.of(r.latest().get(), e.now());
+        if (h.isEmpty()) {
+          continue;
+        }
+        if (e.processOfContainerPid(c, r, h.get().containerPid()).isPresent()) {
+          skipped.add(
+              r.path()
+                  + ": lock holder container pid "
+                  + h.get().containerPid()
+                  + " is alive; not touched");
+          continue;
+        }
+        actions.add(
+            new Action(
+                Kind.UNLOCK,
+                r.path(),
+                Checks.container(c),
+                List.of(h.get().containerPid()),
+                List.of(),
+                List.of(
+                    "lock holder container pid "
+                        + h.get().containerPid()
+                        + " (from "
+                        + h.get().source()
+                        + ") is gone"),
+                r.deviceAndInode().get()));
+      }
+    }
+    return new RepairPlan(actions, skipped);
+  }
+
+  /**
+   * Result of running one action.
+   *
+   * @param action what ran
+   * @param exitCode shrreg-tool's exit code (-1 when it could not be started)
+   * @param output its stdout and stderr
+   */
+  public record Outcome(Action action, int exitCode, String output) {
+    /** What the exit code means, for the report. */
+    public String meaning() {
+      return exitCode == WRONG_FILE_EXIT
+          ? "nothing changed: the path no longer names the file that was judged (replaced, a"
+              + " link, hard-linked or not a regular file); run the command again to judge anew"
+          : "";
+    }
+  }
+
+  /**
+   * shrreg-tool's exit code when {@code --expect-inode} does not match what the path opens to
+   * without following links: it changed nothing.
+   */
+  public static final int WRONG_FILE_EXIT = 10;
+
+  /** Applies every action with the given shrreg-tool. */
+  public List<Outcome> apply(Path tool) {
+    List<Outcome> out = new ArrayList<>();
+    for (Action a : actions) {
+      List<String> cmd = new ArrayList<>();
+      cmd.add(tool.toString());
+      cmd.addAll(a.toolArgs());
+      try {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+          out.add(new Outcome(a, -1, "timed out"));
+          continue;
+        }
+        out.add(new Outcome(a, p.exitValue(), text.strip()));
+      } catch (IOException e) {
+        out.add(new Outcome(a, -1, "cannot run " + tool + ": " + e.getMessage()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        out.add(new Outcome(a, -1, "interrupted"));
+        break;
+      }
+    }
+    return out;
+  }
+
+  /** JSON model of the plan (and outcomes when applied). */
+  public Map<String, Object> model(boolean applied, List<Outcome> outcomes) {
+    Map<String, Object> root = new LinkedHashMap<>();
+    root.put("dry_run", !applied);
+    List<Object> list = new ArrayList<>();
+    for (Action a : actions) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("kind", a.kind().name().toLowerCase(java.util.Locale.ROOT));
+      m.put("file", a.file().toString());
+      m.put("subject", a.subject());
+      m.put("pids", a.pids());
+      m.put("details", a.details());
+      m.put("command", "shrreg-tool " + String.join(" ", a.toolArgs()));
+      outcomes.stream()
+          .filter(o -> o.action().equals(a))
+          .findFirst()
+          .ifPresent(
+              o -> {
+                m.put("exit_code", o.exitCode());
+                m.put("output", o.output());
+                if (!o.meaning().isEmpty()) {
+                  m.put("meaning", o.meaning());
+                }
+              });
+      list.add(m);
+    }
+    root.put("actions", list);
+    root.put("skipped", skipped);
+    return root;
+  }
+}

@@ -1,0 +1,279 @@
+package io.vgpu.exporter.http;
+
+import io.vgpu.exporter.doctor.Doctor;
+import io.vgpu.exporter.doctor.Finding;
+import io.vgpu.exporter.doctor.Severity;
+import io.vgpu.exporter.node.ContainerState;
+import io.vgpu.exporter.node.DeviceUsageSummary;
+import io.vgpu.exporter.node.EvidenceCollector;
+import io.vgpu.exporter.node.NodeEvidence;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.exporter.text.TenantText;
+import io.vgpu.hostpid.ProcFs;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * The exporter's {@code /} page: plain server-rendered HTML (no scripts, no build step) with the
+ * node's containers, their limits, usage, attribution and doctor verdicts, the node-level checks,
+ * and links to {@code /metrics} and the JSON API. Thread-safe; each render gathers fresh evidence
+ * (one pass over the regions and the pods' procfs entries, no sampling window).
+ */
+public final class StatusPage {
+  private final ProcFs procFs;
+  private final Supplier<NvmlSnapshot> nvml;
+  private final InstantSource clock;
+  private final Doctor doctor = Doctor.standard();
+
+  public StatusPage(ProcFs procFs, Supplier<NvmlSnapshot> nvml, InstantSource clock) {
+    this.procFs = procFs;
+    this.nvml = nvml;
+    this.clock = clock;
+  }
+
+  /** The host's procfs ({@code VGPU_EXPORTER_PATH_PROCFS} or /proc); NVML not queried. */
+  public static StatusPage standard() {
+    return of(Path.of(System.getenv().getOrDefault("VGPU_EXPORTER_PATH_PROCFS", "/proc")));
+  }
+
+  /** Reads {@code procfs} ({@code --path.procfs}); NVML not queried. */
+  public static StatusPage of(Path procfs) {
+    return new StatusPage(
+        new ProcFs(procfs),
+        () ->
+            NvmlSnapshot.unavailable(
+                InstantSource.system().instant(), NodeEvidence.NVML_NOT_QUERIED),
+        InstantSource.system());
+  }
+
+  /** The page's data for one exporter state. */
+  public StatusModel model(NodeState state, boolean ready, List<String> reasons, String version) {
+    List<Path> dirs = state.containers().stream().map(c -> c.dir().dir()).toList();
+    EvidenceCollector collector =
+        new EvidenceCollector(
+            procFs,
+            nvml,
+            () -> Optional.of(state.nodeMeta()).filter(m -> m.known()),
+            clock,
+            Duration.ZERO,
+            d -> {},
+            NodeEvidence.Thresholds.defaults());
+    NodeEvidence evidence = collector.collect(dirs);
+    return StatusModel.of(state, evidence, doctor.run(evidence), ready, reasons, version);
+  }
+
+  public String html(NodeState state, boolean ready, List<String> reasons, String version) {
+    return render(model(state, ready, reasons, version));
+  }
+
+  /** Renders a model. */
+  public static String render(StatusModel m) {
+    StringBuilder b = new StringBuilder(8192);
+    b.append("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vgpu-exporter ")
+        .append(esc(m.node()))
+        .append("</title><style>")
+        .append(
+            "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0}")
+        .append(
+            "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:14px}th{background:#f3f3f3}")
+        .append(
+            ".sev-ok{color:#176f2c}.sev-skip{color:#777}.sev-warn{color:#9a6700;font-weight:bold}.sev-fail{color:#b00;font-weight:bold}")
+        .append(
+            ".bar{display:inline-block;height:8px;background:#4a7;vertical-align:middle}.over{background:#c33}")
+        .append(
+            "ul.ev{margin:.2em 0 .2em 1.2em;padding:0;font-size:13px}.fix{font-size:13px;color:#333}")
+        .append("</style></head><body>");
+    b.append("<h1>vgpu-exporter on ").append(esc(m.node())).append("</h1>");
+    b.append("<p>Version ")
+        .append(esc(m.version()))
+        .append(" &middot; state at ")
+        .append(esc(m.at().toString()))
+        .append(
+            " &middot; <a href=\"/metrics\">/metrics</a> &middot; <a href=\"/api/v1/containers\">JSON API</a>")
+        .append(" &middot; <a href=\"/readyz\">/readyz</a></p>");
+    b.append("<p id=\"readiness\">Status: ")
+        .append(
+            m.ready()
+                ? "<span class=\"sev-ok\">ready</span>"
+                : "<span class=\"sev-fail\">not ready</span>");
+    for (String r : m.notReadyReasons()) {
+      b.append("<br><span class=\"sev-fail\">").append(esc(r)).append("</span>");
+    }
+    Severity worst = m.report().worst();
+    b.append("</p><p id=\"verdict\">Doctor verdict: <span class=\"sev-")
+        .append(worst.label())
+        .append("\">")
+        .append(worst.name())
+        .append("</span> (")
+        .append(m.report().findings().stream().filter(f -> f.severity() == Severity.FAIL).count())
+        .append(" failure(s), ")
+        .append(m.report().findings().stream().filter(f -> f.severity() == Severity.WARN).count())
+        .append(
+            " warning(s)); run <code>vgpu-exporter doctor</code> on the node for a sampled, NVML-backed check.</p>");
+
+    b.append(
+            "<h2>Containers</h2><table id=\"containers\"><tr><th>Namespace</th><th>Pod</th><th>Container</th><th>Pod UID</th>")
+        .append(
+            "<th>Device</th><th>Memory used / limit</th><th>SM limit</th><th>Processes</th><th>Attribution</th><th>State</th><th>Verdict</th></tr>");
+    for (StatusModel.Row row : m.containers()) {
+      ContainerState c = row.state();
+      List<DeviceUsageSummary> devs = row.devices();
+      int span = Math.max(1, devs.size());
+      for (int i = 0; i < span; i++) {
+        DeviceUsageSummary d = devs.isEmpty() ? null : devs.get(i);
+        b.append("<tr class=\"container\" data-pod-uid=\"")
+            .append(esc(c.key().podUid()))
+            .append("\" data-container=\"")
+            .append(esc(c.key().containerName()))
+            .append("\">");
+        if (i == 0) {
+          b.append(cell(span, c.namespace()))
+              .append(cell(span, c.podName().isEmpty() ? "(unknown)" : c.podName()))
+              .append(cell(span, c.key().containerName()))
+              .append(cell(span, c.key().podUid()));
+        }
+        if (d == null) {
+          b.append("<td colspan=\"3\">no readable region yet</td>");
+        } else {
+          b.append("<td>")
+              .append(d.index())
+              .append(' ')
+              .append(esc(d.uuid()))
+              .append("</td><td>")
+              .append(memory(d))
+              .append("</td><td>")
+              .append(
+                  d.smLimitPercent() <= 0 || d.smLimitPercent() >= 100
+                      ? "none"
+                      : d.smLimitPercent() + "%")
+              .append("</td>");
+        }
+        if (i == 0) {
+          b.append(
+                  cell(
+                      span,
+                      c.running()
+                          + " running"
+                          + (c.suspended() > 0 ? ", " + c.suspended() + " suspended" : "")))
+              .append(cell(span, row.attribution().label()))
+              .append(cell(span, row.status()));
+          b.append("<td rowspan=\"")
+              .append(span)
+              .append("\" class=\"verdict sev-")
+              .append(row.verdict().label())
+              .append("\">")
+              .append(row.verdict().name());
+          for (Finding f : row.findings()) {
+            b.append("<br><span class=\"sev-")
+                .append(f.severity().label())
+                .append("\">")
+                .append(f.check())
+                .append(' ')
+                .append(esc(f.id()))
+                .append("</span>: ")
+                .append(esc(f.summary()));
+          }
+          b.append("</td>");
+        }
+        b.append("</tr>");
+      }
+    }
+    b.append("</table>");
+
+    b.append(
+        "<h2>Problems</h2><table id=\"doctor\"><tr><th>Check</th><th>Verdict</th><th>Subject</th><th>Finding</th></tr>");
+    boolean any = false;
+    for (Finding f : m.report().findings()) {
+      if (f.severity() != Severity.WARN && f.severity() != Severity.FAIL) {
+        continue;
+      }
+      any = true;
+      b.append("<tr class=\"finding\" data-check=\"")
+          .append(f.id())
+          .append("\"><td>")
+          .append(f.check())
+          .append(' ')
+          .append(esc(f.id()))
+          .append("</td><td class=\"sev-")
+          .append(f.severity().label())
+          .append("\">")
+          .append(f.severity().name())
+          .append("</td><td>")
+          .append(esc(f.subject()))
+          .append("</td><td>")
+          .append(esc(f.summary()))
+          .append("<ul class=\"ev\">");
+      for (String e : f.evidence()) {
+        b.append("<li>").append(esc(e)).append("</li>");
+      }
+      b.append("</ul><div class=\"fix\">Fix: ").append(esc(f.fix())).append("</div></td></tr>");
+    }
+    if (!any) {
+      b.append("<tr><td colspan=\"4\" class=\"sev-ok\">none</td></tr>");
+    }
+    b.append(
+        "</table><h2>Node checks</h2><table id=\"node\"><tr><th>Check</th><th>Verdict</th><th>Summary</th></tr>");
+    for (Finding f : m.nodeFindings()) {
+      b.append("<tr><td>")
+          .append(f.check())
+          .append(' ')
+          .append(esc(f.id()))
+          .append("</td><td class=\"sev-")
+          .append(f.severity().label())
+          .append("\">")
+          .append(f.severity().name())
+          .append("</td><td>")
+          .append(esc(f.summary()))
+          .append("</td></tr>");
+    }
+    b.append("</table></body></html>\n");
+    return b.toString();
+  }
+
+  private static String cell(int rowspan, String text) {
+    return "<td rowspan=\"" + rowspan + "\">" + esc(text) + "</td>";
+  }
+
+  private static String memory(DeviceUsageSummary d) {
+    String used = mib(d.usedBytes());
+    if (d.limitBytes() <= 0) {
+      return used + " / unlimited";
+    }
+    long pct = Math.min(100, d.usedBytes() * 100 / d.limitBytes());
+    return used
+        + " / "
+        + mib(d.limitBytes())
+        + " <span class=\"bar"
+        + (d.usedBytes() > d.limitBytes() ? " over" : "")
+        + "\" style=\"width:"
+        + Math.max(1, pct)
+        + "px\"></span>";
+  }
+
+  private static String mib(long bytes) {
+    return String.format(Locale.ROOT, "%.0f MiB", bytes / 1048576.0);
+  }
+
+  static String esc(String s) {
+    StringBuilder o = new StringBuilder(s.length() + 16);
+    for (int i = 0; i < s.length(); i++) {
+      char ch = s.charAt(i);
+      switch (ch) {
+        case '<' -> o.append("&lt;");
+        case '>' -> o.append("&gt;");
+        case '&' -> o.append("&amp;");
+        case '"' -> o.append("&quot;");
+        case '\'' -> o.append("&#39;");
+        // Controls and bidirectional overrides from tenant names would reorder or hide text.
+        default -> o.append(TenantText.unsafe(ch, s, i) && ch != '\t' ? '?' : ch);
+      }
+    }
+    return o.toString();
+  }
+}

@@ -1,0 +1,259 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.attribution.AttributionResult;
+import io.vgpu.exporter.attribution.AttributionService;
+import io.vgpu.exporter.attribution.ContainerAttribution;
+import io.vgpu.exporter.attribution.DeviceAttribution;
+import io.vgpu.exporter.attribution.GpuAttribution;
+import io.vgpu.exporter.attribution.UnknownReason;
+import io.vgpu.exporter.node.ContainerState;
+import io.vgpu.exporter.node.DeviceUsageSummary;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.nvml.GpuSnapshot;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Attribution families, from the latest {@link AttributionResult} joined onto the scrape's
+ * containers (so labels match the region families exactly). Example:
+ *
+ * <pre>
+ * vgpu_container_sm_utilization_ratio{container="train",device_index="0",device_uuid="GPU-0a",namespace="ml",node="n1",pod="train-0",pod_uid="..."} 0.61
+ * vgpu_container_sm_utilization_unknown{...,reason="pid_unresolved"} 1.0
+ * vgpu_container_hostpid_mismatch_slots{container="train",...,reason="container_pid"} 1.0
+ * vgpu_gpu_unattributed_processes{device_index="0",device_uuid="GPU-0a",model="NVIDIA H100",node="n1"} 0.0
+ * vgpu_exporter_region_writes_total{field="recent_kernel",node="n1"} 12.0
+ * </pre>
+ *
+ * <p>A container the latest reconciliation has not seen yet reads {@code
+ * reason="not_reconciled_yet"}.
+ */
+public final class AttributionCollector extends VgpuCollector {
+  private static final String[] D = {
+    L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID
+  };
+  private static final String[] DR = {
+    L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID, "reason"
+  };
+  private static final String[] C = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID};
+  private static final String[] CR = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, "reason"};
+  private static final String[] G = {L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL};
+
+  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_SM_UTILIZATION,
+              "SM utilization of the container's processes (0-1), NVML per-process means over host"
+                  + " pids",
+              D),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_SM_UTILIZATION_UNKNOWN,
+              "1 while the container's SM utilization cannot be attributed, by reason",
+              DR),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_NVML_MEMORY_USED,
+              "Device memory NVML attributes to the container's host pids",
+              D),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_ZOMBIE_MEMORY,
+              "Region memory held by slots of dead or reused processes",
+              D),
+          Families.describe(
+              MetricType.COUNTER,
+              CONTAINER_OVER_SM_LIMIT_SECONDS,
+              "Time the reconciled SM utilization was above the SM limit",
+              D),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_ZOMBIE_SLOTS,
+              "Slots whose process is gone or whose pid was reused",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_HOSTPID_MISMATCH_SLOTS,
+              "Live slots whose recorded hostpid is wrong, by reason",
+              CR),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_UNSLOTTED_PROCESSES,
+              "GPU processes of the container (by cgroup) without a region slot",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_MEMORY_IDLE_SECONDS,
+              "How long the container has held device memory without running a kernel",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_MEMORY_LEAK_SUSPECTED,
+              "1 when memory has been held without a kernel for the leak threshold",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_PRIORITY_BLOCKED,
+              "1 while a higher-priority task blocks the container's launches (recent_kernel < 0)",
+              C),
+          Families.describe(
+              MetricType.COUNTER,
+              CONTAINER_PRIORITY_BLOCKED_SECONDS,
+              "Time the container was seen blocked by priority",
+              C),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_UTILIZATION_SWITCH,
+              "The region's utilization_switch: 1 = SM limit enforced",
+              C),
+          Families.describe(
+              MetricType.GAUGE, GPU_CONTAINERS, "Containers whose regions name this GPU", G),
+          Families.describe(
+              MetricType.GAUGE, GPU_PROCESSES, "Processes NVML lists or sampled on this GPU", G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_UNATTRIBUTED_PROCESSES,
+              "GPU processes that belong to no known container",
+              G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_UNATTRIBUTED_MEMORY,
+              "NVML memory of GPU processes that belong to no known container",
+              G),
+          Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_REGION_WRITES,
+              "Writes the exporter made into shared regions, by field",
+              L_NODE,
+              "field"),
+          Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_REGION_WRITE_ERRORS,
+              "Region writes that failed, by reason (fault: the store hit SIGBUS, e.g. a hole of a"
+                  + " sparse file on a full filesystem)",
+              L_NODE,
+              "reason"));
+
+  private final AttributionService service;
+
+  public AttributionCollector(NodeStateProvider states, AttributionService service) {
+    super(states);
+    this.service = service;
+  }
+
+  public AttributionService service() {
+    return service;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return DESCRIPTORS;
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    AttributionResult result = service.latest();
+    Map<io.vgpu.exporter.discovery.ContainerKey, ContainerAttribution> byKey = result.byKey();
+    var util = new Families.Gauge(CONTAINER_SM_UTILIZATION, help(0));
+    var unknown = new Families.Gauge(CONTAINER_SM_UTILIZATION_UNKNOWN, help(1));
+    var nvmlMem = new Families.Gauge(CONTAINER_NVML_MEMORY_USED, help(2));
+    var zombieMem = new Families.Gauge(CONTAINER_ZOMBIE_MEMORY, help(3));
+    var overLimit = new Families.Counter(CONTAINER_OVER_SM_LIMIT_SECONDS, help(4));
+    var zombies = new Families.Gauge(CONTAINER_ZOMBIE_SLOTS, help(5));
+    var mismatch = new Families.Gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS, help(6));
+    var unslotted = new Families.Gauge(CONTAINER_UNSLOTTED_PROCESSES, help(7));
+    var idle = new Families.Gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(8));
+    var leak = new Families.Gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(9));
+    var blocked = new Families.Gauge(CONTAINER_PRIORITY_BLOCKED, help(10));
+    var blockedSeconds = new Families.Counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(11));
+    var utilSwitch = new Families.Gauge(CONTAINER_UTILIZATION_SWITCH, help(12));
+    String node = state.node();
+    for (ContainerState c : state.containers()) {
+      if (c.finished()) {
+        continue;
+      }
+      ContainerAttribution a = byKey.get(c.key());
+      Labels cl = LabelSets.container(node, c);
+      for (DeviceUsageSummary d : c.devices()) {
+        Labels dl = LabelSets.device(node, c, d);
+        Optional<DeviceAttribution> da =
+            a == null ? Optional.empty() : a.device(d.index(), d.uuid());
+        if (da.isEmpty()) {
+          unknown.add(1, dl.add("reason", UnknownReason.NOT_RECONCILED_YET.label()));
+          continue;
+        }
+        DeviceAttribution x = da.get();
+        x.smUtilization().ifPresent(v -> util.add(v, dl));
+        x.unknown().ifPresent(r -> unknown.add(1, dl.add("reason", r.label())));
+        x.nvmlMemoryBytes().ifPresent(v -> nvmlMem.add(v, dl));
+        zombieMem.add(x.zombieBytes(), dl);
+        overLimit.add(a.overSmLimitSeconds().getOrDefault(d.index(), 0.0), dl);
+      }
+      if (a == null) {
+        continue;
+      }
+      zombies.add(a.zombieSlots(), cl);
+      a.mismatches().forEach((r, n) -> mismatch.add(n, cl.add("reason", r.label())));
+      unslotted.add(a.unslottedProcesses(), cl);
+      a.memoryIdleSeconds().ifPresent(v -> idle.add(v, cl));
+      leak.add(a.leakSuspected() ? 1 : 0, cl);
+      blocked.add(a.priorityBlocked() ? 1 : 0, cl);
+      blockedSeconds.add(a.priorityBlockedSeconds(), cl);
+      utilSwitch.add(a.utilizationSwitch(), cl);
+    }
+
+    var gpuContainers = new Families.Gauge(GPU_CONTAINERS, help(13));
+    var gpuProcesses = new Families.Gauge(GPU_PROCESSES, help(14));
+    var unattributed = new Families.Gauge(GPU_UNATTRIBUTED_PROCESSES, help(15));
+    var unattributedMem = new Families.Gauge(GPU_UNATTRIBUTED_MEMORY, help(16));
+    for (GpuSnapshot g : result.nvml().gpus()) {
+      Optional<GpuAttribution> ga = result.gpu(g.identity().uuid());
+      if (ga.isEmpty()) {
+        continue;
+      }
+      Labels gl = NvmlCollector.gpuLabels(node, g);
+      gpuContainers.add(ga.get().containers(), gl);
+      gpuProcesses.add(ga.get().processes(), gl);
+      unattributed.add(ga.get().unattributedProcesses(), gl);
+      unattributedMem.add(ga.get().unattributedBytes(), gl);
+    }
+    var writes = new Families.Counter(EXPORTER_REGION_WRITES, help(17));
+    service.regionWrites().forEach((f, n) -> writes.add(n, LabelSets.node(node).add("field", f)));
+    var writeErrors = new Families.Counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
+    service
+        .regionWriteErrors()
+        .forEach((r, n) -> writeErrors.add(n, LabelSets.node(node).add("reason", r)));
+
+    for (var f :
+        List.of(
+            util,
+            unknown,
+            nvmlMem,
+            zombieMem,
+            zombies,
+            mismatch,
+            unslotted,
+            idle,
+            leak,
+            blocked,
+            utilSwitch,
+            gpuContainers,
+            gpuProcesses,
+            unattributed,
+            unattributedMem)) {
+      out.add(f.build());
+    }
+    out.add(overLimit.build());
+    out.add(blockedSeconds.build());
+    out.add(writes.build());
+    out.add(writeErrors.build());
+  }
+}

@@ -1,0 +1,162 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.nvml.GpuSnapshot;
+import io.vgpu.exporter.nvml.NvmlSampler;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * NVML's own families from the sampler's latest snapshot: per-GPU memory and utilization, NVML
+ * health, and (with --hami-compat) HAMi's {@code hami_host_gpu_*}. Example:
+ *
+ * <pre>
+ * vgpu_gpu_utilization_ratio{device_index="0",device_uuid="GPU-0a",model="NVIDIA H100 80GB HBM3",node="n1"} 0.72
+ * vgpu_exporter_nvml_up{node="n1"} 1.0
+ * vgpu_exporter_nvml_errors_total{node="n1",return_code="15"} 3.0
+ * hami_host_gpu_utilization_ratio{device_index="0",device_type="NVIDIA-NVIDIA H100 80GB HBM3",device_uuid="GPU-0a",node="n1",zone="vGPU"} 72.0
+ * </pre>
+ */
+public final class NvmlCollector extends VgpuCollector {
+  private static final String[] G = {L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL};
+  private static final String[] H = {
+    L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_HAMI_DEVICE_TYPE, HAMI_ZONE_LABEL
+  };
+
+  private final NvmlSampler sampler;
+  private final boolean hamiCompat;
+  private final List<MetricFamilyDescriptor> descriptors;
+
+  public NvmlCollector(NodeStateProvider states, NvmlSampler sampler, boolean hamiCompat) {
+    super(states);
+    this.sampler = sampler;
+    this.hamiCompat = hamiCompat;
+    List<MetricFamilyDescriptor> d = new ArrayList<>();
+    d.add(Families.describe(MetricType.GAUGE, GPU_MEMORY_USED, "GPU memory in use (NVML)", G));
+    d.add(Families.describe(MetricType.GAUGE, GPU_MEMORY_TOTAL, "GPU memory size (NVML)", G));
+    d.add(
+        Families.describe(
+            MetricType.GAUGE,
+            GPU_UTILIZATION,
+            "Share of time a kernel ran on the GPU (NVML, averaged over the sampler window)",
+            G));
+    d.add(
+        Families.describe(
+            MetricType.GAUGE,
+            EXPORTER_NVML_UP,
+            "1 while NVML is initialised and answering",
+            L_NODE));
+    d.add(
+        Families.describe(
+            MetricType.COUNTER,
+            EXPORTER_NVML_ERRORS,
+            "Failed NVML calls by nvmlReturn_t code",
+            L_NODE,
+            "return_code"));
+    if (hamiCompat) {
+      d.add(
+          Families.describe(
+              MetricType.GAUGE, HAMI_HOST_GPU_MEMORY_USED, "GPU device memory usage in bytes", H));
+      d.add(
+          Families.describe(
+              MetricType.GAUGE,
+              HAMI_HOST_GPU_UTILIZATION,
+              "GPU core utilization ratio (0-100)",
+              H));
+      d.add(
+          Families.describe(
+              MetricType.GAUGE,
+              HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
+              "GPU memory controller utilization ratio (0-100)",
+              H));
+    }
+    this.descriptors = List.copyOf(d);
+  }
+
+  public NvmlSampler sampler() {
+    return sampler;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return descriptors;
+  }
+
+  /** {node, device_index, device_uuid, model} of a GPU; MIG devices carry their parent's index. */
+  static Labels gpuLabels(String node, GpuSnapshot g) {
+    return Labels.of(
+        G,
+        new String[] {
+          node, LabelSets.index(g.identity().index()), g.identity().uuid(), g.identity().name()
+        });
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    NvmlSnapshot snap = sampler.latest();
+    String node = state.node();
+    var used = new Families.Gauge(GPU_MEMORY_USED, descriptors.get(0).getMetadata().getHelp());
+    var total = new Families.Gauge(GPU_MEMORY_TOTAL, descriptors.get(1).getMetadata().getHelp());
+    var util = new Families.Gauge(GPU_UTILIZATION, descriptors.get(2).getMetadata().getHelp());
+    var up = new Families.Gauge(EXPORTER_NVML_UP, descriptors.get(3).getMetadata().getHelp());
+    var errors =
+        new Families.Counter(EXPORTER_NVML_ERRORS, descriptors.get(4).getMetadata().getHelp());
+    for (GpuSnapshot g : snap.gpus()) {
+      Labels l = gpuLabels(node, g);
+      g.memory()
+          .ifPresent(
+              m -> {
+                used.add(m.usedBytes(), l);
+                total.add(m.totalBytes(), l);
+              });
+      g.utilizationRatio().ifPresent(v -> util.add(v, l));
+    }
+    up.add(snap.status().up() ? 1 : 0, LabelSets.node(node));
+    sampler
+        .errorCounts()
+        .forEach((code, n) -> errors.add(n, LabelSets.node(node).add("return_code", code.label())));
+    out.add(used.build());
+    out.add(total.build());
+    out.add(util.build());
+    out.add(up.build());
+    out.add(errors.build());
+    if (hamiCompat) {
+      var hUsed =
+          new Families.Gauge(HAMI_HOST_GPU_MEMORY_USED, descriptors.get(5).getMetadata().getHelp());
+      var hUtil =
+          new Families.Gauge(HAMI_HOST_GPU_UTILIZATION, descriptors.get(6).getMetadata().getHelp());
+      var hMem =
+          new Families.Gauge(
+              HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
+              descriptors.get(7).getMetadata().getHelp());
+      for (GpuSnapshot g : snap.gpus()) {
+        if (g.identity().migIndex() >= 0) {
+          continue; // HAMi's host families are per physical GPU
+        }
+        Labels l =
+            Labels.of(
+                H,
+                new String[] {
+                  node,
+                  LabelSets.index(g.identity().index()),
+                  g.identity().uuid(),
+                  "NVIDIA-" + g.identity().name(),
+                  HAMI_ZONE
+                });
+        g.memory().ifPresent(m -> hUsed.add(m.usedBytes(), l));
+        g.utilizationRatio().ifPresent(v -> hUtil.add(v * 100, l));
+        g.memoryUtilizationRatio().ifPresent(v -> hMem.add(v * 100, l));
+      }
+      out.add(hUsed.build());
+      out.add(hUtil.build());
+      out.add(hMem.build());
+    }
+  }
+}

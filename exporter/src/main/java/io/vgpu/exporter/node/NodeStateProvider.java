@@ -1,0 +1,290 @@
+package io.vgpu.exporter.node;
+
+import io.vgpu.exporter.discovery.CacheDiscovery;
+import io.vgpu.exporter.discovery.DiscoveredContainer;
+import io.vgpu.exporter.discovery.DiscoveredFile;
+import io.vgpu.exporter.discovery.DiscoverySnapshot;
+import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.exporter.k8s.ContainerMeta;
+import io.vgpu.exporter.k8s.PodMeta;
+import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.k8s.SourceHealth;
+import io.vgpu.regioncodec.DeviceHeader;
+import io.vgpu.regioncodec.DeviceUsage;
+import io.vgpu.regioncodec.ExtensionDevice;
+import io.vgpu.regioncodec.ProcessSlot;
+import io.vgpu.regioncodec.RegionException;
+import io.vgpu.regioncodec.RegionExtension;
+import io.vgpu.regioncodec.RegionSnapshot;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+
+/**
+ * Builds the {@link NodeState} of a scrape: reads every mapped region once and joins pod metadata.
+ * All collectors of one scrape share one state (memoized by the scrape request's identity), so a
+ * scrape reads each region once however many collectors ask. Thread-safe.
+ */
+public final class NodeStateProvider {
+  private final String node;
+  private final Supplier<DiscoverySnapshot> discovery;
+  private final PodMetadataSource metadata;
+  private final InstantSource clock;
+  private final Duration staleGrace;
+  private volatile SlotPolicy slotPolicy = SlotPolicy.ALL_LIVE;
+
+  /**
+   * States of the scrapes in progress, by request identity (request objects do not override
+   * equals). the metrics collector chain ends each scrape, so a state lives exactly as long as its
+   * scrape: keeping recent states around for a while (a time-bounded cache, as before) held up to
+   * hundreds of 1 MB states under back-to-back scrapes.
+   */
+  private final ConcurrentHashMap<Object, NodeState> inProgress = new ConcurrentHashMap<>();
+
+  /** A scrape that is never ended (a collector called outside a chain) cannot grow this past it. */
+  public static final int MAX_SCRAPES_IN_PROGRESS = 64;
+
+  public NodeStateProvider(
+      String node,
+      CacheDiscovery discovery,
+      PodMetadataSource metadata,
+      InstantSource clock,
+      Duration staleGrace) {
+    this(node, discovery::current, metadata, clock, staleGrace);
+  }
+
+  public NodeStateProvider(
+      String node,
+      Supplier<DiscoverySnapshot> discovery,
+      PodMetadataSource metadata,
+      InstantSource clock,
+      Duration staleGrace) {
+    this.node = Objects.requireNonNull(node, "node");
+    this.discovery = Objects.requireNonNull(discovery, "discovery");
+    this.metadata = Objects.requireNonNull(metadata, "metadata");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.staleGrace = Objects.requireNonNull(staleGrace, "staleGrace");
+  }
+
+  public String node() {
+    return node;
+  }
+
+  public PodMetadataSource metadata() {
+    return metadata;
+  }
+
+  /** Replaces the slot policy (the attribution layer excludes zombie slots). */
+  public void setSlotPolicy(SlotPolicy policy) {
+    this.slotPolicy = Objects.requireNonNull(policy, "policy");
+  }
+
+  /**
+   * The state for one scrape: the same object for every collector called with the same request.
+   *
+   * @param scrapeRequest the request object client_java hands every collector; null builds fresh
+   */
+  public NodeState forScrape(Object scrapeRequest) {
+    if (scrapeRequest == null) {
+      return build();
+    }
+    if (inProgress.size() >= MAX_SCRAPES_IN_PROGRESS && !inProgress.containsKey(scrapeRequest)) {
+      inProgress.clear();
+    }
+    return inProgress.computeIfAbsent(scrapeRequest, k -> build());
+  }
+
+  /** Forgets the state of a finished scrape (called by the metrics collector chain). */
+  public void endScrape(Object scrapeRequest) {
+    if (scrapeRequest != null) {
+      inProgress.remove(scrapeRequest);
+    }
+  }
+
+  /** Scrapes whose state is held now (tests). */
+  public int scrapesInProgress() {
+    return inProgress.size();
+  }
+
+  /** A fresh state (reads every mapped region now). */
+  public NodeState build() {
+    DiscoverySnapshot snap = discovery.get();
+    SourceHealth health = metadata.health();
+    Instant now = clock.instant();
+    SlotPolicy policy = slotPolicy;
+    List<ContainerState> containers = new ArrayList<>(snap.containers().size());
+    for (DiscoveredContainer dc : snap.containers()) {
+      containers.add(container(dc, health, now, policy));
+    }
+    return new NodeState(node, now, snap, health, metadata.node(), containers);
+  }
+
+  private ContainerState container(
+      DiscoveredContainer dc, SourceHealth health, Instant now, SlotPolicy policy) {
+    Optional<PodMeta> pod = metadata.pod(dc.key().podUid());
+    boolean stale =
+        pod.isEmpty()
+            && health.authoritative()
+            && Duration.between(dc.modified(), now).compareTo(staleGrace) >= 0;
+    boolean finished = pod.map(p -> finished(p, dc.key().containerName())).orElse(false);
+    List<ContainerState.RegionState> regions = new ArrayList<>(dc.files().size());
+    for (DiscoveredFile f : dc.files()) {
+      MappedRegion.Read read =
+          f.region()
+              .map(MappedRegion::read)
+              .orElseGet(
+                  () ->
+                      new MappedRegion.Read.Failed(
+                          f.openError().orElse(RegionException.Reason.IO_ERROR)));
+      regions.add(new ContainerState.RegionState(f.path(), f.region(), read));
+    }
+    List<Acc> accs = new ArrayList<>();
+    long running = 0;
+    long suspended = 0;
+    long lastKernel = 0;
+    for (ContainerState.RegionState r : regions) {
+      if (!(r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s))) {
+        continue;
+      }
+      lastKernel = Math.max(lastKernel, s.lastKernelTimeEpochSeconds());
+      Acc[] byIndex = new Acc[s.deviceCount()];
+      for (DeviceHeader h : s.devices()) {
+        Acc a = find(accs, h.index(), h.uuid());
+        a.limit = Math.max(a.limit, h.memoryLimitBytes());
+        a.smLimit = Math.max(a.smLimit, h.smLimitPercent());
+        byIndex[h.index()] = a;
+      }
+      for (ProcessSlot slot : s.processes()) {
+        if (!policy.counts(dc.key(), slot)) {
+          continue;
+        }
+        if (slot.status() == ProcessSlot.STATUS_SUSPENDED) {
+          suspended++;
+        } else {
+          running++;
+        }
+        for (DeviceUsage u : slot.devices()) {
+          Acc a = byIndex[u.deviceIndex()];
+          a.used = sat(a.used, u.totalBytes());
+          a.context = sat(a.context, u.contextBytes());
+          a.module = sat(a.module, u.moduleBytes());
+          a.data = sat(a.data, u.dataBytes());
+          a.monitor = sat(a.monitor, u.monitorUsedBytes());
+          a.smUtil = sat(a.smUtil, u.smUtilPercent());
+        }
+      }
+      if (s.extension().isPresent()) {
+        RegionExtension ext = s.extension().get();
+        for (ExtensionDevice d : ext.devices()) {
+          if (d.index() < byIndex.length) {
+            Acc a = byIndex[d.index()];
+            a.ext = true;
+            a.oom = sat(a.oom, d.oomRejections());
+            a.throttled = sat(a.throttled, d.throttledNanos());
+            a.delayed = sat(a.delayed, d.launchesDelayed());
+          }
+        }
+      }
+    }
+    List<DeviceUsageSummary> devices = new ArrayList<>(accs.size());
+    if (!finished) {
+      for (Acc a : accs) {
+        devices.add(
+            new DeviceUsageSummary(
+                a.index,
+                a.uuid,
+                a.used,
+                a.limit,
+                a.context,
+                a.module,
+                a.data,
+                a.monitor,
+                a.smLimit,
+                a.smUtil,
+                a.ext,
+                a.oom,
+                a.throttled,
+                a.delayed));
+      }
+    }
+    return new ContainerState(
+        dc.key(),
+        dc,
+        pod,
+        pod.map(PodMeta::namespace).orElse(""),
+        pod.map(PodMeta::name).orElse(""),
+        stale,
+        finished,
+        regions,
+        devices,
+        finished ? 0 : running,
+        finished ? 0 : suspended,
+        lastKernel,
+        DegradedPolicy.current(dc.degraded(), snapshots(regions), finished || stale));
+  }
+
+  private static List<RegionSnapshot> snapshots(List<ContainerState.RegionState> regions) {
+    List<RegionSnapshot> out = new ArrayList<>(regions.size());
+    for (ContainerState.RegionState r : regions) {
+      if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
+        out.add(s);
+      }
+    }
+    return out;
+  }
+
+  /** Succeeded/Failed pods and completed init containers will not run again. */
+  static boolean finished(PodMeta pod, String containerName) {
+    if (pod.finished()) {
+      return true;
+    }
+    return pod.container(containerName)
+        .map(
+            c -> c.kind() == ContainerMeta.Kind.INIT && c.state() == ContainerMeta.State.TERMINATED)
+        .orElse(false);
+  }
+
+  private static Acc find(List<Acc> accs, int index, String uuid) {
+    for (Acc a : accs) {
+      if (a.index == index && a.uuid.equals(uuid)) {
+        return a;
+      }
+    }
+    Acc a = new Acc(index, uuid);
+    accs.add(a);
+    return a;
+  }
+
+  private static long sat(long a, long b) {
+    long r = a + b;
+    return r < 0 || b < 0 ? (b < 0 ? a : Long.MAX_VALUE) : r;
+  }
+
+  private static final class Acc {
+    final int index;
+    final String uuid;
+    long used;
+    long limit;
+    long context;
+    long module;
+    long data;
+    long monitor;
+    int smLimit;
+    long smUtil;
+    boolean ext;
+    long oom;
+    long throttled;
+    long delayed;
+
+    Acc(int index, String uuid) {
+      this.index = index;
+      this.uuid = uuid;
+    }
+  }
+}
