@@ -4,6 +4,7 @@
 # fork() child together), exactly one error line names the cause, the side file <cache>.degraded
 # records it where the directory allows, and nothing at the path is followed or changed.
 # Causes: missing directory, unopenable path (a directory there), symlink, FIFO, full slot table,
+# an SM limit with a symlinked path (the process-local limiter throttles),
 # full disk at creation (a full tmpfs in a private mount namespace: root, or an unprivileged user
 # namespace; if neither is possible the case FAILS, it is not skipped).
 # Usage: BUILD=build test/run_region.sh    Last line: "region: N passed, M failed".
@@ -92,6 +93,20 @@ before=$(slots "$full")
 degraded_case slot-table-full "$full" slot-table-full
 check "slot-table-full: shared slots untouched" [ "$before" = "$(slots "$full")" ]
 check "slot-table-full: side file" side_file "$full" slot-table-full
+
+# 5b. An SM limit in degraded mode: the process-local limiter still throttles (the fake driver's
+#     kernels take 1 ms on a serial engine; test/preload/sm_throttle.c `degraded` compares the
+#     limited rate with the solo rate of the same run, toggling the local region's sm_limit).
+mkdir -p "$TMP/smlink" && ln -s "$TMP/link/target" "$TMP/smlink/vgpu.cache"
+rc=0
+env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" \
+  LD_PRELOAD="$PRELOAD" CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/smlink/vgpu.cache" \
+  CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 FAKE_NVML_CONFIG=/nonexistent \
+  timeout 60 "$PWD/$BUILD/preload/sm_throttle" degraded 2> "$TMP/err" || rc=$?
+check "sm-limit degraded (symlink): the limiter throttles to 30 % (exit $rc)" [ "$rc" = 0 ]
+[ "$rc" = 0 ] || sed 's/^/  | /' "$TMP/err" | tail -5
+check "sm-limit degraded (symlink): one error line names the cause and the fix" one_cause_line symlink
+check "sm-limit degraded (symlink): target untouched" [ "$(cat "$TMP/link/target")" = victim ]
 
 # (The stderr of the full-disk runs goes outside the full filesystem.)
 # 6. A full disk when the region is created: its blocks cannot be reserved. Without the

@@ -8,6 +8,10 @@
  *                          at CUDA_DEVICE_SM_LIMIT: kernels completed per second must be the
  *                          limit's share of the solo rate (within a tolerance for a loaded CI
  *                          machine, far from the 100 % an unthrottled run reaches)
+ *   sm_throttle degraded   the same measurement when the shared region is unusable (the runner
+ *                          points CUDA_DEVICE_MEMORY_SHARED_CACHE at a symlink): the limit must
+ *                          still throttle through the process-local region, whose sm_limit the
+ *                          test toggles in its own mapping of that memory file
  *
  * Exit 0 = pass. Prints the measured numbers on stderr.
  */
@@ -110,19 +114,28 @@ static hami_view_t hami_read(int dev) {
   return v;
 }
 
-static int case_throttle(void) {
-  const char *lim_env = getenv("CUDA_DEVICE_SM_LIMIT");
-  const char *us_env = getenv("FAKE_CUDA_KERNEL_US");
-  CHECK(lim_env != NULL && us_env != NULL && atoi(us_env) > 0);
-  int limit = atoi(lim_env);
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  CUdeviceptr p;
-  CHECK(cuMemAlloc(&p, 1) == CUDA_SUCCESS); /* the region exists from here on */
-  vgpu_region_t *r = region_rw();
-  CHECK(r->sm_limit[0] == (uint64_t)limit);
+/* The process-local region of degraded mode: the library's anonymous memory file, mapped in this
+ * very process (found by its name in /proc/self/maps). NULL when there is none. */
+static vgpu_region_t *local_region(void) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  CHECK(f != NULL);
+  char line[512];
+  unsigned long start = 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strstr(line, "memfd:libvgpu-local-region") != NULL && start == 0)
+      CHECK(sscanf(line, "%lx-", &start) == 1);
+  fclose(f);
+  return (vgpu_region_t *)start;
+}
+
+typedef struct {
+  double solo, solo_busy, limited, lim_busy, share;
+  uint64_t throttled_ns;
+} throttle_result_t;
+
+/* Solo unlimited rate (the region's sm_limit set to 0), then the rate at `limit`, same run. */
+static throttle_result_t measure(vgpu_region_t *r, int limit) {
+  throttle_result_t res;
   app_t a;
   memset(&a, 0, sizeof a);
   CHECK(cuStreamCreate(&a.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
@@ -144,22 +157,54 @@ static int case_throttle(void) {
   double limited = run_for(&a, 2.0);
   double lim_busy = ((double)fakeCudaBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
   uint64_t thr1 = __atomic_load_n(&x->devices[0].throttled_ns, __ATOMIC_ACQUIRE);
+  res.solo = solo;
+  res.solo_busy = solo_busy;
+  res.limited = limited;
+  res.lim_busy = lim_busy;
+  res.share = 100.0 * limited / solo;
+  res.throttled_ns = thr1 - thr0;
+  return res;
+}
+
+/* The limit's share of the solo rate, and launches really held back. */
+static void check_throttled(const char *what, const throttle_result_t *res, int limit) {
+  fprintf(stderr,
+          "sm_throttle: %s, %s us kernels, limit %d%%: solo %.0f kernels/s (device busy %.1f%%), "
+          "limited %.0f kernels/s = %.1f%% of solo (device busy %.1f%%), throttled %.2f s\n",
+          what, getenv("FAKE_CUDA_KERNEL_US"), limit, res->solo, 100 * res->solo_busy,
+          res->limited, res->share, 100 * res->lim_busy, (double)res->throttled_ns / 1e9);
+  CHECK(res->solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
+  /* +-12 pp: wide enough for a loaded 2-core runner (the gate sleeps on the host clock), far
+   * from the ~100 % of a run the limiter does not throttle. */
+  CHECK(res->share > limit - 12 && res->share < limit + 12);
+  CHECK(res->throttled_ns > 0); /* launches were really held back */
+}
+
+/* A context and one allocation: the library has attached its region (shared or local) after. */
+static int start_cuda(void) {
+  const char *lim_env = getenv("CUDA_DEVICE_SM_LIMIT");
+  const char *us_env = getenv("FAKE_CUDA_KERNEL_US");
+  CHECK(lim_env != NULL && us_env != NULL && atoi(us_env) > 0);
+  CHECK(cuInit(0) == CUDA_SUCCESS);
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 1) == CUDA_SUCCESS);
+  return atoi(lim_env);
+}
+
+static int case_throttle(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = region_rw();
+  CHECK(r->sm_limit[0] == (uint64_t)limit);
+  CHECK(local_region() == NULL); /* the shared region is in use, not a degraded one */
+  throttle_result_t res = measure(r, limit);
   hami_view_t busy_view = hami_read(0); /* sm_util describes the last ~1 s: the limited phase */
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
   usleep(1500 * 1000);
   hami_view_t idle_view = hami_read(0);
-
-  double share = 100.0 * limited / solo;
-  fprintf(stderr,
-          "sm_throttle: %s us kernels, limit %d%%: solo %.0f kernels/s (device busy %.1f%%), "
-          "limited %.0f kernels/s = %.1f%% of solo (device busy %.1f%%), throttled %.2f s\n",
-          us_env, limit, solo, 100 * solo_busy, limited, share, 100 * lim_busy,
-          (double)(thr1 - thr0) / 1e9);
-  CHECK(solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
-  /* +-12 pp: wide enough for a loaded 2-core runner (the gate sleeps on the host clock), far
-   * from the ~100 % of a run the limiter does not throttle. */
-  CHECK(share > limit - 12 && share < limit + 12);
-  CHECK(thr1 > thr0); /* launches were really held back */
+  check_throttled("shared region", &res, limit);
   /* HAMi's monitor sees this container's utilization (HAMi-core's scale: percent), and 0 once
    * the process has been idle for a second; the slot names a host pid (host pid namespace). */
   fprintf(stderr, "sm_throttle: HAMi monitor view: sm_util %lu%% while limited, %lu%% idle, "
@@ -171,8 +216,21 @@ static int case_throttle(void) {
   return 0;
 }
 
+/* Degraded mode: the process-local region carries the SM limit and the limiter's bucket. */
+static int case_degraded(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = local_region();
+  CHECK(r != NULL); /* the runner made the shared region unusable */
+  CHECK(r->initialized_flag == VGPU_REGION_MAGIC);
+  CHECK(r->sm_limit[0] == (uint64_t)limit);
+  throttle_result_t res = measure(r, limit);
+  check_throttled("degraded (process-local region)", &res, limit);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "throttle") == 0) return case_throttle();
-  fprintf(stderr, "usage: %s throttle\n", argv[0]);
+  if (argc == 2 && strcmp(argv[1], "degraded") == 0) return case_degraded();
+  fprintf(stderr, "usage: %s throttle|degraded\n", argv[0]);
   return 2;
 }
