@@ -25,11 +25,21 @@ _Static_assert(sizeof(sem_t) <= VGPU_SEM_SIZE, "sem_t fits HAMi's sem field");
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define STORE_RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
-/* HAMi-core layouts we recognise only to refuse them (file sizes, with and without the +1 byte). */
+/* HAMi-core layouts we recognise only to refuse them (their file sizes, with and without the +1
+ * byte HAMi-core writes, from the one layout table in vgpu/vgpu_region.h). */
 static const char *foreign_layout(off_t size, uint32_t major) {
-  if (size == 804680 || size == 804681) return "L0a (pre-2024-04 HAMi-core)";
-  if (size == 1197896 || size == 1197897) return "L0b (HAMi-core v0)";
-  if ((size == 2008984 || size == 2008985) && major == 1) return "v1.1-broken (2026-03 HAMi-core)";
+  static const struct {
+    vgpu_layout_id_t id;
+    const char *what;
+  } foreign[] = {{VGPU_LAYOUT_L0A, "L0a (pre-2024-04 HAMi-core)"},
+                 {VGPU_LAYOUT_L0B, "L0b (HAMi-core v0)"},
+                 {VGPU_LAYOUT_V1_1_BROKEN, "v1.1-broken (2026-03 HAMi-core)"}};
+  for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+    const vgpu_layout_t *l = &VGPU_LAYOUTS[foreign[i].id];
+    bool size_matches = size == (off_t)l->struct_size || size == (off_t)l->struct_size + 1;
+    bool version_matches = l->off_major == VGPU_NO_FIELD || major == 1;
+    if (size_matches && version_matches) return foreign[i].what;
+  }
   return NULL;
 }
 
@@ -341,7 +351,8 @@ static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r
  * holder cannot be a live libvgpu process, which would hold the slot lock we now hold); a live
  * holder stores owner_pid right after sem_wait returns, so it cannot look like this unless it is
  * stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
-static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died) {
+static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died,
+                            bool recover) {
   sem_t *sem = hami_sem(m);
   uint64_t *owner = &m->r->owner_pid;
   uint64_t me = (uint64_t)getpid();
@@ -361,7 +372,8 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
      * with the semaphore still taken: a stale owner left by a holder killed after its sem_post
      * while a live process has just taken the semaphore (and is about to record itself) must not
      * be mistaken for the holder. */
-    bool dead = o != 0 && recoveries < 8 && (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0);
+    bool dead = recover && o != 0 && recoveries < 8 &&
+                (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0);
     if (dead && o != dead_owner) {
       dead_owner = o;
       dead_since = now;
@@ -377,7 +389,7 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
       continue;
     }
     uint64_t orphan_after = prev_died ? 100000000ull : vgpu_region_wait_ns;
-    if (!orphan_posted && now - owner_seen >= orphan_after) {
+    if (recover && !orphan_posted && now - owner_seen >= orphan_after) {
       VGPU_LOG_ERROR("shrreg semaphore held with no owner for %llu ms (a holder died between "
                      "sem_wait and recording itself, HAMi-core #86); released it",
                      (unsigned long long)((now - owner_seen) / 1000000));
@@ -411,7 +423,9 @@ static void hami_unlock(struct vgpu_region_map *m) {
   __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
+/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept it. */
+static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover, pid_t *holder) {
+  if (holder) *holder = 0;
   uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
   /* Threads of this process: a timed wait too (the holder may be waiting on a stopped peer). */
   struct timespec dl;
@@ -422,9 +436,13 @@ bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
     dl.tv_sec++;
     dl.tv_nsec -= 1000000000L;
   }
-  if (pthread_mutex_timedlock(&g_lock_mu, &dl) != 0) return false;
+  if (pthread_mutex_timedlock(&g_lock_mu, &dl) != 0) {
+    if (holder) *holder = getpid(); /* another thread of this process */
+    return false;
+  }
   if (set_lock_until(m->fd, F_WRLCK, VGPU_SLOT_LOCK_OFFSET, 1, deadline) != 0) {
     if (errno == ETIMEDOUT) {
+      if (holder) *holder = vgpu_region_lock_holder(m);
       pthread_mutex_unlock(&g_lock_mu);
       return false;
     }
@@ -439,7 +457,8 @@ bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
     STORE_RELAXED(&m->ext->lock_holder_since_ns, vgpu_now_realtime_ns());
     STORE(&m->ext->lock_holder_pid, (int32_t)getpid());
   }
-  if (!hami_lock_until(m, deadline, prev_died)) {
+  if (!hami_lock_until(m, deadline, prev_died, recover)) {
+    if (holder) *holder = (pid_t)LOAD(&m->r->owner_pid);
     if (m->ext) {
       STORE(&m->ext->lock_holder_pid, 0);
       STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
@@ -448,6 +467,32 @@ bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
     pthread_mutex_unlock(&g_lock_mu);
     return false;
   }
+  return true;
+}
+
+bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
+  return lock_for(m, bound_ns, true, NULL);
+}
+
+bool vgpu_region_lock_no_recovery_for(struct vgpu_region_map *m, uint64_t bound_ns, pid_t *holder) {
+  return lock_for(m, bound_ns, false, holder);
+}
+
+bool vgpu_region_release_stale_lock(struct vgpu_region_map *m, int32_t holder) {
+  if (holder != 0 && m->ext) {
+    int32_t expect = holder;
+    if (__atomic_compare_exchange_n(&m->ext->lock_holder_pid, &expect, 0, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+      STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
+  }
+  if (holder != 0) {
+    uint64_t expect = (uint64_t)(int64_t)holder;
+    __atomic_compare_exchange_n(&m->r->owner_pid, &expect, 0, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+  }
+  int value = 0;
+  if (sem_getvalue(hami_sem(m), &value) != 0 || value != 0) return false;
+  sem_post(hami_sem(m));
   return true;
 }
 
@@ -612,28 +657,58 @@ uint64_t vgpu_region_used(struct vgpu_region_map *m, int dev) {
 
 /* ---- liveness */
 
-int vgpu_proc_stat(pid_t pid, uint64_t *start_ticks) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+enum vgpu_liveness vgpu_proc_liveness(const char *proc_root, int pid, uint64_t recorded_start,
+                                      uint64_t *start) {
+  char path[4200], buf[1024];
+  if (start) *start = 0;
+  if (pid <= 0) return VGPU_LIVE_NO_PID;
+  if ((size_t)snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid) >= sizeof path)
+    return VGPU_LIVE_UNKNOWN;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 0 : -1;
+  if (fd < 0) return errno == ENOENT || errno == ESRCH ? VGPU_LIVE_GONE : VGPU_LIVE_UNKNOWN;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return n == 0 ? VGPU_LIVE_GONE : VGPU_LIVE_UNKNOWN;
   buf[n] = 0;
-  char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ') return -1;
-  p += 2;
-  char state = *p;
-  if (state == 'Z' || state == 'X' || state == 'x') return 0;
-  /* starttime is field 22; state is field 3. */
-  for (int field = 3; field < 22 && *p; field++) {
-    p = strchr(p, ' ');
-    if (!p) return -1;
-    p++;
+  /* The command name (field 2) may hold spaces and parentheses: fields restart after the last ')'. */
+  const char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || p[2] == 0) return VGPU_LIVE_UNKNOWN;
+  char state = p[2];
+  p += 2; /* field 3 (state); starttime is field 22 */
+  int field = 3;
+  for (; field < 22 && *p; p++)
+    if (*p == ' ') field++;
+  uint64_t found = field == 22 ? strtoull(p, NULL, 10) : 0;
+  if (start) *start = found;
+  if (state == 'Z' || state == 'X' || state == 'x') return VGPU_LIVE_ZOMBIE;
+  if (recorded_start != 0 && found != 0 && found != recorded_start) return VGPU_LIVE_REUSED;
+  return VGPU_LIVE_ALIVE;
+}
+
+const char *vgpu_liveness_name(enum vgpu_liveness l) {
+  switch (l) {
+    case VGPU_LIVE_ALIVE: return "alive";
+    case VGPU_LIVE_GONE: return "gone";
+    case VGPU_LIVE_ZOMBIE: return "zombie";
+    case VGPU_LIVE_REUSED: return "pid-reused";
+    case VGPU_LIVE_UNKNOWN: return "unknown";
+    case VGPU_LIVE_NO_PID: return "no-pid";
   }
-  if (start_ticks) *start_ticks = strtoull(p, NULL, 10);
-  return 1;
+  return "unknown";
+}
+
+int vgpu_proc_stat(pid_t pid, uint64_t *start_ticks) {
+  uint64_t start = 0;
+  switch (vgpu_proc_liveness("/proc", (int)pid, 0, &start)) {
+    case VGPU_LIVE_ALIVE:
+      if (start == 0) return -1; /* no start time: cannot tell a reused pid */
+      if (start_ticks) *start_ticks = start;
+      return 1;
+    case VGPU_LIVE_GONE:
+    case VGPU_LIVE_ZOMBIE:
+    case VGPU_LIVE_NO_PID: return 0;
+    default: return -1;
+  }
 }
 
 int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) {
@@ -661,12 +736,14 @@ int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) 
 
 /* ---- slot table (caller holds the slot lock) */
 
-static void gen_begin(struct vgpu_region_map *m) {
+void vgpu_region_generation_begin(struct vgpu_region_map *m) {
   if (m->ext) __atomic_fetch_add(&m->ext->generation, 1, __ATOMIC_ACQ_REL);
 }
-static void gen_end(struct vgpu_region_map *m) {
+void vgpu_region_generation_end(struct vgpu_region_map *m) {
   if (m->ext) __atomic_fetch_add(&m->ext->generation, 1, __ATOMIC_RELEASE);
 }
+static void gen_begin(struct vgpu_region_map *m) { vgpu_region_generation_begin(m); }
+static void gen_end(struct vgpu_region_map *m) { vgpu_region_generation_end(m); }
 
 static void clear_slot_body(struct vgpu_region_map *m, int idx) {
   vgpu_proc_slot_t *s = &m->r->procs[idx];
@@ -688,21 +765,36 @@ static void clear_slot_body(struct vgpu_region_map *m, int idx) {
   seq_end(s);
 }
 
-void vgpu_region_free_slot(struct vgpu_region_map *m, int idx) {
+/* Frees in place, as a clean exit does: status first (HAMi's monitor skips the slot from then
+ * on), counters zeroed under the seqlock, pid last. Slots never move, so lock-free readers never
+ * see a half-copied slot. */
+void vgpu_region_clear_slot(struct vgpu_region_map *m, int idx) {
   if (idx < 0 || idx >= VGPU_MAX_PROCS) return;
   vgpu_proc_slot_t *s = &m->r->procs[idx];
-  gen_begin(m);
   STORE(&s->status, VGPU_SLOT_FREE);
   clear_slot_body(m, idx);
   STORE(&s->hostpid, 0);
   STORE(&s->pid, 0);
   if (m->ext) memset(&m->ext->slots[idx], 0, sizeof m->ext->slots[idx]);
+}
+
+int vgpu_region_trim_slots(struct vgpu_region_map *m) {
   /* Trailing free slots shrink the table so readers scan less. */
   int n = LOAD(&m->r->proc_num);
-  while (n > 0 && n <= VGPU_MAX_PROCS && LOAD(&m->r->procs[n - 1].status) == VGPU_SLOT_FREE &&
+  if (n < 0) n = 0;
+  if (n > VGPU_MAX_PROCS) n = VGPU_MAX_PROCS;
+  while (n > 0 && LOAD(&m->r->procs[n - 1].status) == VGPU_SLOT_FREE &&
          LOAD(&m->r->procs[n - 1].pid) == 0)
     n--;
   STORE(&m->r->proc_num, n);
+  return n;
+}
+
+void vgpu_region_free_slot(struct vgpu_region_map *m, int idx) {
+  if (idx < 0 || idx >= VGPU_MAX_PROCS) return;
+  gen_begin(m);
+  vgpu_region_clear_slot(m, idx);
+  vgpu_region_trim_slots(m);
   gen_end(m);
 }
 
@@ -759,4 +851,171 @@ int vgpu_region_claim_slot(struct vgpu_region_map *m, const struct vgpu_slot_ide
   if (append) STORE(&m->r->proc_num, idx + 1);
   gen_end(m);
   return idx;
+}
+
+/* ---- tools: read-only multi-layout view (see region.h) */
+
+#define SEQLOCK_MAX_TRIES 100
+
+static int32_t view_rd32(const struct vgpu_region_view *v, size_t off) {
+  return __atomic_load_n((const int32_t *)(const void *)(v->base + off), __ATOMIC_ACQUIRE);
+}
+static uint64_t view_rd64(const struct vgpu_region_view *v, size_t off) {
+  return __atomic_load_n((const uint64_t *)(const void *)(v->base + off), __ATOMIC_ACQUIRE);
+}
+
+int vgpu_region_view_map(struct vgpu_region_view *v, int fd, bool writable, const char **why) {
+  struct stat st;
+  memset(v, 0, sizeof *v);
+  v->map.fd = fd;
+  v->writable = writable;
+  *why = NULL;
+  if (fstat(fd, &st) != 0) return VGPU_VIEW_E_IO;
+  if (!S_ISREG(st.st_mode)) return VGPU_VIEW_E_NOT_REGULAR;
+  v->size = (size_t)st.st_size;
+  if (st.st_size < 12) return VGPU_VIEW_E_TOO_SMALL;
+  if ((uint64_t)st.st_size > VGPU_MAX_REGION_FILE_SIZE) return VGPU_VIEW_E_TOO_LARGE;
+  void *p = mmap(NULL, v->size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return VGPU_VIEW_E_MMAP;
+  v->base = p;
+  v->lay = vgpu_detect_layout(v->base, v->size, why);
+  if (v->lay == NULL) return VGPU_VIEW_E_LAYOUT;
+  if (v->lay->id == VGPU_LAYOUT_V1_1 || v->lay->id == VGPU_LAYOUT_V1_2) {
+    v->map.r = (vgpu_region_t *)(void *)v->base; /* v1.1 and v1.2 are these bytes */
+    v->map.map_size = v->size;
+  }
+  if (v->lay->id == VGPU_LAYOUT_V1_2 &&
+      v->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
+    vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(void *)(v->base + VGPU_EXT_OFFSET);
+    uint32_t ext_size = LOAD_RELAXED(&ext->size);
+    size_t room = v->size - VGPU_EXT_OFFSET;
+    if (LOAD(&ext->magic) == VGPU_EXT_MAGIC && ext->major == VGPU_EXT_MAJOR) {
+      v->map.ext = ext;
+      v->ext_has_devices = ext_size >= offsetof(vgpu_region_ext_t, slots) &&
+                           room >= offsetof(vgpu_region_ext_t, slots);
+      v->ext_has_slots = ext_size >= sizeof(vgpu_region_ext_t) && room >= sizeof(vgpu_region_ext_t);
+    }
+  }
+  return VGPU_VIEW_OK;
+}
+
+void vgpu_region_view_close(struct vgpu_region_view *v) {
+  if (v->base) munmap(v->base, v->size);
+  if (v->map.fd >= 0) close(v->map.fd);
+  v->base = NULL;
+  v->map.r = NULL;
+  v->map.ext = NULL;
+  v->map.fd = -1;
+}
+
+void vgpu_region_view_header(const struct vgpu_region_view *v, struct vgpu_view_header *h) {
+  const vgpu_layout_t *l = v->lay;
+  memset(h, 0, sizeof *h);
+  h->major = l->off_major == VGPU_NO_FIELD ? -1 : view_rd32(v, l->off_major);
+  h->minor = l->off_minor == VGPU_NO_FIELD ? -1 : view_rd32(v, l->off_minor);
+  h->owner_pid = view_rd64(v, l->off_owner_pid);
+  h->device_num = view_rd64(v, l->off_device_num);
+  h->proc_num = view_rd32(v, l->off_proc_num);
+  /* HAMi's layouts keep these three right after proc_num. */
+  h->utilization_switch = view_rd32(v, l->off_proc_num + 4);
+  h->recent_kernel = view_rd32(v, l->off_proc_num + 8);
+  h->priority = view_rd32(v, l->off_proc_num + 12);
+  h->has_last_kernel = l->off_last_kernel_time != VGPU_NO_FIELD;
+  if (h->has_last_kernel) h->last_kernel_time = view_rd64(v, l->off_last_kernel_time);
+}
+
+int vgpu_region_view_proc_num(const struct vgpu_region_view *v) {
+  int32_t n = view_rd32(v, v->lay->off_proc_num);
+  return n < 0 ? 0 : (n > VGPU_MAX_PROCS ? VGPU_MAX_PROCS : n);
+}
+
+int vgpu_region_view_device_num(const struct vgpu_region_view *v) {
+  uint64_t n = view_rd64(v, v->lay->off_device_num);
+  return n > VGPU_MAX_DEVICES ? VGPU_MAX_DEVICES : (int)n;
+}
+
+static size_t limit_offset(const struct vgpu_region_view *v, bool sm, int dev) {
+  return (sm ? v->lay->off_sm_limit : v->lay->off_limit) + 8 * (size_t)dev;
+}
+
+uint64_t vgpu_region_view_limit(const struct vgpu_region_view *v, bool sm, int dev) {
+  if (dev < 0 || dev >= VGPU_MAX_DEVICES) return 0;
+  return view_rd64(v, limit_offset(v, sm, dev));
+}
+
+uint64_t vgpu_region_view_set_limit(struct vgpu_region_view *v, bool sm, int dev, uint64_t value) {
+  if (dev < 0 || dev >= VGPU_MAX_DEVICES || !v->writable || !v->lay->writable) return 0;
+  uint64_t *field = (uint64_t *)(void *)(v->base + limit_offset(v, sm, dev));
+  return __atomic_exchange_n(field, value, __ATOMIC_ACQ_REL);
+}
+
+const char *vgpu_region_view_uuid(const struct vgpu_region_view *v, int dev) {
+  return (const char *)(v->base + v->lay->off_uuids + VGPU_UUID_LEN * (size_t)dev);
+}
+
+void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx, struct vgpu_slot_view *s) {
+  const vgpu_layout_t *l = v->lay;
+  size_t b = l->off_procs + l->slot_size * (size_t)idx;
+  int tries;
+  memset(s, 0, sizeof *s);
+  s->slot = idx;
+  s->live = VGPU_LIVE_UNKNOWN;
+  for (tries = 0; tries < SEQLOCK_MAX_TRIES; tries++) {
+    uint64_t s1 = 0;
+    if (l->seqlock_valid) {
+      s1 = view_rd64(v, b + l->slot_seqlock);
+      if (s1 & 1) {
+        struct timespec ts = {0, 1000};
+        nanosleep(&ts, NULL);
+        continue;
+      }
+    }
+    s->pid = view_rd32(v, b);
+    s->hostpid = view_rd32(v, b + 4);
+    s->status = view_rd32(v, b + l->slot_status);
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+      size_t u = b + l->slot_used + l->used_stride * (size_t)d;
+      struct vgpu_slot_usage *o = &s->dev[d];
+      o->context = view_rd64(v, u);
+      o->module = view_rd64(v, u + 8);
+      o->data = view_rd64(v, u + 16);
+      o->total = view_rd64(v, u + 32);
+      o->monitor = view_rd64(v, b + l->slot_monitorused + 8 * (size_t)d);
+      o->sm_util = l->slot_util == VGPU_NO_FIELD
+                       ? 0
+                       : view_rd64(v, b + l->slot_util + l->util_stride * (size_t)d + 16);
+    }
+    if (!l->seqlock_valid) break;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (view_rd64(v, b + l->slot_seqlock) == s1) break;
+  }
+  s->torn = tries >= SEQLOCK_MAX_TRIES;
+  /* An extension entry describes procs[idx] only while its pid tag matches (0: written before the
+   * tag existed): HAMi-core's compaction moves procs[] without moving the extension, and a stale
+   * entry's start time would make a live process look like a reused pid. */
+  if (v->ext_has_slots) {
+    const vgpu_ext_slot_t *es = &v->map.ext->slots[idx];
+    int32_t tag = LOAD_RELAXED(&es->pid);
+    if (tag == 0 || tag == s->pid) {
+      s->has_ext = true;
+      s->start_ticks = LOAD_RELAXED(&es->start_time_ticks);
+      s->heartbeat_ns = LOAD_RELAXED(&es->heartbeat_ns);
+      s->hostpid_source = LOAD_RELAXED(&es->hostpid_source);
+    }
+  }
+}
+
+void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_lock_facts *f) {
+  memset(f, 0, sizeof *f);
+  /* sem_getvalue only reads the semaphore's value word. */
+  f->has_sem = sem_getvalue((sem_t *)(void *)(v->base + v->lay->off_sem), &f->sem_value) == 0;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VGPU_SLOT_LOCK_OFFSET,
+                     .l_len = 1};
+  if (fcntl(v->map.fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
+    f->record_lock_pid = fl.l_pid > 0 ? fl.l_pid : -1;
+  if (v->map.ext) {
+    f->ext_holder_pid = LOAD(&v->map.ext->lock_holder_pid);
+    f->ext_holder_since_ns = LOAD_RELAXED(&v->map.ext->lock_holder_since_ns);
+  }
+  f->owner_pid = view_rd64(v, v->lay->off_owner_pid);
 }

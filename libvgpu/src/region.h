@@ -27,10 +27,8 @@
 
 #include "vgpu/vgpu_region.h"
 
-#define VGPU_SLOT_LOCK_OFFSET 0x40000100LL /* beyond HAMi-core's postinit byte at 0x40000000 */
-/* A slot whose process looks dead in our /proc is kept while its heartbeat is fresher than this
- * (the process may live in another pid namespace sharing the file). */
-#define VGPU_HEARTBEAT_STALE_NS 1000000000ull
+/* VGPU_SLOT_LOCK_OFFSET, VGPU_HEARTBEAT_STALE_NS and every layout (VGPU_LAYOUTS) come from the
+ * ABI header above, the one definition shared with shrreg-tool and region-codec's layout test. */
 
 enum vgpu_region_err {
   VGPU_REGION_OK = 0,
@@ -141,5 +139,128 @@ uint64_t vgpu_region_used(struct vgpu_region_map *m, int dev);
 
 /* /proc/<pid>/stat: 1 alive (start time in *start), 0 gone or zombie, -1 unreadable. */
 int vgpu_proc_stat(pid_t pid, uint64_t *start_ticks);
+
+/* What <proc_root>/<pid>/stat says about a recorded process. REUSED: alive, but its start time
+ * (field 22) differs from a non-zero `recorded_start`, so the pid names another process now.
+ * UNKNOWN (present but unreadable, or a pid namespace we cannot see into) must be treated as
+ * alive by anything destructive. *start gets the start time found (0 when none). */
+enum vgpu_liveness {
+  VGPU_LIVE_ALIVE,
+  VGPU_LIVE_GONE,
+  VGPU_LIVE_ZOMBIE,
+  VGPU_LIVE_REUSED,
+  VGPU_LIVE_UNKNOWN,
+  VGPU_LIVE_NO_PID,
+};
+enum vgpu_liveness vgpu_proc_liveness(const char *proc_root, int pid, uint64_t recorded_start,
+                                      uint64_t *start);
+const char *vgpu_liveness_name(enum vgpu_liveness l);
+static inline bool vgpu_liveness_dead(enum vgpu_liveness l) {
+  return l == VGPU_LIVE_GONE || l == VGPU_LIVE_ZOMBIE || l == VGPU_LIVE_REUSED;
+}
+
+/*
+ * ---- Tools (shrreg-tool): any layout HAMi-core ever wrote (VGPU_LAYOUTS), without creating,
+ * upgrading or validating anything. Everything here is internal to the library's static archive
+ * and to shrreg-tool; libvgpu.so exports none of it (its version script lists the hooks only).
+ *
+ * A view maps an already opened file (the caller decides how to open it: without following links,
+ * checking the inode it judged). Reads bound every count the file supplies (proc_num, device_num)
+ * and never follow pointers from it. For the layouts the library itself writes (v1.1 and v1.2:
+ * the vgpu_region_t bytes) view->map is a usable vgpu_region_map for the slot-lock and slot-table
+ * calls above; for the others map.r is NULL and the view is read-only.
+ */
+struct vgpu_region_view {
+  struct vgpu_region_map map; /* fd always; r only for v1.1/v1.2, ext only when present */
+  uint8_t *base;
+  size_t size;
+  bool writable;
+  const vgpu_layout_t *lay;
+  bool ext_has_devices; /* the extension is large enough to hold devices[] */
+  bool ext_has_slots;   /* ... and slots[] */
+};
+
+enum vgpu_view_err {
+  VGPU_VIEW_OK = 0,
+  VGPU_VIEW_E_IO = -1,          /* fstat failed (errno) */
+  VGPU_VIEW_E_NOT_REGULAR = -2, /* not a regular file: nothing mapped */
+  VGPU_VIEW_E_TOO_SMALL = -3,   /* view->size says how small */
+  VGPU_VIEW_E_TOO_LARGE = -4,   /* beyond VGPU_MAX_REGION_FILE_SIZE */
+  VGPU_VIEW_E_MMAP = -5,        /* mmap failed (errno) */
+  VGPU_VIEW_E_LAYOUT = -6,      /* mapped, but no known layout: *why says what was found */
+};
+
+/* Maps the regular file open at `fd` (read-write when `writable`). The view owns fd from here on,
+ * whatever the result: vgpu_region_view_close releases both. */
+int vgpu_region_view_map(struct vgpu_region_view *v, int fd, bool writable, const char **why);
+void vgpu_region_view_close(struct vgpu_region_view *v);
+
+struct vgpu_view_header {
+  int32_t major, minor; /* -1: the layout has no version fields */
+  uint64_t owner_pid;
+  uint64_t device_num; /* raw, unclamped */
+  int32_t proc_num;    /* raw, unclamped */
+  int32_t utilization_switch, recent_kernel, priority;
+  bool has_last_kernel;
+  uint64_t last_kernel_time;
+};
+void vgpu_region_view_header(const struct vgpu_region_view *v, struct vgpu_view_header *h);
+int vgpu_region_view_proc_num(const struct vgpu_region_view *v);   /* clamped to [0, 1024] */
+int vgpu_region_view_device_num(const struct vgpu_region_view *v); /* clamped to [0, 16] */
+/* Device `dev`'s memory limit (bytes) or, with `sm`, SM limit (percent). */
+uint64_t vgpu_region_view_limit(const struct vgpu_region_view *v, bool sm, int dev);
+/* Stores a new limit (writable layouts only) and returns the old one. */
+uint64_t vgpu_region_view_set_limit(struct vgpu_region_view *v, bool sm, int dev, uint64_t value);
+/* The VGPU_UUID_LEN raw bytes of device `dev`'s uuid (not terminated; tenant-written). */
+const char *vgpu_region_view_uuid(const struct vgpu_region_view *v, int dev);
+
+struct vgpu_slot_usage {
+  uint64_t context, module, data, total, monitor, sm_util;
+};
+struct vgpu_slot_view {
+  int slot;
+  int32_t pid, hostpid, status;
+  bool torn; /* the slot's seqlock never settled: best-effort values */
+  struct vgpu_slot_usage dev[VGPU_MAX_DEVICES];
+  bool has_ext; /* the extension entry describes this slot (pid tag matches, or 0 = untagged) */
+  uint64_t start_ticks, heartbeat_ns;
+  int32_t hostpid_source;
+  enum vgpu_liveness live; /* the caller's verdict; the reader leaves VGPU_LIVE_UNKNOWN */
+};
+/* Reads slot `idx` (0..1023) under its seqlock where the layout has one (bounded retries). */
+void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx, struct vgpu_slot_view *s);
+
+/* The raw facts about the slot lock, for a caller that judges the holder itself. */
+struct vgpu_lock_facts {
+  bool has_sem; /* the semaphore could be read */
+  int sem_value;
+  pid_t record_lock_pid; /* holder of the fcntl lock on VGPU_SLOT_LOCK_OFFSET: 0 free, -1 no pid */
+  int32_t ext_holder_pid; /* the extension's record of the holder (0: none or no extension) */
+  uint64_t ext_holder_since_ns;
+  uint64_t owner_pid; /* HAMi-core's semaphore owner */
+};
+void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_lock_facts *f);
+
+/* The slot lock exactly as vgpu_region_lock_for takes it, except that it never recovers a dead
+ * or missing semaphore owner: a tool may judge liveness from another pid namespace, and releasing
+ * someone else's lock is an explicit operator decision (vgpu_region_release_stale_lock). On
+ * timeout it returns false holding nothing and sets *holder (if given) to what kept it: the
+ * record lock's holder, else the semaphore's recorded owner, else 0 (nobody recorded). */
+bool vgpu_region_lock_no_recovery_for(struct vgpu_region_map *m, uint64_t bound_ns, pid_t *holder);
+/* Releases the slot lock of `holder`, judged dead by the caller: clears the extension's and the
+ * semaphore's owner records only where they still name `holder` (0: clear nothing), and posts the
+ * semaphore only if it is down (posting a free one would admit two holders). Returns whether it
+ * posted. */
+bool vgpu_region_release_stale_lock(struct vgpu_region_map *m, int32_t holder);
+
+/* Slot-table edits for a caller that frees many slots in one pass (caller holds the slot lock):
+ * one generation period around the whole pass (begin makes ext->generation odd, end even), slots
+ * freed in place without a generation bump of their own, trailing free slots trimmed at the end
+ * (proc_num clamped to [0, 1024] first; returns the new proc_num). vgpu_region_free_slot is the
+ * one-slot form of the same three steps. */
+void vgpu_region_generation_begin(struct vgpu_region_map *m);
+void vgpu_region_generation_end(struct vgpu_region_map *m);
+void vgpu_region_clear_slot(struct vgpu_region_map *m, int idx);
+int vgpu_region_trim_slots(struct vgpu_region_map *m);
 
 #endif /* VGPU_REGION_INTERNAL_H */

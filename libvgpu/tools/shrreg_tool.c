@@ -6,8 +6,11 @@
  * v1.2. Process liveness is judged in the tool's own pid namespace from the slot's container pid
  * (HAMi semantics); `--host` switches to the recorded host pids for use from the node.
  *
- * Threading: single-threaded. Region fields shared with running processes are accessed with
- * __atomic builtins; slot-table edits (cleanup) happen under the region's slot-table lock.
+ * The region bytes, the layout table, the reader, liveness and the slot-table lock are the
+ * library's (src/region.c, linked in statically): this file is the command line, the judgement of
+ * what to change and the output.
+ *
+ * Threading: single-threaded. Slot-table edits (cleanup) happen under the region's slot lock.
  * A SIGBUS from a file that shrinks under the mapping is turned into an I/O error, not a crash.
  */
 #ifndef _GNU_SOURCE
@@ -18,7 +21,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vgpu/vgpu_region.h"
+#include "region.h"
 
 #ifndef SHRREG_TOOL_VERSION
 #define SHRREG_TOOL_VERSION "0.1.0"
@@ -53,7 +55,6 @@ enum {
 };
 
 #define DEFAULT_CACHE_PATH "/tmp/cudevshr.cache"
-#define SEQLOCK_MAX_TRIES 100
 #define LOCK_TIMEOUT_MS 3000
 #define DEFAULT_OBSERVE_MS 2000
 
@@ -328,74 +329,16 @@ static int parse_args(int argc, char **argv, options_t *o) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Process liveness from procfs */
+/* Process liveness: the library's judgement of <proc_root>/<pid>/stat */
 
-typedef enum { LIVE_ALIVE, LIVE_GONE, LIVE_ZOMBIE, LIVE_REUSED, LIVE_UNKNOWN, LIVE_NO_PID } liveness_t;
-
-static const char *liveness_name(liveness_t l) {
-  switch (l) {
-    case LIVE_ALIVE: return "alive";
-    case LIVE_GONE: return "gone";
-    case LIVE_ZOMBIE: return "zombie";
-    case LIVE_REUSED: return "pid-reused";
-    case LIVE_UNKNOWN: return "unknown";
-    case LIVE_NO_PID: return "no-pid";
-  }
-  return "unknown";
-}
-
-static int liveness_dead(liveness_t l) { return l == LIVE_GONE || l == LIVE_ZOMBIE || l == LIVE_REUSED; }
-
-/*
- * Reads state and start time (field 22) of /proc/<pid>/stat. A recorded start time that differs
- * means the pid now belongs to another process. Unreadable-but-present counts as unknown, which
- * every destructive path treats as alive.
- */
-static liveness_t check_pid(const char *proc_root, int pid, uint64_t recorded_start_ticks, uint64_t *start_out) {
-  char path[PATH_MAX];
-  char buf[1024];
-  ssize_t n;
-  int fd;
-  const char *p;
-  int field;
-  char state;
-  uint64_t start = 0;
-  if (start_out) *start_out = 0;
-  if (pid <= 0) return LIVE_NO_PID;
-  if ((size_t)snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid) >= sizeof path) return LIVE_UNKNOWN;
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return (errno == ENOENT || errno == ESRCH) ? LIVE_GONE : LIVE_UNKNOWN;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return n == 0 ? LIVE_GONE : LIVE_UNKNOWN;
-  buf[n] = '\0';
-  p = strrchr(buf, ')');
-  if (p == NULL || p[1] != ' ' || p[2] == '\0') return LIVE_UNKNOWN;
-  state = p[2];
-  /* p+2 is field 3 (state); walk to field 22 (starttime). */
-  p += 2;
-  for (field = 3; field < 22 && *p != '\0'; p++)
-    if (*p == ' ') field++;
-  if (field == 22) start = strtoull(p, NULL, 10);
-  if (start_out) *start_out = start;
-  if (state == 'Z' || state == 'X' || state == 'x') return LIVE_ZOMBIE;
-  if (recorded_start_ticks != 0 && start != 0 && start != recorded_start_ticks) return LIVE_REUSED;
-  return LIVE_ALIVE;
-}
+typedef enum vgpu_liveness liveness_t;
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The mapped region */
 
 typedef struct {
   const char *path;
-  int fd;
-  uint8_t *base;
-  size_t size;
-  int rw;
-  const vgpu_layout_t *lay;
-  vgpu_region_ext_t *ext; /* NULL when absent */
-  int ext_has_devices;
-  int ext_has_slots;
+  struct vgpu_region_view v; /* the library's multi-layout view */
 } region_t;
 
 static sigjmp_buf g_bus_jmp;
@@ -425,15 +368,17 @@ static int region_open(region_t *r, const char *path, int rw) {
   struct stat st;
   const char *why = NULL;
   int nofollow = (g_expect != NULL && g_expect->expect_inode) ? O_NOFOLLOW : 0;
+  int fd;
+  int rc;
   memset(r, 0, sizeof *r);
   r->path = path;
-  r->fd = -1;
+  r->v.map.fd = -1;
   /* O_NONBLOCK: a FIFO planted at the path must not hang the tool. O_NOFOLLOW when the node-side
    * caller names the file it judged: a tenant may have swapped the path for a link since. */
-  r->fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | nofollow);
-  if (r->fd < 0 && nofollow && errno == ELOOP)
+  fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | nofollow);
+  if (fd < 0 && nofollow && errno == ELOOP)
     return fail(EXIT_CHANGED, "%s: is now a symbolic link, not the file the caller judged; nothing changed", path);
-  if (r->fd < 0) {
+  if (fd < 0) {
     int e = errno;
     int code = errno_exit(e);
     if (code == EXIT_NO_FILE)
@@ -443,71 +388,38 @@ static int region_open(region_t *r, const char *path, int rw) {
       return fail(code, "%s: permission denied opening %s (%s)", path, rw ? "read-write" : "read-only", strerror(e));
     return fail(code, "%s: %s", path, strerror(e));
   }
-  if (fstat(r->fd, &st) != 0) return fail(EXIT_IO, "%s: %s", path, strerror(errno));
-  if (nofollow) {
-    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (uint64_t)st.st_dev != g_expect->expect_dev ||
-        (uint64_t)st.st_ino != g_expect->expect_ino)
-      return fail(EXIT_CHANGED,
-                  "%s: not the file the caller judged (expected %llu:%llu, found %llu:%llu, %s, %lu link(s)); "
-                  "nothing changed",
-                  path, (unsigned long long)g_expect->expect_dev, (unsigned long long)g_expect->expect_ino,
-                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-                  S_ISREG(st.st_mode) ? "regular" : "not regular", (unsigned long)st.st_nlink);
-  }
-  if (!S_ISREG(st.st_mode)) return fail(EXIT_BAD_LAYOUT, "%s: not a regular file", path);
-  if (st.st_size < 12) return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too small to be a region", path, (long long)st.st_size);
-  if ((uint64_t)st.st_size > VGPU_MAX_REGION_FILE_SIZE)
-    return fail(EXIT_BAD_LAYOUT, "%s: %lld bytes is too large to be a region", path, (long long)st.st_size);
-  r->size = (size_t)st.st_size;
-  r->rw = rw;
-  r->base = mmap(NULL, r->size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, r->fd, 0);
-  if (r->base == MAP_FAILED) {
-    int e = errno;
-    r->base = NULL;
-    return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
-  }
-  g_mapped = r;
-  r->lay = vgpu_detect_layout(r->base, r->size, &why);
-  if (r->lay == NULL) {
-    fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->size);
-    return EXIT_BAD_LAYOUT;
-  }
-  if (r->lay->id == VGPU_LAYOUT_V1_2 && r->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
-    vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(r->base + VGPU_EXT_OFFSET);
-    uint32_t ext_size = __atomic_load_n(&ext->size, __ATOMIC_RELAXED);
-    size_t room = r->size - VGPU_EXT_OFFSET;
-    if (__atomic_load_n(&ext->magic, __ATOMIC_ACQUIRE) == VGPU_EXT_MAGIC && ext->major == VGPU_EXT_MAJOR) {
-      r->ext = ext;
-      r->ext_has_devices = ext_size >= offsetof(vgpu_region_ext_t, slots) && room >= offsetof(vgpu_region_ext_t, slots);
-      r->ext_has_slots = ext_size >= sizeof(vgpu_region_ext_t) && room >= sizeof(vgpu_region_ext_t);
+  r->v.map.fd = fd;
+  if (fstat(fd, &st) != 0) return fail(EXIT_IO, "%s: %s", path, strerror(errno));
+  if (nofollow && (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (uint64_t)st.st_dev != g_expect->expect_dev ||
+                   (uint64_t)st.st_ino != g_expect->expect_ino))
+    return fail(EXIT_CHANGED,
+                "%s: not the file the caller judged (expected %llu:%llu, found %llu:%llu, %s, %lu link(s)); "
+                "nothing changed",
+                path, (unsigned long long)g_expect->expect_dev, (unsigned long long)g_expect->expect_ino,
+                (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                S_ISREG(st.st_mode) ? "regular" : "not regular", (unsigned long)st.st_nlink);
+  rc = vgpu_region_view_map(&r->v, fd, rw, &why);
+  if (r->v.base != NULL) g_mapped = r;
+  switch (rc) {
+    case VGPU_VIEW_OK: return EXIT_OK;
+    case VGPU_VIEW_E_NOT_REGULAR: return fail(EXIT_BAD_LAYOUT, "%s: not a regular file", path);
+    case VGPU_VIEW_E_TOO_SMALL:
+      return fail(EXIT_BAD_LAYOUT, "%s: %zu bytes is too small to be a region", path, r->v.size);
+    case VGPU_VIEW_E_TOO_LARGE:
+      return fail(EXIT_BAD_LAYOUT, "%s: %zu bytes is too large to be a region", path, r->v.size);
+    case VGPU_VIEW_E_MMAP: {
+      int e = errno;
+      return fail(errno_exit(e) == EXIT_PERMISSION ? EXIT_PERMISSION : EXIT_IO, "%s: mmap: %s", path, strerror(e));
     }
+    case VGPU_VIEW_E_LAYOUT:
+      return fail(EXIT_BAD_LAYOUT, "%s: unknown layout: %s (%zu bytes)", path, why, r->v.size);
+    default: return fail(EXIT_IO, "%s: %s", path, strerror(errno));
   }
-  return EXIT_OK;
 }
 
 static void region_close(region_t *r) {
   if (g_mapped == r) g_mapped = NULL;
-  if (r->base != NULL) munmap(r->base, r->size);
-  if (r->fd >= 0) close(r->fd);
-  r->base = NULL;
-  r->fd = -1;
-}
-
-static int32_t rd32(const region_t *r, size_t off) { return __atomic_load_n((const int32_t *)(r->base + off), __ATOMIC_ACQUIRE); }
-static uint64_t rd64(const region_t *r, size_t off) { return __atomic_load_n((const uint64_t *)(r->base + off), __ATOMIC_ACQUIRE); }
-static void wr32(region_t *r, size_t off, int32_t v) { __atomic_store_n((int32_t *)(r->base + off), v, __ATOMIC_RELEASE); }
-static void wr64(region_t *r, size_t off, uint64_t v) { __atomic_store_n((uint64_t *)(r->base + off), v, __ATOMIC_RELEASE); }
-
-static size_t slot_base(const region_t *r, int i) { return r->lay->off_procs + r->lay->slot_size * (size_t)i; }
-
-static int proc_num(const region_t *r) {
-  int32_t n = rd32(r, r->lay->off_proc_num);
-  return n < 0 ? 0 : (n > VGPU_MAX_PROCS ? VGPU_MAX_PROCS : n);
-}
-
-static int raw_device_num(const region_t *r) {
-  uint64_t n = rd64(r, r->lay->off_device_num);
-  return n > VGPU_MAX_DEVICES ? VGPU_MAX_DEVICES : (int)n;
+  vgpu_region_view_close(&r->v);
 }
 
 static void copy_clean(char *dst, size_t cap, const char *src, size_t max) {
@@ -529,23 +441,8 @@ static uint64_t now_realtime_ns(void) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Snapshot: what --inspect shows and --cleanup decides on */
 
-typedef struct {
-  uint64_t context, module, data, total, monitor, sm_util;
-} dev_usage_t;
-
-typedef struct {
-  int slot;
-  int pid;
-  int hostpid;
-  int status;
-  int torn; /* seqlock never settled: best-effort values */
-  dev_usage_t dev[VGPU_MAX_DEVICES];
-  int has_ext;
-  uint64_t start_ticks;
-  uint64_t heartbeat_ns;
-  int hostpid_source;
-  liveness_t live;
-} slot_view_t;
+typedef struct vgpu_slot_usage dev_usage_t;
+typedef struct vgpu_slot_view slot_view_t;
 
 typedef struct {
   int index;
@@ -571,70 +468,16 @@ typedef struct {
 } lock_view_t;
 
 typedef struct {
-  int major, minor; /* -1 when the layout has none */
-  uint64_t owner_pid;
+  struct vgpu_view_header h;
   int raw_device_num;
   int device_count; /* shown devices */
   int inferred_devices;
-  int raw_proc_num;
-  int util_switch, recent_kernel, priority;
-  int has_last_kernel;
-  uint64_t last_kernel;
   dev_view_t dev[VGPU_MAX_DEVICES];
   slot_view_t *slots;
   int nslots;
   int running, suspended, dead, torn;
   lock_view_t lock;
 } snapshot_t;
-
-static void read_slot(const region_t *r, int i, int ndev, slot_view_t *s) {
-  const vgpu_layout_t *L = r->lay;
-  size_t b = slot_base(r, i);
-  int tries;
-  int d;
-  memset(s, 0, sizeof *s);
-  s->slot = i;
-  for (tries = 0; tries < SEQLOCK_MAX_TRIES; tries++) {
-    uint64_t s1 = 0;
-    uint64_t s2 = 0;
-    if (L->seqlock_valid) {
-      s1 = rd64(r, b + L->slot_seqlock);
-      if (s1 & 1) {
-        struct timespec ts = {0, 1000};
-        nanosleep(&ts, NULL);
-        continue;
-      }
-    }
-    s->pid = rd32(r, b);
-    s->hostpid = rd32(r, b + 4);
-    s->status = rd32(r, b + L->slot_status);
-    for (d = 0; d < ndev; d++) {
-      size_t u = b + L->slot_used + L->used_stride * (size_t)d;
-      s->dev[d].context = rd64(r, u);
-      s->dev[d].module = rd64(r, u + 8);
-      s->dev[d].data = rd64(r, u + 16);
-      s->dev[d].total = rd64(r, u + 32);
-      s->dev[d].monitor = rd64(r, b + L->slot_monitorused + 8 * (size_t)d);
-      s->dev[d].sm_util = L->slot_util == VGPU_NO_FIELD ? 0 : rd64(r, b + L->slot_util + L->util_stride * (size_t)d + 16);
-    }
-    if (!L->seqlock_valid) break;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    s2 = rd64(r, b + L->slot_seqlock);
-    if (s1 == s2) break;
-  }
-  s->torn = tries >= SEQLOCK_MAX_TRIES;
-  /* An extension entry describes procs[i] only while its pid tag matches (0: written before the
-   * tag existed): HAMi-core's compaction moves procs[] without moving the extension, and a stale
-   * entry's start time would make a live process look like a reused pid. */
-  if (r->ext_has_slots && (__atomic_load_n(&r->ext->slots[i].pid, __ATOMIC_RELAXED) == 0 ||
-                           __atomic_load_n(&r->ext->slots[i].pid, __ATOMIC_RELAXED) == s->pid)) {
-    const vgpu_ext_slot_t *es = &r->ext->slots[i];
-    s->has_ext = 1;
-    s->start_ticks = __atomic_load_n(&es->start_time_ticks, __ATOMIC_RELAXED);
-    s->heartbeat_ns = __atomic_load_n(&es->heartbeat_ns, __ATOMIC_RELAXED);
-    s->hostpid_source = __atomic_load_n(&es->hostpid_source, __ATOMIC_RELAXED);
-  }
-}
 
 static int live_pid_of(const options_t *o, const slot_view_t *s) { return o->host_pids ? s->hostpid : s->pid; }
 
@@ -645,57 +488,45 @@ static int device_in_use(const slot_view_t *s, int d) {
 static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk);
 
 static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap) {
-  const vgpu_layout_t *L = r->lay;
   int attempt;
   int d;
   int i;
   memset(snap, 0, sizeof *snap);
-  if (L == NULL) return EXIT_BAD_LAYOUT;
-  snap->major = L->off_major == VGPU_NO_FIELD ? -1 : rd32(r, L->off_major);
-  snap->minor = L->off_minor == VGPU_NO_FIELD ? -1 : rd32(r, L->off_minor);
-  snap->owner_pid = rd64(r, L->off_owner_pid);
-  snap->raw_device_num = (int)(rd64(r, L->off_device_num) > (uint64_t)INT32_MAX ? INT32_MAX : rd64(r, L->off_device_num));
-  snap->raw_proc_num = rd32(r, L->off_proc_num);
-  snap->util_switch = rd32(r, L->off_proc_num + 4);
-  snap->recent_kernel = rd32(r, L->off_proc_num + 8);
-  snap->priority = rd32(r, L->off_proc_num + 12);
-  snap->has_last_kernel = L->off_last_kernel_time != VGPU_NO_FIELD;
-  if (snap->has_last_kernel) snap->last_kernel = rd64(r, L->off_last_kernel_time);
+  vgpu_region_view_header(&r->v, &snap->h);
+  snap->raw_device_num = snap->h.device_num > (uint64_t)INT32_MAX ? INT32_MAX : (int)snap->h.device_num;
   snap->slots = calloc(VGPU_MAX_PROCS, sizeof *snap->slots);
   if (snap->slots == NULL) return fail(EXIT_IO, "out of memory");
 
   /* Devices: device_num once NVML has run; extra devices only where slots record usage (limits
    * are no evidence: CUDA_DEVICE_MEMORY_LIMIT fills all 16 entries). Before NVML ran, device 0
    * stands in when it has a limit. */
-  snap->device_count = raw_device_num(r);
-  if (snap->device_count == 0 &&
-      (rd64(r, L->off_limit) != 0 || rd64(r, L->off_sm_limit) != 0)) {
+  snap->device_count = vgpu_region_view_device_num(&r->v);
+  if (snap->device_count == 0 && (vgpu_region_view_limit(&r->v, false, 0) != 0 || vgpu_region_view_limit(&r->v, true, 0) != 0)) {
     snap->inferred_devices = 1;
     snap->device_count = 1;
   }
-  (void)d;
 
   /* Slot pass, redone once when proc_num moved (a compaction raced us). */
   for (attempt = 0; attempt < 2; attempt++) {
-    int n = proc_num(r);
+    int n = vgpu_region_view_proc_num(&r->v);
     snap->nslots = 0;
     for (i = 0; i < n; i++) {
       slot_view_t *s = &snap->slots[snap->nslots];
       int j;
       int dup = 0;
-      read_slot(r, i, VGPU_MAX_DEVICES, s);
+      vgpu_region_view_read_slot(&r->v, i, s);
       if (s->pid == 0) continue;
       for (j = 0; j < snap->nslots; j++)
         if (snap->slots[j].pid == s->pid) dup = 1;
       if (dup) continue;
       snap->nslots++;
     }
-    if (proc_num(r) == n) break;
+    if (vgpu_region_view_proc_num(&r->v) == n) break;
   }
   for (i = 0; i < snap->nslots; i++) {
     slot_view_t *s = &snap->slots[i];
-    s->live = check_pid(o->proc_root, live_pid_of(o, s), s->start_ticks, NULL);
-    if (liveness_dead(s->live)) snap->dead++;
+    s->live = vgpu_proc_liveness(o->proc_root, live_pid_of(o, s), s->start_ticks, NULL);
+    if (vgpu_liveness_dead(s->live)) snap->dead++;
     else if (s->status == VGPU_SLOT_SUSPENDED) snap->suspended++;
     else if (s->status == VGPU_SLOT_RUNNING) snap->running++;
     if (s->torn) snap->torn++;
@@ -707,16 +538,15 @@ static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap
   }
   for (d = 0; d < snap->device_count; d++) {
     dev_view_t *dv = &snap->dev[d];
-    const char *u = (const char *)(r->base + L->off_uuids + VGPU_UUID_LEN * (size_t)d);
     dv->index = d;
-    copy_clean(dv->uuid, sizeof dv->uuid, u, VGPU_UUID_LEN);
-    dv->limit = rd64(r, L->off_limit + 8 * (size_t)d);
-    dv->sm_limit = rd64(r, L->off_sm_limit + 8 * (size_t)d);
+    copy_clean(dv->uuid, sizeof dv->uuid, vgpu_region_view_uuid(&r->v, d), VGPU_UUID_LEN);
+    dv->limit = vgpu_region_view_limit(&r->v, false, d);
+    dv->sm_limit = vgpu_region_view_limit(&r->v, true, d);
     for (i = 0; i < snap->nslots; i++) {
       const slot_view_t *s = &snap->slots[i];
       if (!device_in_use(s, d) && snap->device_count > 1) continue;
       dv->tasks++;
-      if (liveness_dead(s->live)) dv->dead_used += s->dev[d].total;
+      if (vgpu_liveness_dead(s->live)) dv->dead_used += s->dev[d].total;
       else if (s->status != 0) dv->used += s->dev[d].total;
     }
   }
@@ -727,25 +557,6 @@ static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap
 /* ---------------------------------------------------------------------------------------------- */
 /* Lock state */
 
-static int sem_value_at(const region_t *r, int *out) {
-  int v = 0;
-  if (sem_getvalue((sem_t *)(r->base + r->lay->off_sem), &v) != 0) return -1;
-  *out = v;
-  return 0;
-}
-
-/* Pid holding libvgpu's slot-table record lock (0: free, -1: an OFD lock without a pid). */
-static int slot_lock_holder(const region_t *r) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = VGPU_SLOT_LOCK_OFFSET;
-  fl.l_len = 1;
-  if (fcntl(r->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
-  return fl.l_pid > 0 ? fl.l_pid : -1;
-}
-
 /*
  * Lock state. libvgpu regions (extension present): the kernel's record lock is the truth, the
  * extension's holder record only says who and since when; a record without the lock is stale
@@ -753,37 +564,42 @@ static int slot_lock_holder(const region_t *r) {
  * whose holder liveness has to be judged from /proc.
  */
 static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk) {
-  int owner = (int)rd64(r, r->lay->off_owner_pid);
-  int ext_holder = r->ext != NULL ? __atomic_load_n(&r->ext->lock_holder_pid, __ATOMIC_ACQUIRE) : 0;
+  struct vgpu_lock_facts f;
+  int owner;
+  int ext_holder;
+  vgpu_region_view_lock_facts(&r->v, &f);
+  owner = (int)f.owner_pid;
+  ext_holder = f.ext_holder_pid;
   memset(lk, 0, sizeof *lk);
-  lk->has_sem = sem_value_at(r, &lk->sem_value) == 0;
-  lk->record_lock_pid = slot_lock_holder(r);
+  lk->has_sem = f.has_sem;
+  lk->sem_value = f.sem_value;
+  lk->record_lock_pid = f.record_lock_pid;
   if (ext_holder != 0 || lk->record_lock_pid != 0) {
-    uint64_t since = r->ext != NULL ? __atomic_load_n(&r->ext->lock_holder_since_ns, __ATOMIC_RELAXED) : 0;
+    uint64_t since = f.ext_holder_since_ns;
     uint64_t now = now_realtime_ns();
     lk->holder_pid = ext_holder != 0 ? ext_holder : lk->record_lock_pid;
     lk->holder_source = ext_holder != 0 ? "extension" : "record-lock";
     lk->held_ns = (since != 0 && now > since) ? now - since : 0;
     if (lk->record_lock_pid != 0) {
       lk->state = LOCK_HELD;
-      lk->holder_live = LIVE_ALIVE; /* the kernel holds the lock for a living process only */
+      lk->holder_live = VGPU_LIVE_ALIVE; /* the kernel holds the lock for a living process only */
     } else {
       lk->state = LOCK_STALE_RECORD;
-      lk->holder_live = check_pid(o->proc_root, lk->holder_pid, 0, NULL);
-      if (!liveness_dead(lk->holder_live)) lk->holder_live = LIVE_GONE; /* released by the kernel: gone or reused */
+      lk->holder_live = vgpu_proc_liveness(o->proc_root, lk->holder_pid, 0, NULL);
+      if (!vgpu_liveness_dead(lk->holder_live)) lk->holder_live = VGPU_LIVE_GONE; /* released by the kernel: gone or reused */
     }
     return;
   }
   if (owner != 0) {
     lk->holder_pid = owner;
     lk->holder_source = "owner_pid";
-    lk->holder_live = check_pid(o->proc_root, owner, 0, NULL);
-    lk->state = liveness_dead(lk->holder_live) ? LOCK_STALE_RECORD : LOCK_HELD;
+    lk->holder_live = vgpu_proc_liveness(o->proc_root, owner, 0, NULL);
+    lk->state = vgpu_liveness_dead(lk->holder_live) ? LOCK_STALE_RECORD : LOCK_HELD;
   } else if (lk->has_sem && lk->sem_value == 0) {
     /* Semaphore taken with nobody recorded: a holder between wait and store, or the HAMi #2500
      * lost post (holder SIGKILLed between clearing owner_pid and sem_post). */
     lk->state = LOCK_LOST;
-    lk->holder_live = LIVE_UNKNOWN;
+    lk->holder_live = VGPU_LIVE_UNKNOWN;
   } else {
     lk->state = LOCK_FREE;
   }
@@ -872,24 +688,24 @@ static void fmt_mb(char *buf, size_t cap, uint64_t bytes) {
 static void print_ext_json(jw_t *w, const region_t *r) {
   char tmp[VGPU_CONTAINER_NAME_LEN + 1];
   int d;
-  if (r->ext == NULL) {
+  if (r->v.map.ext == NULL) {
     jw_null(w, "extension");
     return;
   }
   jw_open(w, "extension", '{');
-  jw_i64(w, "major", r->ext->major);
-  jw_i64(w, "minor", r->ext->minor);
-  jw_u64(w, "generation", __atomic_load_n(&r->ext->generation, __ATOMIC_ACQUIRE));
-  jw_u64(w, "created_ns", r->ext->created_ns);
-  copy_clean(tmp, sizeof tmp, r->ext->lib_version, VGPU_LIB_VERSION_LEN);
+  jw_i64(w, "major", r->v.map.ext->major);
+  jw_i64(w, "minor", r->v.map.ext->minor);
+  jw_u64(w, "generation", __atomic_load_n(&r->v.map.ext->generation, __ATOMIC_ACQUIRE));
+  jw_u64(w, "created_ns", r->v.map.ext->created_ns);
+  copy_clean(tmp, sizeof tmp, r->v.map.ext->lib_version, VGPU_LIB_VERSION_LEN);
   jw_str(w, "lib_version", tmp);
-  copy_clean(tmp, sizeof tmp, r->ext->pod_uid, VGPU_POD_UID_LEN);
+  copy_clean(tmp, sizeof tmp, r->v.map.ext->pod_uid, VGPU_POD_UID_LEN);
   jw_str(w, "pod_uid", tmp);
-  copy_clean(tmp, sizeof tmp, r->ext->container_name, VGPU_CONTAINER_NAME_LEN);
+  copy_clean(tmp, sizeof tmp, r->v.map.ext->container_name, VGPU_CONTAINER_NAME_LEN);
   jw_str(w, "container_name", tmp);
   jw_open(w, "devices", '[');
-  for (d = 0; r->ext_has_devices && d < VGPU_MAX_DEVICES; d++) {
-    const vgpu_ext_device_t *e = &r->ext->devices[d];
+  for (d = 0; r->v.ext_has_devices && d < VGPU_MAX_DEVICES; d++) {
+    const vgpu_ext_device_t *e = &r->v.map.ext->devices[d];
     if (e->launches_total == 0 && e->oom_rejections == 0 && e->throttled_ns == 0 && e->busy_ns == 0) continue;
     jw_open(w, NULL, '{');
     jw_i64(w, "index", d);
@@ -914,7 +730,7 @@ static void print_lock_json(jw_t *w, const lock_view_t *lk) {
   if (lk->holder_pid != 0) {
     jw_i64(w, "holder_pid", lk->holder_pid);
     jw_str(w, "holder_source", lk->holder_source);
-    jw_str(w, "holder_liveness", liveness_name(lk->holder_live));
+    jw_str(w, "holder_liveness", vgpu_liveness_name(lk->holder_live));
   } else {
     jw_null(w, "holder_pid");
   }
@@ -929,23 +745,23 @@ static void print_inspect_json(const region_t *r, const snapshot_t *s, const opt
   int i;
   jw_open(&w, NULL, '{');
   jw_str(&w, "file", r->path);
-  jw_u64(&w, "file_size", r->size);
-  jw_str(&w, "layout", r->lay->label);
-  if (s->major >= 0) {
+  jw_u64(&w, "file_size", r->v.size);
+  jw_str(&w, "layout", r->v.lay->label);
+  if (s->h.major >= 0) {
     jw_open(&w, "version", '{');
-    jw_i64(&w, "major", s->major);
-    jw_i64(&w, "minor", s->minor);
+    jw_i64(&w, "major", s->h.major);
+    jw_i64(&w, "minor", s->h.minor);
     jw_close(&w, '}');
   } else {
     jw_null(&w, "version");
   }
-  jw_u64(&w, "owner_pid", s->owner_pid);
+  jw_u64(&w, "owner_pid", s->h.owner_pid);
   jw_i64(&w, "device_num", s->raw_device_num);
-  jw_i64(&w, "proc_num", s->raw_proc_num);
-  jw_i64(&w, "utilization_switch", s->util_switch);
-  jw_i64(&w, "recent_kernel", s->recent_kernel);
-  jw_i64(&w, "priority", s->priority);
-  if (s->has_last_kernel) jw_u64(&w, "last_kernel_time", s->last_kernel);
+  jw_i64(&w, "proc_num", s->h.proc_num);
+  jw_i64(&w, "utilization_switch", s->h.utilization_switch);
+  jw_i64(&w, "recent_kernel", s->h.recent_kernel);
+  jw_i64(&w, "priority", s->h.priority);
+  if (s->h.has_last_kernel) jw_u64(&w, "last_kernel_time", s->h.last_kernel_time);
   else jw_null(&w, "last_kernel_time");
   jw_str(&w, "liveness_from", o->host_pids ? "hostpid" : "pid");
   print_lock_json(&w, &s->lock);
@@ -974,7 +790,7 @@ static void print_inspect_json(const region_t *r, const snapshot_t *s, const opt
     jw_i64(&w, "hostpid", sl->hostpid);
     jw_i64(&w, "status", sl->status);
     jw_str(&w, "status_name", status_name(sl->status));
-    jw_str(&w, "liveness", liveness_name(sl->live));
+    jw_str(&w, "liveness", vgpu_liveness_name(sl->live));
     jw_bool(&w, "torn", sl->torn);
     if (sl->has_ext) {
       jw_u64(&w, "start_time_ticks", sl->start_ticks);
@@ -1008,7 +824,7 @@ static void print_task_line(const slot_view_t *sl, int d, uint64_t sm_limit) {
   fmt_mb(mem, sizeof mem, sl->dev[d].total);
   printf("    PID: %d  Host PID: %d  Memory: %s  Util: %" PRIu64 "%%  Util Limit: %" PRIu64 "%%  Status: %s  Alive: %s%s\n",
          sl->pid, sl->hostpid, mem, sl->dev[d].sm_util, sm_limit == 0 ? 100 : sm_limit, status_name(sl->status),
-         liveness_name(sl->live), sl->torn ? "  (torn read)" : "");
+         vgpu_liveness_name(sl->live), sl->torn ? "  (torn read)" : "");
 }
 
 static void print_inspect_text(const region_t *r, const snapshot_t *s, const options_t *o) {
@@ -1020,15 +836,15 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
   const lock_view_t *lk = &s->lock;
   printf("=== Shared Region Info ===\n");
   printf("File:            %s\n", r->path);
-  printf("Layout:          %s (%zu bytes)\n", r->lay->label, r->size);
-  if (s->major >= 0) printf("Version:         MAJOR=%d, MINOR=%d\n", s->major, s->minor);
+  printf("Layout:          %s (%zu bytes)\n", r->v.lay->label, r->v.size);
+  if (s->h.major >= 0) printf("Version:         MAJOR=%d, MINOR=%d\n", s->h.major, s->h.minor);
   else printf("Version:         none (pre-1.1 layout)\n");
-  if (r->ext != NULL) {
-    copy_clean(tmp, sizeof tmp, r->ext->lib_version, VGPU_LIB_VERSION_LEN);
-    printf("Library:         %s (extension %u.%u)\n", tmp[0] ? tmp : "libvgpu", r->ext->major, r->ext->minor);
-    copy_clean(tmp, sizeof tmp, r->ext->pod_uid, VGPU_POD_UID_LEN);
+  if (r->v.map.ext != NULL) {
+    copy_clean(tmp, sizeof tmp, r->v.map.ext->lib_version, VGPU_LIB_VERSION_LEN);
+    printf("Library:         %s (extension %u.%u)\n", tmp[0] ? tmp : "libvgpu", r->v.map.ext->major, r->v.map.ext->minor);
+    copy_clean(tmp, sizeof tmp, r->v.map.ext->pod_uid, VGPU_POD_UID_LEN);
     printf("Pod UID:         %s\n", tmp[0] ? tmp : "-");
-    copy_clean(tmp, sizeof tmp, r->ext->container_name, VGPU_CONTAINER_NAME_LEN);
+    copy_clean(tmp, sizeof tmp, r->v.map.ext->container_name, VGPU_CONTAINER_NAME_LEN);
     printf("Container:       %s\n", tmp[0] ? tmp : "-");
   } else {
     printf("Library:         HAMi-core or older libvgpu (no extension block)\n");
@@ -1037,7 +853,7 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
          s->torn ? "  [some slots changed while read]" : "");
   printf("Lock Status:     %s\n", lock_state_name(lk->state));
   if (lk->holder_pid != 0) {
-    printf("Lock Holder State: %s (from %s)", liveness_name(lk->holder_live), lk->holder_source);
+    printf("Lock Holder State: %s (from %s)", vgpu_liveness_name(lk->holder_live), lk->holder_source);
     if (lk->held_ns != 0) printf(", held %.1f s", (double)lk->held_ns / 1e9);
     printf("\n");
     printf("Lock Holder:     %d\n", lk->holder_pid);
@@ -1045,9 +861,9 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
     printf("Lock Holder:     none\n");
   }
   if (lk->record_lock_pid != 0) printf("Record Lock:     held by %d (kernel-managed, released if it dies)\n", lk->record_lock_pid);
-  printf("Util Switch:     %d   Recent Kernel: %d   Priority: %d\n", s->util_switch, s->recent_kernel, s->priority);
-  if (s->has_last_kernel && s->last_kernel != 0) {
-    time_t t = (time_t)s->last_kernel;
+  printf("Util Switch:     %d   Recent Kernel: %d   Priority: %d\n", s->h.utilization_switch, s->h.recent_kernel, s->h.priority);
+  if (s->h.has_last_kernel && s->h.last_kernel_time != 0) {
+    time_t t = (time_t)s->h.last_kernel_time;
     struct tm tmv;
     char when[32];
     gmtime_r(&t, &tmv);
@@ -1087,7 +903,7 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
       for (d = 0; d < s->device_count; d++) used |= device_in_use(sl, d);
       if (used || s->device_count == 1) continue;
       if (!idle++) printf("Tasks without device usage:\n");
-      printf("    PID: %d  Host PID: %d  Status: %s  Alive: %s\n", sl->pid, sl->hostpid, status_name(sl->status), liveness_name(sl->live));
+      printf("    PID: %d  Host PID: %d  Status: %s  Alive: %s\n", sl->pid, sl->hostpid, status_name(sl->status), vgpu_liveness_name(sl->live));
     }
   }
 }
@@ -1135,11 +951,11 @@ static int cmd_version(const options_t *o) {
   region_t r;
   char lib[PATH_MAX];
   char tmp[VGPU_LIB_VERSION_LEN + 1];
-  const char *why = NULL;
+  struct vgpu_view_header h;
   int rc;
   loaded_library(lib, sizeof lib);
   rc = region_open(&r, o->file, 0);
-  if (rc == EXIT_OK && r.lay == NULL) rc = EXIT_BAD_LAYOUT;
+  if (rc == EXIT_OK) vgpu_region_view_header(&r.v, &h);
   if (o->json) {
     jw_t w = {stdout, 0, {1}};
     jw_open(&w, NULL, '{');
@@ -1151,13 +967,13 @@ static int cmd_version(const options_t *o) {
     else jw_null(&w, "loaded_library");
     jw_str(&w, "file", o->file);
     if (rc == EXIT_OK) {
-      jw_str(&w, "layout", r.lay->label);
-      if (r.lay->off_major != VGPU_NO_FIELD) {
-        jw_i64(&w, "region_major", rd32(&r, r.lay->off_major));
-        jw_i64(&w, "region_minor", rd32(&r, r.lay->off_minor));
+      jw_str(&w, "layout", r.v.lay->label);
+      if (h.major >= 0) {
+        jw_i64(&w, "region_major", h.major);
+        jw_i64(&w, "region_minor", h.minor);
       }
-      if (r.ext != NULL) {
-        copy_clean(tmp, sizeof tmp, r.ext->lib_version, VGPU_LIB_VERSION_LEN);
+      if (r.v.map.ext != NULL) {
+        copy_clean(tmp, sizeof tmp, r.v.map.ext->lib_version, VGPU_LIB_VERSION_LEN);
         jw_str(&w, "library_version", tmp);
       } else {
         jw_null(&w, "library_version");
@@ -1171,11 +987,11 @@ static int cmd_version(const options_t *o) {
     printf("shrreg size: %zu, version %d.%d\n", sizeof(vgpu_region_t), VGPU_REGION_MAJOR, VGPU_REGION_MINOR);
     printf("library loaded in this process: %s\n", lib[0] ? lib : "none");
     if (rc == EXIT_OK) {
-      if (r.lay->off_major != VGPU_NO_FIELD)
-        printf("region: %s: layout %s, version %d.%d\n", o->file, r.lay->label, rd32(&r, r.lay->off_major), rd32(&r, r.lay->off_minor));
-      else printf("region: %s: layout %s, no version fields\n", o->file, r.lay->label);
-      if (r.ext != NULL) {
-        copy_clean(tmp, sizeof tmp, r.ext->lib_version, VGPU_LIB_VERSION_LEN);
+      if (h.major >= 0)
+        printf("region: %s: layout %s, version %d.%d\n", o->file, r.v.lay->label, h.major, h.minor);
+      else printf("region: %s: layout %s, no version fields\n", o->file, r.v.lay->label);
+      if (r.v.map.ext != NULL) {
+        copy_clean(tmp, sizeof tmp, r.v.map.ext->lib_version, VGPU_LIB_VERSION_LEN);
         printf("library that created the region: %s\n", tmp[0] ? tmp : "libvgpu (unnamed)");
       } else {
         printf("library that created the region: HAMi-core or older libvgpu (no extension block)\n");
@@ -1184,7 +1000,6 @@ static int cmd_version(const options_t *o) {
       printf("region: %s: not readable (see the error above)\n", o->file);
     }
   }
-  (void)why;
   region_close(&r);
   /* The versions of the tool are always printed; a missing region is reported but is not an error here. */
   return rc == EXIT_NO_FILE ? EXIT_OK : rc;
@@ -1196,15 +1011,14 @@ static int cmd_version(const options_t *o) {
 static int open_for_write(region_t *r, const options_t *o) {
   int rc = region_open(r, o->file, 1);
   if (rc != EXIT_OK) return rc;
-  if (r->lay == NULL) return EXIT_BAD_LAYOUT;
-  if (!r->lay->writable)
+  if (!r->v.lay->writable)
     return fail(EXIT_READ_ONLY, "%s: layout %s is read-only for this tool (only v1.1 and v1.2 are written; "
-                                "upgrade the library in this container and recreate the region)", o->file, r->lay->label);
+                                "upgrade the library in this container and recreate the region)", o->file, r->v.lay->label);
   return EXIT_OK;
 }
 
 static int check_device_arg(const region_t *r, int dev) {
-  int n = raw_device_num(r);
+  int n = vgpu_region_view_device_num(&r->v);
   if (n > 0 && dev >= n) return fail(EXIT_USAGE, "device %d: the region has %d device(s)", dev, n);
   return EXIT_OK;
 }
@@ -1213,17 +1027,13 @@ static int cmd_set_limit(const options_t *o) {
   region_t r;
   int rc = open_for_write(&r, o);
   int sm = o->cmd == CMD_SET_SM;
-  size_t off;
   uint64_t old;
   if (rc == EXIT_OK) rc = check_device_arg(&r, o->set_dev);
   if (rc != EXIT_OK) {
     region_close(&r);
     return rc;
   }
-  off = (sm ? r.lay->off_sm_limit : r.lay->off_limit) + 8 * (size_t)o->set_dev;
-  old = rd64(&r, off);
-  wr64(&r, off, o->set_value);
-  if (msync(r.base, r.size, MS_ASYNC) != 0) { /* advisory: the mapping is shared either way */ }
+  old = vgpu_region_view_set_limit(&r.v, sm, o->set_dev, o->set_value);
   if (o->json) {
     jw_t w = {stdout, 0, {1}};
     jw_open(&w, NULL, '{');
@@ -1235,13 +1045,10 @@ static int cmd_set_limit(const options_t *o) {
   } else if (sm) {
     printf("device %d: SM limit %" PRIu64 "%% -> %" PRIu64 "%%%s\n", o->set_dev, old, o->set_value,
            o->set_value == 0 || o->set_value >= 100 ? " (no limit)" : "");
-    if (r.ext == NULL)
+    if (r.v.map.ext == NULL)
       printf("note: HAMi-core reads the SM limit once per process; processes started before this change keep the old one\n");
   } else {
-    uint64_t used = 0;
-    int i;
-    int n = proc_num(&r);
-    for (i = 0; i < n; i++) used += rd64(&r, slot_base(&r, i) + r.lay->slot_used + r.lay->used_stride * (size_t)o->set_dev + 32);
+    uint64_t used = vgpu_region_used(&r.v.map, o->set_dev);
     printf("device %d: memory limit %" PRIu64 " -> %" PRIu64 " bytes%s\n", o->set_dev, old, o->set_value, o->set_value == 0 ? " (unlimited)" : "");
     if (o->set_value != 0 && used > o->set_value)
       printf("warning: %" PRIu64 " bytes are already in use; further allocations will fail until usage drops\n", used);
@@ -1250,90 +1057,17 @@ static int cmd_set_limit(const options_t *o) {
   return EXIT_OK;
 }
 
-static int set_slot_lock(region_t *r, short type) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = VGPU_SLOT_LOCK_OFFSET;
-  fl.l_len = 1;
-  return fcntl(r->fd, F_SETLK, &fl);
-}
-
-/*
- * Takes the slot-table lock the way the region's writers do: libvgpu's record lock (when the
- * region has the extension) and then HAMi-core's semaphore with owner_pid, so neither library
- * edits the table meanwhile. Gives up after timeout_ms.
- */
+/* The library's slot lock without its dead-owner recovery: a holder this tool judges gone is left
+ * to --force-unlock, an explicit decision. The region stays registered for the SIGBUS path. */
 static int lock_acquire(region_t *r, int timeout_ms) {
-  sem_t *sem = (sem_t *)(r->base + r->lay->off_sem);
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += timeout_ms / 1000;
-  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
-  if (r->ext != NULL) {
-    for (;;) {
-      struct timespec now;
-      struct timespec pause_ts = {0, 5 * 1000000L};
-      if (set_slot_lock(r, F_WRLCK) == 0) break;
-      if (errno != EACCES && errno != EAGAIN && errno != EINTR) break; /* no record locks here: semaphore only */
-      clock_gettime(CLOCK_REALTIME, &now);
-      if (now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) return -1;
-      nanosleep(&pause_ts, NULL);
-    }
-  }
-  while (sem_timedwait(sem, &deadline) != 0) {
-    if (errno == EINTR) continue;
-    if (r->ext != NULL) set_slot_lock(r, F_UNLCK);
-    return -1;
-  }
+  if (!vgpu_region_lock_no_recovery_for(&r->v.map, (uint64_t)timeout_ms * 1000000ull, NULL)) return -1;
   g_held = r;
-  wr64(r, r->lay->off_owner_pid, (uint64_t)getpid());
-  if (r->ext != NULL) {
-    __atomic_store_n(&r->ext->lock_holder_since_ns, now_realtime_ns(), __ATOMIC_RELAXED);
-    __atomic_store_n(&r->ext->lock_holder_pid, getpid(), __ATOMIC_RELEASE);
-  }
   return 0;
 }
 
 static void lock_release(region_t *r) {
   g_held = NULL;
-  if (r->ext != NULL) {
-    __atomic_store_n(&r->ext->lock_holder_pid, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&r->ext->lock_holder_since_ns, 0, __ATOMIC_RELAXED);
-  }
-  wr64(r, r->lay->off_owner_pid, 0);
-  sem_post((sem_t *)(r->base + r->lay->off_sem));
-  if (r->ext != NULL) set_slot_lock(r, F_UNLCK);
-}
-
-/*
- * Frees a slot in place, as a clean exit does (status 0, pid 0, counters zeroed under the
- * seqlock). Slots never move: both libraries keep the index of their own slot, and lock-free
- * readers never see a half-copied slot. HAMi-core compacts freed slots itself later.
- */
-static void clear_slot(region_t *r, int i) {
-  const vgpu_layout_t *L = r->lay;
-  uint8_t *p = r->base + slot_base(r, i);
-  wr32(r, slot_base(r, i) + L->slot_status, 0);
-  if (L->seqlock_valid) {
-    uint64_t *seq = (uint64_t *)(p + L->slot_seqlock);
-    uint64_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
-    if (s & 1) s++;
-    __atomic_store_n(seq, s + 1, __ATOMIC_RELEASE);
-    memset(p + 8, 0, L->slot_seqlock - 8);
-    memset(p + L->slot_seqlock + 8, 0, L->slot_size - L->slot_seqlock - 8);
-    __atomic_store_n(seq, s + 2, __ATOMIC_RELEASE);
-  } else {
-    memset(p + 8, 0, L->slot_size - 8);
-  }
-  wr32(r, slot_base(r, i) + 4, 0);
-  wr32(r, slot_base(r, i), 0);
-  if (r->ext_has_slots) memset(&r->ext->slots[i], 0, sizeof r->ext->slots[i]);
+  vgpu_region_unlock(&r->v.map);
 }
 
 typedef struct {
@@ -1368,18 +1102,19 @@ static int cmd_cleanup(const options_t *o) {
     region_close(&r);
     if (lk.holder_pid != 0)
       return fail(EXIT_LOCK_BUSY, "slot-table lock busy for %d ms: held by pid %d (%s)%s", o->lock_timeout_ms,
-                  lk.holder_pid, liveness_name(lk.holder_live),
-                  liveness_dead(lk.holder_live) ? "; the holder is gone: run --force-unlock first" : "; try again later");
+                  lk.holder_pid, vgpu_liveness_name(lk.holder_live),
+                  vgpu_liveness_dead(lk.holder_live) ? "; the holder is gone: run --force-unlock first" : "; try again later");
     return fail(EXIT_LOCK_BUSY, "slot-table lock busy for %d ms with no holder recorded; if it stays so, run --force-unlock",
                 o->lock_timeout_ms);
   }
-  if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL); /* odd: compaction running */
-  n = proc_num(&r);
+  /* One generation period (odd while it runs) around the whole pass, not one per freed slot. */
+  vgpu_region_generation_begin(&r.v.map);
+  n = vgpu_region_view_proc_num(&r.v);
   for (i = 0; i < n; i++) {
     slot_view_t s;
     int pid;
     int d;
-    read_slot(&r, i, VGPU_MAX_DEVICES, &s);
+    vgpu_region_view_read_slot(&r.v, i, &s);
     if (s.pid == 0) continue;
     if (o->device >= 0 && !device_in_use(&s, o->device)) continue;
     pid = live_pid_of(o, &s);
@@ -1395,17 +1130,17 @@ static int cmd_cleanup(const options_t *o) {
         listed = 1;
       }
       if (!listed) continue;
-      s.live = LIVE_GONE;
+      s.live = VGPU_LIVE_GONE;
     } else {
-      s.live = check_pid(o->proc_root, pid, s.start_ticks, NULL);
+      s.live = vgpu_proc_liveness(o->proc_root, pid, s.start_ticks, NULL);
       /* A fresh heartbeat means the owner lives in another pid namespace sharing the file. */
-      if (liveness_dead(s.live) && s.heartbeat_ns != 0) {
+      if (vgpu_liveness_dead(s.live) && s.heartbeat_ns != 0) {
         uint64_t now = now_realtime_ns();
-        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < VGPU_HEARTBEAT_STALE_NS) s.live = LIVE_UNKNOWN;
+        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < VGPU_HEARTBEAT_STALE_NS) s.live = VGPU_LIVE_UNKNOWN;
       }
     }
-    if (!liveness_dead(s.live)) {
-      if (s.live == LIVE_UNKNOWN || s.live == LIVE_NO_PID) kept_unknown++;
+    if (!vgpu_liveness_dead(s.live)) {
+      if (s.live == VGPU_LIVE_UNKNOWN || s.live == VGPU_LIVE_NO_PID) kept_unknown++;
       continue;
     }
     dropped[ndropped].slot = i;
@@ -1414,15 +1149,11 @@ static int cmd_cleanup(const options_t *o) {
     dropped[ndropped].why = s.live;
     for (d = 0; d < VGPU_MAX_DEVICES; d++) dropped[ndropped].bytes += s.dev[d].total;
     ndropped++;
-    clear_slot(&r, i);
+    vgpu_region_clear_slot(&r.v.map, i); /* in place: slots never move */
   }
-  /* Trailing free slots shrink the table so readers scan less. */
-  while (n > 0 && rd32(&r, slot_base(&r, n - 1)) == 0 && rd32(&r, slot_base(&r, n - 1) + r.lay->slot_status) == 0) {
-    n--;
-    freed_empty++;
-  }
-  wr32(&r, r.lay->off_proc_num, n);
-  if (r.ext != NULL) __atomic_add_fetch(&r.ext->generation, 1, __ATOMIC_ACQ_REL);
+  freed_empty = n - vgpu_region_trim_slots(&r.v.map);
+  n -= freed_empty;
+  vgpu_region_generation_end(&r.v.map);
   lock_release(&r);
   if (o->json) {
     jw_t w = {stdout, 0, {1}};
@@ -1433,7 +1164,7 @@ static int cmd_cleanup(const options_t *o) {
       jw_i64(&w, "slot", dropped[i].slot);
       jw_i64(&w, "pid", dropped[i].pid);
       jw_i64(&w, "hostpid", dropped[i].hostpid);
-      jw_str(&w, "reason", liveness_name(dropped[i].why));
+      jw_str(&w, "reason", vgpu_liveness_name(dropped[i].why));
       jw_u64(&w, "used_bytes", dropped[i].bytes);
       jw_close(&w, '}');
     }
@@ -1445,7 +1176,7 @@ static int cmd_cleanup(const options_t *o) {
   } else {
     for (i = 0; i < ndropped; i++)
       printf("dropped slot %d: pid %d (host pid %d) %s, held %" PRIu64 " MB\n", dropped[i].slot, dropped[i].pid,
-             dropped[i].hostpid, liveness_name(dropped[i].why), dropped[i].bytes >> 20);
+             dropped[i].hostpid, vgpu_liveness_name(dropped[i].why), dropped[i].bytes >> 20);
     if (freed_empty) printf("trimmed %d free slot(s) from the end of the table\n", freed_empty);
     if (kept_unknown) printf("kept %d slot(s) whose process could not be judged (pid not visible or unreadable)\n", kept_unknown);
     printf("cleanup: %d dead process slot(s) freed, slot table now %d entries\n", ndropped, n);
@@ -1474,7 +1205,7 @@ static int cmd_force_unlock(const options_t *o) {
     }
     /* The caller saw this holder's namespace; our own /proc cannot, so trust it. */
     lk.state = LOCK_STALE_RECORD;
-    lk.holder_live = LIVE_GONE;
+    lk.holder_live = VGPU_LIVE_GONE;
   }
   switch (lk.state) {
     case LOCK_FREE:
@@ -1482,7 +1213,7 @@ static int cmd_force_unlock(const options_t *o) {
       break;
     case LOCK_HELD:
       region_close(&r);
-      if (lk.holder_live == LIVE_UNKNOWN)
+      if (lk.holder_live == VGPU_LIVE_UNKNOWN)
         return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d cannot be judged from this pid namespace "
                                        "(its /proc entry is unreadable); run where the holder is visible", lk.holder_pid);
       if (lk.held_ns != 0)
@@ -1491,29 +1222,15 @@ static int cmd_force_unlock(const options_t *o) {
                     lk.holder_pid, (double)lk.held_ns / 1e9);
       return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d is alive; unlocking would let two processes edit the "
                                      "slot table at once. Find out why it is stuck, or stop it first", lk.holder_pid);
-    case LOCK_STALE_RECORD: {
-      int64_t expect = lk.holder_pid;
-      int value = 0;
-      if (r.ext != NULL) {
-        int32_t ep = lk.holder_pid;
-        if (__atomic_compare_exchange_n(&r.ext->lock_holder_pid, &ep, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-          __atomic_store_n(&r.ext->lock_holder_since_ns, 0, __ATOMIC_RELAXED);
-      }
-      {
-        uint64_t *owner = (uint64_t *)(r.base + r.lay->off_owner_pid);
-        uint64_t e64 = (uint64_t)expect;
-        __atomic_compare_exchange_n(owner, &e64, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-      }
-      /* Post only a semaphore that is really down: posting a free one would admit two holders. */
-      if (lk.has_sem && sem_value_at(&r, &value) == 0 && value == 0) sem_post((sem_t *)(r.base + r.lay->off_sem));
+    case LOCK_STALE_RECORD:
+      /* Clears only records that still name this holder; posts only a semaphore that is down. */
+      vgpu_region_release_stale_lock(&r.v.map, lk.holder_pid);
       action = "released the lock of a holder that is gone";
       break;
-    }
     case LOCK_LOST: {
       /* Watch: a live holder publishes itself within microseconds of taking the semaphore, and
        * HAMi holders keep it for milliseconds. Down and unowned for the whole window = lost post. */
       int waited = 0;
-      int value = 0;
       while (waited < o->observe_ms) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -1529,7 +1246,7 @@ static int cmd_force_unlock(const options_t *o) {
         region_close(&r);
         return fail(EXIT_HOLDER_ALIVE, "refusing: a holder (pid %d) took the lock while watching; it is in use", lk.holder_pid);
       }
-      if (sem_value_at(&r, &value) == 0 && value == 0) sem_post((sem_t *)(r.base + r.lay->off_sem));
+      vgpu_region_release_stale_lock(&r.v.map, 0); /* posts only if still down */
       action = "released a semaphore that stayed down with no holder recorded (lost post after a killed holder)";
       break;
     }
@@ -1543,7 +1260,7 @@ static int cmd_force_unlock(const options_t *o) {
     jw_close(&w, '}');
   } else {
     printf("%s", action);
-    if (lk.holder_pid != 0 && lk.state == LOCK_STALE_RECORD) printf(" (pid %d, %s)", lk.holder_pid, liveness_name(lk.holder_live));
+    if (lk.holder_pid != 0 && lk.state == LOCK_STALE_RECORD) printf(" (pid %d, %s)", lk.holder_pid, vgpu_liveness_name(lk.holder_live));
     printf("\n");
     if (o->device >= 0) printf("note: the slot-table lock covers all devices of the region\n");
   }
@@ -1588,7 +1305,7 @@ int shrreg_tool_main(int argc, char **argv) {
       }
       g_bus_armed = 0;
     }
-    if (mapped != NULL && stat(mapped->path, &st) == 0 && (uint64_t)st.st_size < (uint64_t)mapped->size)
+    if (mapped != NULL && stat(mapped->path, &st) == 0 && (uint64_t)st.st_size < (uint64_t)mapped->v.size)
       return fail(EXIT_IO, "%s: the file shrank while it was read (recreated?); run again", o.file);
     return fail(EXIT_IO,
                 "%s: a page of the region could not be read or written (SIGBUS: a hole of a sparse file "

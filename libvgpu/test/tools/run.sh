@@ -30,7 +30,9 @@ build() { # NAME ARGS...: compile, or count a failure and show why
   if ! "$CC" "$@" > "$out/$name.build.log" 2>&1; then failed "building $name:"; tail -5 "$out/$name.build.log"; return 1; fi
 }
 build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c -lpthread
-build shrreg_fuzz "${FLAGS[@]}" -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c -lpthread
+# The fuzzer compiles the tool's source in, with the library's region unit it uses.
+build shrreg_fuzz "${FLAGS[@]}" -Isrc -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c \
+  src/region.c src/log.c src/config.c -lpthread
 # A real application for libvgpu-written regions (the CLI test fails without it).
 rm -f "$out/region_app"
 build region_app -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr/local/cuda/include}" \
