@@ -423,7 +423,8 @@ static void hami_unlock(struct vgpu_region_map *m) {
   __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept it. */
+/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept
+ * it. */
 static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover, pid_t *holder) {
   if (holder) *holder = 0;
   uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
@@ -670,7 +671,8 @@ enum vgpu_liveness vgpu_proc_liveness(const char *proc_root, int pid, uint64_t r
   close(fd);
   if (n <= 0) return n == 0 ? VGPU_LIVE_GONE : VGPU_LIVE_UNKNOWN;
   buf[n] = 0;
-  /* The command name (field 2) may hold spaces and parentheses: fields restart after the last ')'. */
+  /* The command name (field 2) may hold spaces and parentheses: fields restart after the last
+   * ')'. */
   const char *p = strrchr(buf, ')');
   if (!p || p[1] != ' ' || p[2] == 0) return VGPU_LIVE_UNKNOWN;
   char state = p[2];
@@ -953,7 +955,8 @@ const char *vgpu_region_view_uuid(const struct vgpu_region_view *v, int dev) {
   return (const char *)(v->base + v->lay->off_uuids + VGPU_UUID_LEN * (size_t)dev);
 }
 
-void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx, struct vgpu_slot_view *s) {
+void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx,
+                                struct vgpu_slot_view *s) {
   const vgpu_layout_t *l = v->lay;
   size_t b = l->off_procs + l->slot_size * (size_t)idx;
   int tries;

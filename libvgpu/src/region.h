@@ -228,7 +228,8 @@ struct vgpu_slot_view {
   enum vgpu_liveness live; /* the caller's verdict; the reader leaves VGPU_LIVE_UNKNOWN */
 };
 /* Reads slot `idx` (0..1023) under its seqlock where the layout has one (bounded retries). */
-void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx, struct vgpu_slot_view *s);
+void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx,
+                                struct vgpu_slot_view *s);
 
 /* The raw facts about the slot lock, for a caller that judges the holder itself. */
 struct vgpu_lock_facts {

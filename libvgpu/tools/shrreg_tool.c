@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "region.h"
+#include "vgpu.h"
 
 #ifndef SHRREG_TOOL_VERSION
 #define SHRREG_TOOL_VERSION "0.1.0"
@@ -432,12 +433,6 @@ static void copy_clean(char *dst, size_t cap, const char *src, size_t max) {
   dst[o] = '\0';
 }
 
-static uint64_t now_realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---------------------------------------------------------------------------------------------- */
 /* Snapshot: what --inspect shows and --cleanup decides on */
 
@@ -576,7 +571,7 @@ static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk) {
   lk->record_lock_pid = f.record_lock_pid;
   if (ext_holder != 0 || lk->record_lock_pid != 0) {
     uint64_t since = f.ext_holder_since_ns;
-    uint64_t now = now_realtime_ns();
+    uint64_t now = vgpu_now_realtime_ns();
     lk->holder_pid = ext_holder != 0 ? ext_holder : lk->record_lock_pid;
     lk->holder_source = ext_holder != 0 ? "extension" : "record-lock";
     lk->held_ns = (since != 0 && now > since) ? now - since : 0;
@@ -1135,7 +1130,7 @@ static int cmd_cleanup(const options_t *o) {
       s.live = vgpu_proc_liveness(o->proc_root, pid, s.start_ticks, NULL);
       /* A fresh heartbeat means the owner lives in another pid namespace sharing the file. */
       if (vgpu_liveness_dead(s.live) && s.heartbeat_ns != 0) {
-        uint64_t now = now_realtime_ns();
+        uint64_t now = vgpu_now_realtime_ns();
         if (now <= s.heartbeat_ns || now - s.heartbeat_ns < VGPU_HEARTBEAT_STALE_NS) s.live = VGPU_LIVE_UNKNOWN;
       }
     }

@@ -92,7 +92,8 @@ static void view_readsEveryLayout(void) {
     EXPECT_EQ_U(vgpu_region_view_limit(&v, false, 0), 4ull << 30);
     EXPECT_EQ_U(vgpu_region_view_limit(&v, false, 1), 2ull << 30);
     EXPECT_EQ_U(vgpu_region_view_limit(&v, true, 0), 50);
-    EXPECT(strncmp(vgpu_region_view_uuid(&v, 1), "GPU-00000000-0000-0000-0000-000000000001", 40) == 0);
+    const char *uuid1 = "GPU-00000000-0000-0000-0000-000000000001";
+    EXPECT(strncmp(vgpu_region_view_uuid(&v, 1), uuid1, 40) == 0);
     struct vgpu_view_header h;
     vgpu_region_view_header(&v, &h);
     EXPECT_EQ_U(h.utilization_switch, 1);
@@ -281,7 +282,8 @@ static void clearSlot_noGenerationBump_trimClamps(void) {
   const char *p = path_of("slots.cache");
   fx_spec_t s = spec_of(FX_V1_2_EXT);
   s.nslots = 4;
-  for (int i = 2; i < 4; i++) s.slots[i] = (fx_slot_t){.pid = 20 + i, .status = 1, .used = {1 << 20, 0}};
+  for (int i = 2; i < 4; i++)
+    s.slots[i] = (fx_slot_t){.pid = 20 + i, .status = 1, .used = {1 << 20, 0}};
   EXPECT(fx_write(p, &s) == 0);
   struct vgpu_region_view v;
   const char *why;
