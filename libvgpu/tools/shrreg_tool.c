@@ -950,6 +950,7 @@ static int cmd_version(const options_t *o) {
   int rc;
   loaded_library(lib, sizeof lib);
   rc = region_open(&r, o->file, 0);
+  if (rc == EXIT_OK && r.v.lay == NULL) rc = EXIT_BAD_LAYOUT;
   if (rc == EXIT_OK) vgpu_region_view_header(&r.v, &h);
   if (o->json) {
     jw_t w = {stdout, 0, {1}};
@@ -1006,6 +1007,7 @@ static int cmd_version(const options_t *o) {
 static int open_for_write(region_t *r, const options_t *o) {
   int rc = region_open(r, o->file, 1);
   if (rc != EXIT_OK) return rc;
+  if (r->v.lay == NULL) return EXIT_BAD_LAYOUT;
   if (!r->v.lay->writable)
     return fail(EXIT_READ_ONLY, "%s: layout %s is read-only for this tool (only v1.1 and v1.2 are written; "
                                 "upgrade the library in this container and recreate the region)", o->file, r->v.lay->label);
