@@ -97,16 +97,28 @@ check "slot-table-full: side file" side_file "$full" slot-table-full
 # 5b. An SM limit in degraded mode: the process-local limiter still throttles (the fake driver's
 #     kernels take 1 ms on a serial engine; test/preload/sm_throttle.c `degraded` compares the
 #     limited rate with the solo rate of the same run, toggling the local region's sm_limit).
+#     Two paths: the region cannot be opened (symlink: limits from the environment), and the
+#     region is attached but its slot table is full (limits from the region, set to 30 % there).
+sm_degraded_case() { # name cache-path cause
+  local rc=0
+  env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" \
+    LD_PRELOAD="$PRELOAD" CUDA_DEVICE_MEMORY_SHARED_CACHE="$2" \
+    CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 FAKE_NVML_CONFIG=/nonexistent \
+    timeout 60 "$PWD/$BUILD/preload/sm_throttle" degraded 2> "$TMP/err" || rc=$?
+  check "sm-limit degraded ($1): the limiter throttles to 30 % (exit $rc)" [ "$rc" = 0 ]
+  [ "$rc" = 0 ] || sed 's/^/  | /' "$TMP/err" | tail -5
+  check "sm-limit degraded ($1): one error line names the cause and the fix" one_cause_line "$3"
+}
 mkdir -p "$TMP/smlink" && ln -s "$TMP/link/target" "$TMP/smlink/vgpu.cache"
-rc=0
-env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" \
-  LD_PRELOAD="$PRELOAD" CUDA_DEVICE_MEMORY_SHARED_CACHE="$TMP/smlink/vgpu.cache" \
-  CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 FAKE_NVML_CONFIG=/nonexistent \
-  timeout 60 "$PWD/$BUILD/preload/sm_throttle" degraded 2> "$TMP/err" || rc=$?
-check "sm-limit degraded (symlink): the limiter throttles to 30 % (exit $rc)" [ "$rc" = 0 ]
-[ "$rc" = 0 ] || sed 's/^/  | /' "$TMP/err" | tail -5
-check "sm-limit degraded (symlink): one error line names the cause and the fix" one_cause_line symlink
+sm_degraded_case symlink "$TMP/smlink/vgpu.cache" symlink
 check "sm-limit degraded (symlink): target untouched" [ "$(cat "$TMP/link/target")" = victim ]
+python3 - "$full" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(1728); f.write(struct.pack("<Q", 30))                         # sm_limit[0] = 30 %
+PY
+sm_degraded_case slot-table-full "$full" slot-table-full
+check "sm-limit degraded (slot-table-full): shared slots untouched" [ "$before" = "$(slots "$full")" ]
 
 # (The stderr of the full-disk runs goes outside the full filesystem.)
 # 6. A full disk when the region is created: its blocks cannot be reserved. Without the
