@@ -731,9 +731,7 @@ int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) 
   if (looks_alive) return 1;
   /* Gone from our /proc, or the pid now belongs to someone else. A fresh heartbeat means the
    * owner lives on (another pid namespace sharing this file): keep it for now. */
-  if (heartbeat && now_ns > heartbeat && now_ns - heartbeat < VGPU_HEARTBEAT_STALE_NS) return -1;
-  if (heartbeat && now_ns <= heartbeat) return -1;
-  return 0;
+  return vgpu_heartbeat_fresh(heartbeat, now_ns) ? -1 : 0;
 }
 
 /* ---- slot table (caller holds the slot lock) */

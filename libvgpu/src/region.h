@@ -155,6 +155,13 @@ enum vgpu_liveness {
 enum vgpu_liveness vgpu_proc_liveness(const char *proc_root, int pid, uint64_t recorded_start,
                                       uint64_t *start);
 const char *vgpu_liveness_name(enum vgpu_liveness l);
+/* A slot whose process looks dead in this /proc is kept while its extension heartbeat is fresher
+ * than VGPU_HEARTBEAT_STALE_NS (or in the future): its owner may live in another pid namespace
+ * sharing the file. 0 = no heartbeat recorded. The sweep and shrreg-tool --cleanup both ask this. */
+static inline bool vgpu_heartbeat_fresh(uint64_t heartbeat_ns, uint64_t now_ns) {
+  return heartbeat_ns != 0 &&
+         (now_ns <= heartbeat_ns || now_ns - heartbeat_ns < VGPU_HEARTBEAT_STALE_NS);
+}
 static inline bool vgpu_liveness_dead(enum vgpu_liveness l) {
   return l == VGPU_LIVE_GONE || l == VGPU_LIVE_ZOMBIE || l == VGPU_LIVE_REUSED;
 }

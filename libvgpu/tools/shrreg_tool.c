@@ -1131,10 +1131,8 @@ static int cmd_cleanup(const options_t *o) {
     } else {
       s.live = vgpu_proc_liveness(o->proc_root, pid, s.start_ticks, NULL);
       /* A fresh heartbeat means the owner lives in another pid namespace sharing the file. */
-      if (vgpu_liveness_dead(s.live) && s.heartbeat_ns != 0) {
-        uint64_t now = vgpu_now_realtime_ns();
-        if (now <= s.heartbeat_ns || now - s.heartbeat_ns < VGPU_HEARTBEAT_STALE_NS) s.live = VGPU_LIVE_UNKNOWN;
-      }
+      if (vgpu_liveness_dead(s.live) && vgpu_heartbeat_fresh(s.heartbeat_ns, vgpu_now_realtime_ns()))
+        s.live = VGPU_LIVE_UNKNOWN;
     }
     if (!vgpu_liveness_dead(s.live)) {
       if (s.live == VGPU_LIVE_UNKNOWN || s.live == VGPU_LIVE_NO_PID) kept_unknown++;

@@ -10,7 +10,7 @@
  *   - a multi-slot cleanup is one generation period: clearing a slot does not bump the
  *     generation, vgpu_region_free_slot does (by 2), trimming clamps a hostile proc_num;
  *   - liveness from a procfs-like directory: alive, gone, zombie, reused pid, unreadable, no pid,
- *     command names with spaces and parentheses.
+ *     command names with spaces and parentheses; the heartbeat freshness rule.
  * Run: libvgpu/build/unit/region_view_test
  */
 #include <errno.h>
@@ -358,6 +358,12 @@ static void liveness_fromProcRoot(void) {
   EXPECT(vgpu_proc_liveness(root, 0, 0, NULL) == VGPU_LIVE_NO_PID);
   EXPECT(vgpu_liveness_dead(VGPU_LIVE_REUSED) && !vgpu_liveness_dead(VGPU_LIVE_UNKNOWN));
   EXPECT(strcmp(vgpu_liveness_name(VGPU_LIVE_REUSED), "pid-reused") == 0);
+  /* The heartbeat rule the sweep and the tool's cleanup share. */
+  uint64_t now = 5000000000ull;
+  EXPECT(vgpu_heartbeat_fresh(now - VGPU_HEARTBEAT_STALE_NS / 2, now));
+  EXPECT(!vgpu_heartbeat_fresh(now - VGPU_HEARTBEAT_STALE_NS, now));
+  EXPECT(vgpu_heartbeat_fresh(now + 1, now)); /* a clock step back: not judged stale */
+  EXPECT(!vgpu_heartbeat_fresh(0, now));      /* never recorded */
   /* The real /proc through the library's own form. */
   uint64_t mine = 0;
   EXPECT(vgpu_proc_stat(getpid(), &mine) == 1 && mine != 0);
