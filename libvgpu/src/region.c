@@ -1020,3 +1020,41 @@ void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_l
   }
   f->owner_pid = view_rd64(v, v->lay->off_owner_pid);
 }
+
+void vgpu_region_view_lock_state(const struct vgpu_region_view *v, const char *proc_root,
+                                 uint64_t now_realtime_ns, struct vgpu_lock_view *lk) {
+  struct vgpu_lock_facts f;
+  vgpu_region_view_lock_facts(v, &f);
+  memset(lk, 0, sizeof *lk);
+  lk->has_sem = f.has_sem;
+  lk->sem_value = f.sem_value;
+  lk->record_lock_pid = f.record_lock_pid;
+  if (f.ext_holder_pid != 0 || f.record_lock_pid != 0) {
+    uint64_t since = f.ext_holder_since_ns;
+    lk->holder_pid = f.ext_holder_pid != 0 ? f.ext_holder_pid : f.record_lock_pid;
+    lk->holder_source = f.ext_holder_pid != 0 ? "extension" : "record-lock";
+    lk->held_ns = since != 0 && now_realtime_ns > since ? now_realtime_ns - since : 0;
+    if (f.record_lock_pid != 0) {
+      lk->state = VGPU_LOCK_HELD;
+      lk->holder_live = VGPU_LIVE_ALIVE; /* the kernel holds the lock for a living process only */
+    } else {
+      lk->state = VGPU_LOCK_STALE_RECORD;
+      lk->holder_live = vgpu_proc_liveness(proc_root, lk->holder_pid, 0, NULL);
+      /* Released by the kernel: the recorded holder is gone, or its pid was reused since. */
+      if (!vgpu_liveness_dead(lk->holder_live)) lk->holder_live = VGPU_LIVE_GONE;
+    }
+    return;
+  }
+  int owner = (int)f.owner_pid;
+  if (owner != 0) {
+    lk->holder_pid = owner;
+    lk->holder_source = "owner_pid";
+    lk->holder_live = vgpu_proc_liveness(proc_root, owner, 0, NULL);
+    lk->state = vgpu_liveness_dead(lk->holder_live) ? VGPU_LOCK_STALE_RECORD : VGPU_LOCK_HELD;
+  } else if (f.has_sem && f.sem_value == 0) {
+    lk->state = VGPU_LOCK_LOST;
+    lk->holder_live = VGPU_LIVE_UNKNOWN;
+  } else {
+    lk->state = VGPU_LOCK_FREE;
+  }
+}

@@ -249,6 +249,26 @@ struct vgpu_lock_facts {
 };
 void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_lock_facts *f);
 
+/* The slot lock's state judged from those facts. libvgpu regions: the kernel's record lock is the
+ * truth, the extension's holder record only says who and since when, and a record without the
+ * lock is stale (the kernel released it: the holder died). HAMi-core regions: the semaphore with
+ * owner_pid, whose liveness is judged from `proc_root`; down with nobody recorded is LOST (a
+ * holder between sem_wait and recording itself, or killed between clearing owner_pid and
+ * sem_post). */
+enum vgpu_lock_state { VGPU_LOCK_FREE, VGPU_LOCK_HELD, VGPU_LOCK_STALE_RECORD, VGPU_LOCK_LOST };
+struct vgpu_lock_view {
+  enum vgpu_lock_state state;
+  bool has_sem;
+  int sem_value;
+  int holder_pid;            /* 0: none recorded */
+  const char *holder_source; /* "extension", "record-lock" or "owner_pid" */
+  enum vgpu_liveness holder_live;
+  uint64_t held_ns;    /* 0 when unknown */
+  int record_lock_pid; /* fcntl record lock on the file, 0 when none */
+};
+void vgpu_region_view_lock_state(const struct vgpu_region_view *v, const char *proc_root,
+                                 uint64_t now_realtime_ns, struct vgpu_lock_view *lk);
+
 /* The slot lock exactly as vgpu_region_lock_for takes it, except that it never recovers a dead
  * or missing semaphore owner: a tool may judge liveness from another pid namespace, and releasing
  * someone else's lock is an explicit operator decision (vgpu_region_release_stale_lock). On

@@ -449,18 +449,8 @@ typedef struct {
   int tasks;
 } dev_view_t;
 
-typedef enum { LOCK_FREE, LOCK_HELD, LOCK_STALE_RECORD, LOCK_LOST } lock_state_t;
-
-typedef struct {
-  lock_state_t state;
-  int has_sem;
-  int sem_value;
-  int holder_pid; /* 0: none recorded */
-  const char *holder_source; /* "owner_pid" or "extension" */
-  liveness_t holder_live;
-  uint64_t held_ns; /* 0 when unknown */
-  int record_lock_pid; /* fcntl record lock on the file, 0 when none */
-} lock_view_t;
+typedef enum vgpu_lock_state lock_state_t;
+typedef struct vgpu_lock_view lock_view_t;
 
 typedef struct {
   struct vgpu_view_header h;
@@ -552,70 +542,27 @@ static int take_snapshot(const region_t *r, const options_t *o, snapshot_t *snap
 /* ---------------------------------------------------------------------------------------------- */
 /* Lock state */
 
-/*
- * Lock state. libvgpu regions (extension present): the kernel's record lock is the truth, the
- * extension's holder record only says who and since when; a record without the lock is stale
- * (the holder died and the kernel released it). HAMi-core regions: the semaphore plus owner_pid,
- * whose holder liveness has to be judged from /proc.
- */
+/* Lock state as the library judges it (see vgpu_region_view_lock_state), liveness from --proc-root. */
 static void read_lock(const region_t *r, const options_t *o, lock_view_t *lk) {
-  struct vgpu_lock_facts f;
-  int owner;
-  int ext_holder;
-  vgpu_region_view_lock_facts(&r->v, &f);
-  owner = (int)f.owner_pid;
-  ext_holder = f.ext_holder_pid;
-  memset(lk, 0, sizeof *lk);
-  lk->has_sem = f.has_sem;
-  lk->sem_value = f.sem_value;
-  lk->record_lock_pid = f.record_lock_pid;
-  if (ext_holder != 0 || lk->record_lock_pid != 0) {
-    uint64_t since = f.ext_holder_since_ns;
-    uint64_t now = vgpu_now_realtime_ns();
-    lk->holder_pid = ext_holder != 0 ? ext_holder : lk->record_lock_pid;
-    lk->holder_source = ext_holder != 0 ? "extension" : "record-lock";
-    lk->held_ns = (since != 0 && now > since) ? now - since : 0;
-    if (lk->record_lock_pid != 0) {
-      lk->state = LOCK_HELD;
-      lk->holder_live = VGPU_LIVE_ALIVE; /* the kernel holds the lock for a living process only */
-    } else {
-      lk->state = LOCK_STALE_RECORD;
-      lk->holder_live = vgpu_proc_liveness(o->proc_root, lk->holder_pid, 0, NULL);
-      if (!vgpu_liveness_dead(lk->holder_live)) lk->holder_live = VGPU_LIVE_GONE; /* released by the kernel: gone or reused */
-    }
-    return;
-  }
-  if (owner != 0) {
-    lk->holder_pid = owner;
-    lk->holder_source = "owner_pid";
-    lk->holder_live = vgpu_proc_liveness(o->proc_root, owner, 0, NULL);
-    lk->state = vgpu_liveness_dead(lk->holder_live) ? LOCK_STALE_RECORD : LOCK_HELD;
-  } else if (lk->has_sem && lk->sem_value == 0) {
-    /* Semaphore taken with nobody recorded: a holder between wait and store, or the HAMi #2500
-     * lost post (holder SIGKILLed between clearing owner_pid and sem_post). */
-    lk->state = LOCK_LOST;
-    lk->holder_live = VGPU_LIVE_UNKNOWN;
-  } else {
-    lk->state = LOCK_FREE;
-  }
+  vgpu_region_view_lock_state(&r->v, o->proc_root, vgpu_now_realtime_ns(), lk);
 }
 
 static const char *lock_state_name(lock_state_t s) {
   switch (s) {
-    case LOCK_FREE: return "UNLOCKED";
-    case LOCK_HELD: return "LOCKED";
-    case LOCK_STALE_RECORD: return "LOCKED (holder gone)";
-    case LOCK_LOST: return "LOCKED (no holder recorded)";
+    case VGPU_LOCK_FREE: return "UNLOCKED";
+    case VGPU_LOCK_HELD: return "LOCKED";
+    case VGPU_LOCK_STALE_RECORD: return "LOCKED (holder gone)";
+    case VGPU_LOCK_LOST: return "LOCKED (no holder recorded)";
   }
   return "UNKNOWN";
 }
 
 static const char *lock_state_key(lock_state_t s) {
   switch (s) {
-    case LOCK_FREE: return "unlocked";
-    case LOCK_HELD: return "locked";
-    case LOCK_STALE_RECORD: return "holder_gone";
-    case LOCK_LOST: return "no_holder_recorded";
+    case VGPU_LOCK_FREE: return "unlocked";
+    case VGPU_LOCK_HELD: return "locked";
+    case VGPU_LOCK_STALE_RECORD: return "holder_gone";
+    case VGPU_LOCK_LOST: return "no_holder_recorded";
   }
   return "unknown";
 }
@@ -1199,14 +1146,14 @@ static int cmd_force_unlock(const options_t *o) {
       return fail(EXIT_HOLDER_ALIVE, "--holder %d: the lock is now recorded as held by pid %d; nothing released", o->holder, lk.holder_pid);
     }
     /* The caller saw this holder's namespace; our own /proc cannot, so trust it. */
-    lk.state = LOCK_STALE_RECORD;
+    lk.state = VGPU_LOCK_STALE_RECORD;
     lk.holder_live = VGPU_LIVE_GONE;
   }
   switch (lk.state) {
-    case LOCK_FREE:
+    case VGPU_LOCK_FREE:
       action = "nothing to unlock: the slot-table lock is free";
       break;
-    case LOCK_HELD:
+    case VGPU_LOCK_HELD:
       region_close(&r);
       if (lk.holder_live == VGPU_LIVE_UNKNOWN)
         return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d cannot be judged from this pid namespace "
@@ -1217,12 +1164,12 @@ static int cmd_force_unlock(const options_t *o) {
                     lk.holder_pid, (double)lk.held_ns / 1e9);
       return fail(EXIT_HOLDER_ALIVE, "refusing: lock holder pid %d is alive; unlocking would let two processes edit the "
                                      "slot table at once. Find out why it is stuck, or stop it first", lk.holder_pid);
-    case LOCK_STALE_RECORD:
+    case VGPU_LOCK_STALE_RECORD:
       /* Clears only records that still name this holder; posts only a semaphore that is down. */
       vgpu_region_release_stale_lock(&r.v.map, lk.holder_pid);
       action = "released the lock of a holder that is gone";
       break;
-    case LOCK_LOST: {
+    case VGPU_LOCK_LOST: {
       /* Watch: a live holder publishes itself within microseconds of taking the semaphore, and
        * HAMi holders keep it for milliseconds. Down and unowned for the whole window = lost post. */
       int waited = 0;
@@ -1231,13 +1178,13 @@ static int cmd_force_unlock(const options_t *o) {
         nanosleep(&ts, NULL);
         waited += 10;
         read_lock(&r, o, &lk);
-        if (lk.state != LOCK_LOST) break;
+        if (lk.state != VGPU_LOCK_LOST) break;
       }
-      if (lk.state == LOCK_FREE) {
+      if (lk.state == VGPU_LOCK_FREE) {
         action = "nothing to unlock: the lock was released while watching";
         break;
       }
-      if (lk.state != LOCK_LOST) {
+      if (lk.state != VGPU_LOCK_LOST) {
         region_close(&r);
         return fail(EXIT_HOLDER_ALIVE, "refusing: a holder (pid %d) took the lock while watching; it is in use", lk.holder_pid);
       }
@@ -1255,7 +1202,7 @@ static int cmd_force_unlock(const options_t *o) {
     jw_close(&w, '}');
   } else {
     printf("%s", action);
-    if (lk.holder_pid != 0 && lk.state == LOCK_STALE_RECORD) printf(" (pid %d, %s)", lk.holder_pid, vgpu_liveness_name(lk.holder_live));
+    if (lk.holder_pid != 0 && lk.state == VGPU_LOCK_STALE_RECORD) printf(" (pid %d, %s)", lk.holder_pid, vgpu_liveness_name(lk.holder_live));
     printf("\n");
     if (o->device >= 0) printf("note: the slot-table lock covers all devices of the region\n");
   }

@@ -7,6 +7,8 @@
  *     library's own lock recovers; a live record-lock holder is named too;
  *   - releasing a stale lock clears only the records naming that holder and never posts a free
  *     semaphore (two releases = one post);
+ *   - the lock state: free, held (record lock), stale record (kernel released it, or a dead
+ *     semaphore owner), lost post (down, nobody recorded);
  *   - a multi-slot cleanup is one generation period: clearing a slot does not bump the
  *     generation, vgpu_region_free_slot does (by 2), trimming clamps a hostile proc_num;
  *   - liveness from a procfs-like directory: alive, gone, zombie, reused pid, unreadable, no pid,
@@ -219,6 +221,10 @@ static void lockNoRecovery_namesDeadOwner_libraryLockRecovers(void) {
   EXPECT_EQ_U(v.map.r->owner_pid, dead);
   EXPECT_EQ_U(v.map.ext->lock_holder_pid, 0);
   EXPECT(vgpu_region_lock_holder(&v.map) == 0); /* the record lock was given back */
+  struct vgpu_lock_view lk;
+  vgpu_region_view_lock_state(&v, "/proc", vgpu_now_realtime_ns(), &lk);
+  EXPECT(lk.state == VGPU_LOCK_STALE_RECORD && lk.holder_pid == dead);
+  EXPECT(strcmp(lk.holder_source, "owner_pid") == 0 && lk.holder_live == VGPU_LIVE_GONE);
   /* The library's own lock recovers the dead owner. */
   EXPECT(vgpu_region_lock_for(&v.map, 2000000000ull));
   EXPECT_EQ_U(v.map.r->owner_pid, getpid());
@@ -247,8 +253,15 @@ static void lockNoRecovery_namesDeadOwner_libraryLockRecovers(void) {
   EXPECT_EQ_U(f.record_lock_pid, live);
   EXPECT_EQ_U(f.ext_holder_pid, live);
   EXPECT_EQ_U(f.owner_pid, live);
+  vgpu_region_view_lock_state(&v, "/proc", vgpu_now_realtime_ns(), &lk);
+  EXPECT(lk.state == VGPU_LOCK_HELD && lk.holder_pid == live && lk.record_lock_pid == live);
+  EXPECT(strcmp(lk.holder_source, "extension") == 0 && lk.holder_live == VGPU_LIVE_ALIVE);
   kill(live, SIGKILL);
   waitpid(live, NULL, 0);
+  /* The kernel dropped the record lock; the extension record is now stale. */
+  vgpu_region_view_lock_state(&v, "/proc", vgpu_now_realtime_ns(), &lk);
+  EXPECT(lk.state == VGPU_LOCK_STALE_RECORD && lk.holder_pid == live && lk.record_lock_pid == 0);
+  EXPECT(lk.holder_live == VGPU_LIVE_GONE);
   close(ready[0]);
   close(ready[1]);
   vgpu_region_view_close(&v);
@@ -274,6 +287,15 @@ static void releaseStale_clearsOnlyThatHolder_neverPostsTwice(void) {
   EXPECT_EQ_U(v.map.r->owner_pid, 0);
   EXPECT(!vgpu_region_release_stale_lock(&v.map, 4242));
   EXPECT_EQ_U(v.map.ext->lock_holder_pid, 0);
+  EXPECT_EQ_U(sem_value(&v.map), 1);
+  struct vgpu_lock_view lk;
+  vgpu_region_view_lock_state(&v, "/proc", vgpu_now_realtime_ns(), &lk);
+  EXPECT(lk.state == VGPU_LOCK_FREE && lk.holder_pid == 0);
+  /* Down with nobody recorded: a lost post. */
+  sem_wait((sem_t *)(void *)v.map.r->sem);
+  vgpu_region_view_lock_state(&v, "/proc", vgpu_now_realtime_ns(), &lk);
+  EXPECT(lk.state == VGPU_LOCK_LOST && lk.holder_live == VGPU_LIVE_UNKNOWN);
+  EXPECT(vgpu_region_release_stale_lock(&v.map, 0));
   EXPECT_EQ_U(sem_value(&v.map), 1);
   vgpu_region_view_close(&v);
 }
