@@ -1,7 +1,8 @@
 /*
- * glibc_floor.h — force-included (gcc -include) into every translation unit of libvgpu.so and
- * shrreg-tool so that the binaries need nothing newer than GLIBC_2.17 on x86_64, whatever glibc
- * the build host has. Tenant images are often older than the build host (CentOS 7: 2.17, UBI 8:
+ * glibc_floor.h — force-included (gcc -include) into every translation unit of libvgpu.so so
+ * that it needs nothing newer than GLIBC_2.17 on x86_64, whatever glibc the build host has.
+ * (shrreg-tool is linked statically instead: a static binary carries its libc and has no symbol
+ * versions to pin.) Tenant images are often older than the build host (CentOS 7: 2.17, UBI 8:
  * 2.28, Ubuntu 20.04: 2.31); a preload that needs a newer glibc is skipped by the loader and the
  * container runs without limits.
  *
