@@ -6,7 +6,7 @@ set -euo pipefail
 declare -A want=(
   [promtool]=prometheus [prometheus]=prometheus [wrk]=wrk [chromium]=chromium
   [clang]=clang [cppcheck]=cppcheck [clang-tidy]=clang-tidy [valgrind]=valgrind
-  [unshare]=util-linux [jq]=jq [gcc]=gcc [make]=make
+  [unshare]=util-linux [jq]=jq [yq]=yq [gcc]=gcc [make]=make
   [debootstrap]=debootstrap  # libvgpu/test/oldglibc: the glibc-floor run in an older userland
   [node]=nodejs [npm]=npm  # scripts/test-deploy.sh: dashboard type-check against @grafana/schema
 )

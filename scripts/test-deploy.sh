@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deploy checks that need no JVM: the alert and recording rules (promtool check + unit tests, one
-# test file per alert with a firing and a quiet case, one test evaluating every recording rule) and the Grafana dashboard's type-check against
-# @grafana/schema. The Helm chart, rendered manifests and dashboard-vs-Prometheus checks are JUnit
+# test file per alert with a firing and a quiet case, one test evaluating every recording rule),
+# every alert's runbook_url and its section in docs/runbooks.md, the launcher and vgpu-install of
+# the image, and the Grafana dashboard's type-check against @grafana/schema. The Helm chart, rendered manifests and dashboard-vs-Prometheus checks are JUnit
 # tests in exporter/src/test/java/io/vgpu/exporter/deploy (they run in `mvn install`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,14 +14,49 @@ bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 rules=deploy/rules/vgpu-exporter.rules.yaml
 if promtool check rules "$rules" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "promtool check rules $rules"; cat /tmp/test-deploy.$$; fi
 
+# Alert and recording rule names come from the YAML itself (yq), not from a line pattern: a list
+# that comes back empty fails, so a rules file written in another layout cannot pass by matching
+# nothing.
+mapfile -t alerts < <(yq -r '.groups[].rules[] | select(.alert) | .alert' "$rules")
+mapfile -t records < <(yq -r '.groups[].rules[] | select(.record) | .record' "$rules")
+if [ ${#alerts[@]} -gt 0 ]; then ok; else bad "no alert found in $rules (yq failed or the file has none)"; fi
+if [ ${#records[@]} -gt 0 ]; then ok; else bad "no recording rule found in $rules"; fi
+
 # Every alert has its own test file, and every test file passes.
-for alert in $(grep -oP '^\s*- alert: \K\w+' "$rules"); do
+for alert in "${alerts[@]}"; do
   if grep -lq "alertname: $alert\$" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test for alert $alert"; fi
 done
 # Every recording rule is evaluated by a promtool test against hand-worked values.
-for record in $(grep -oP '^\s*- record: \K\S+' "$rules"); do
+for record in "${records[@]}"; do
   if grep -qF -- "- expr: $record" deploy/rules/tests/*.test.yaml; then ok; else bad "no promtool test evaluates recording rule $record"; fi
 done
+
+# Every alert links its runbook: <chart home>/blob/main/docs/runbooks.md#<alert in lower case>, the
+# anchor GitHub gives the heading "## <alert>"; that section says what it means, the doctor command
+# and the fix. Links between runbooks must land on a heading too.
+runbooks=docs/runbooks.md
+home="$(yq -r .home deploy/helm/vgpu-exporter/Chart.yaml)"
+if [[ "$home" == https://* ]]; then ok; else bad "Chart.yaml home is not an https URL: $home"; fi
+mapfile -t runbook_urls < <(yq -r '.groups[].rules[] | select(.alert) | .annotations.runbook_url // ""' "$rules")
+if [ ${#runbook_urls[@]} -eq ${#alerts[@]} ]; then ok; else bad "runbook_url list (${#runbook_urls[@]}) does not line up with the alerts (${#alerts[@]})"; fi
+for i in "${!alerts[@]}"; do
+  alert="${alerts[$i]}"
+  want="$home/blob/main/$runbooks#${alert,,}"
+  if [ "${runbook_urls[$i]:-}" = "$want" ]; then ok; else bad "alert $alert: runbook_url '${runbook_urls[$i]:-}', want '$want'"; fi
+  section="$(awk -v h="## $alert" '$0 == h {f = 1; next} /^## / {f = 0} f' "$runbooks")"
+  if [ -n "$section" ] && grep -q '^\*\*Means\.\*\*' <<<"$section" && grep -q '^\*\*Fix\.\*\*' <<<"$section" \
+     && grep -q 'exec "\$POD" -- vgpu-exporter doctor' <<<"$section"; then
+    ok
+  else
+    bad "$runbooks: no section '## $alert' with Means, a kubectl exec ... vgpu-exporter doctor command and Fix"
+  fi
+done
+mapfile -t anchors < <(grep -oP '\]\(#\K[a-z0-9-]+(?=\))' "$runbooks")
+if [ ${#anchors[@]} -gt 0 ]; then ok; else bad "$runbooks links no other runbook (the link check would check nothing)"; fi
+for a in "${anchors[@]}"; do
+  if grep -E '^#+ ' "$runbooks" | sed -E 's/^#+ //' | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-\n' | grep -qx "$a"; then ok; else bad "$runbooks: link #$a has no heading"; fi
+done
+
 for t in deploy/rules/tests/*.test.yaml; do
   if promtool test rules "$t" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "promtool test rules $t"; cat /tmp/test-deploy.$$; fi
 done
