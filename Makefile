@@ -45,6 +45,10 @@ test-java: ## the Java suite only
 	$(MAKE) -C libvgpu all
 	$(MVN) install
 
+test-scripts: ## the checks that need no JVM: every shell script parses, no literal /proc paths, rules/runbooks/dashboards/installer (scripts/test-deploy.sh)
+	@scripts/test-scripts.sh
+	@scripts/test-deploy.sh
+
 test-c: ## the C suite only
 	$(MAKE) -C libvgpu all test
 

@@ -1,12 +1,36 @@
 #!/usr/bin/env bash
-# Shell-level checks: scripts parse, and no literal "/proc/" path outside the resolver's path helper.
+# Shell-level checks: every shell script of the repository parses (bash -n), and no literal
+# "/proc/" path outside the resolver's path helper.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
 passed=0
-for f in scripts/*.sh bin/* .ci/run; do
-  [ -f "$f" ] || continue
+
+# Every tracked file whose first line is a sh/bash shebang, wherever it lives (scripts/, bin/,
+# .ci/, deploy/image/, libvgpu/test/, the benches), not only scripts/*.sh.
+shell_scripts() {
+  git ls-files -z | while IFS= read -r -d '' f; do
+    [ -f "$f" ] && head -n 1 "$f" | grep -qE '^#!.*[/ ](ba)?sh( |$)' && printf '%s\n' "$f"
+  done
+}
+# bash -n must reject a broken script, or the loop below checks nothing.
+broken=$(mktemp)
+printf '#!/usr/bin/env bash\nif true; then echo missing-fi\n' >"$broken"
+if bash -n "$broken" 2>/dev/null; then
+  echo "syntax check: bash -n accepted a broken script"
+  fail=$((fail + 1))
+fi
+rm -f "$broken"
+mapfile -t scripts < <(shell_scripts)
+if [ "${#scripts[@]}" -lt 20 ]; then
+  echo "syntax check: found only ${#scripts[@]} shell scripts (git ls-files failed or the shebang match broke): ${scripts[*]}"
+  fail=$((fail + 1))
+fi
+for f in "${scripts[@]}"; do
   if bash -n "$f"; then passed=$((passed + 1)); else echo "syntax error: $f"; fail=$((fail + 1)); fi
+done
+for must in scripts/test-deploy.sh deploy/image/image-test.sh bin/vgpu-exporter .ci/run libvgpu/test/run_all.sh; do
+  printf '%s\n' "${scripts[@]}" | grep -qx "$must" || { echo "syntax check: $must not among the checked scripts"; fail=$((fail + 1)); }
 done
 
 # Java main sources that name a path inside /proc themselves instead of going through
