@@ -1,6 +1,9 @@
 # vgpu-exporter image: the exporter on a jlink'ed Java 25 runtime, plus libvgpu.so, shrreg-tool and
-# vgpu-install for the chart's installer mode. Everything is prepared outside (deploy/image/build.sh
-# stages it under deploy/image/target/context), so the build needs no network:
+# vgpu-install for the chart's installer mode. `vgpu-exporter` (a static launcher: the image has no
+# shell) and `shrreg-tool` are on PATH, so `kubectl exec POD -- vgpu-exporter doctor` and
+# `kubectl exec POD -- shrreg-tool --inspect --file F` work, and `cleanup --apply` finds shrreg-tool.
+# Everything is prepared outside (deploy/image/build.sh stages it under deploy/image/target/context),
+# so the build needs no network:
 #   docker build --network none --build-arg BASE_IMAGE=vgpu-base:local -t vgpu-exporter:0.1.0 \
 #     -f Dockerfile deploy/image/target/context
 # BASE_IMAGE needs only glibc (the default is deploy/image/build-base.sh's FROM-scratch base:
@@ -9,6 +12,7 @@ ARG BASE_IMAGE=vgpu-base:local
 FROM ${BASE_IMAGE}
 
 COPY jre/ /opt/vgpu-exporter/jre/
+COPY bin/ /opt/vgpu-exporter/bin/
 COPY lib/ /opt/vgpu-exporter/lib/
 COPY exporter.jar /opt/vgpu-exporter/exporter.jar
 COPY vgpu/ /opt/vgpu/
@@ -19,8 +23,12 @@ ENV JDK_JAVA_OPTIONS="-XX:+UseSerialGC -Xms16m -Xmx64m -XX:MaxMetaspaceSize=64m 
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=utility
 
+# The operator commands: /opt/vgpu-exporter/bin/vgpu-exporter, /opt/vgpu/bin/{shrreg-tool,vgpu-install}.
+ENV PATH=/opt/vgpu-exporter/bin:/opt/vgpu/bin:/usr/local/bin:/usr/bin:/bin
+
 # Read-only mode runs as nobody; the chart switches to uid 0 only for write-back modes.
 USER 65534:65534
 EXPOSE 9394
-ENTRYPOINT ["/opt/vgpu-exporter/jre/bin/java", "-jar", "/opt/vgpu-exporter/exporter.jar"]
+# The launcher execs /opt/vgpu-exporter/jre/bin/java -jar /opt/vgpu-exporter/exporter.jar "$@".
+ENTRYPOINT ["/opt/vgpu-exporter/bin/vgpu-exporter"]
 CMD ["serve"]

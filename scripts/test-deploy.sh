@@ -82,6 +82,26 @@ for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
     bad "dashboard $dash type-check against @grafana/schema"; cat /tmp/test-deploy.$$
   fi
 done
+# The image's vgpu-exporter launcher (the image has no shell): built against a stand-in java, it
+# must pass every argument through verbatim after "-jar JAR", keep the environment (JDK_JAVA_OPTIONS
+# is read by the real java launcher), return the program's exit code, and fail with 127 and a
+# message when the runtime is missing.
+t="$(mktemp -d)"
+printf '#!/bin/sh\nprintf "%%s\\n" "$0" "$@" "opts=$JDK_JAVA_OPTIONS"\nexit 7\n' >"$t/java"; chmod 755 "$t/java"
+if gcc -O2 -Wall -Wextra -Werror -DJAVA_BIN="\"$t/java\"" -DEXPORTER_JAR='"/opt/x/exporter.jar"' \
+     -o "$t/vgpu-exporter" deploy/image/vgpu-exporter-launcher.c \
+   && gcc -O2 -Wall -Wextra -Werror -DJAVA_BIN='"/nonexistent/java"' -o "$t/no-java" deploy/image/vgpu-exporter-launcher.c; then
+  ok
+  JDK_JAVA_OPTIONS="-Xmx1m -Dk=v" "$t/vgpu-exporter" doctor "two words" "" --uid='$(id)' >"$t/out" 2>&1; rc=$?
+  printf '%s\n' "$t/java" -jar /opt/x/exporter.jar doctor "two words" "" '--uid=$(id)' "opts=-Xmx1m -Dk=v" >"$t/want"
+  [ "$rc" -eq 7 ] && cmp -s "$t/out" "$t/want" && ok || { bad "launcher: exit $rc (want 7) or argv/env differ:"; diff "$t/want" "$t/out"; }
+  "$t/no-java" version >"$t/out" 2>&1; rc=$?
+  [ "$rc" -eq 127 ] && grep -q 'cannot run /nonexistent/java' "$t/out" && ok || bad "launcher without a runtime: exit $rc, $(cat "$t/out")"
+else
+  bad "vgpu-exporter-launcher.c does not compile"
+fi
+rm -rf "$t"
+
 # vgpu-install (the installer DaemonSet's process): atomic replacement and refusals.
 t="$(mktemp -d)"
 if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.c; then

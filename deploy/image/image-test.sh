@@ -4,7 +4,9 @@
 # base and the image with --network none, runs the exporter image on a fixture cache root with
 # host networking exactly as the chart's read-only mode runs it (non-root, read-only root
 # filesystem, no capabilities, read-only cache mount), scrapes /metrics and lints it with promtool,
-# runs the installer entrypoint against a scratch "host" directory, and reports image size and the
+# runs the README's kubectl-exec recipes (doctor, inspect, shrreg-tool --inspect, cleanup) through
+# `docker exec` in that container and cleanup/unlock --apply in a write-mode one, runs the
+# installer entrypoint against a scratch "host" directory, and reports image size and the
 # exporter's idle RSS. A few minutes on a fresh machine (docker.io install, debootstrap), seconds once
 # the base is built; `make test` runs it last.
 set -uo pipefail
@@ -12,7 +14,8 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$repo/deploy/image/target/image-test"
 sock=/run/vgpu-docker.sock
 image="${IMAGE:-vgpu-exporter:0.1.0}"
-name=vgpu-image-test
+name="vgpu-image-test-$$"
+wname="vgpu-image-test-rw-$$"
 port="${PORT:-19494}"
 passed=0
 failed=0
@@ -42,7 +45,7 @@ if ! "${docker[@]}" info >/dev/null 2>&1; then
   for _ in $(seq 60); do "${docker[@]}" info >/dev/null 2>&1 && break; sleep 1; done
 fi
 cleanup() {
-  "${docker[@]}" rm -f "$name" >/dev/null 2>&1
+  "${docker[@]}" rm -f "$name" "$wname" >/dev/null 2>&1
   [ -n "${demo_pid:-}" ] && kill "$demo_pid" 2>/dev/null
   if [ -n "$started_dockerd" ]; then
     kill "$started_dockerd" 2>/dev/null
@@ -58,7 +61,7 @@ size="$("${docker[@]}" image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1
 
 # A fixture node: the demo's cache files (real v1.2 regions written for real processes), copied.
 rm -rf "$work"
-mkdir -p "$work/live" "$work/fixture" "$work/host-vgpu"
+mkdir -p "$work/live" "$work/fixture" "$work/host-vgpu" "$work/fixture-rw"
 "$repo/bin/vgpu-exporter" demo --port "$((port + 1))" --duration 30s --path.cache-root="$work/live" \
   >"$work/demo.log" 2>&1 &
 demo_pid=$!
@@ -70,6 +73,7 @@ wait "$demo_pid" 2>/dev/null
 demo_pid=""
 dirs="$(find "$work/fixture" -mindepth 1 -maxdepth 1 -type d -name '*_*' | wc -l)"
 chmod -R a+rX "$work/fixture"
+cp -a "$work/fixture/." "$work/fixture-rw/"
 [ "$dirs" -gt 0 ] && ok "fixture cache root with $dirs container directories" || { bad "no fixture cache files (see $work/demo.log)"; finish; }
 
 # The exporter as the chart's read-only mode runs it.
@@ -98,6 +102,74 @@ uid="$(awk '/^Uid:/{print $2}' "/proc/$pid/status")"
 [ "$uid" = 65534 ] && ok "runs as uid 65534" || bad "runs as uid $uid"
 sleep 5
 rss="$(awk '/^VmRSS:/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")"
+
+# README "Operate: kubectl exec recipes", through `docker exec` into the running container: the
+# same user, read-only root filesystem, mounts, PATH and environment a `kubectl exec` into the
+# chart's read-only pod gets. Commands exactly as documented.
+ex=("${docker[@]}" exec "$name")
+"${ex[@]}" vgpu-exporter version >"$work/version.txt" 2>&1; rc=$?
+[ "$rc" -eq 0 ] && [ -s "$work/version.txt" ] && ok "kubectl-exec recipe: vgpu-exporter is on PATH (version exits 0)" \
+  || { bad "vgpu-exporter version: exit $rc"; head -5 "$work/version.txt"; }
+"${ex[@]}" vgpu-exporter doctor >"$work/doctor.txt" 2>&1; rc=$?
+# 0/1/2 are verdicts (ok, warnings, failures); 3 "could not run", 126/127 no launcher or no runtime.
+if [ "$rc" -le 2 ] && grep -q '^verdict: ' "$work/doctor.txt"; then
+  ok "kubectl-exec recipe: doctor ran read-only as uid 65534 and gave a verdict (exit $rc)"
+else
+  bad "doctor: exit $rc"; tail -20 "$work/doctor.txt"
+fi
+"${ex[@]}" vgpu-exporter inspect >"$work/inspect.txt" 2>&1; rc=$?
+seen=0
+for d in "$work"/fixture/*_*/; do grep -qF "$(basename "$d")" "$work/inspect.txt" && seen=$((seen + 1)); done
+[ "$rc" -eq 0 ] && [ "$seen" -eq "$dirs" ] && ok "kubectl-exec recipe: inspect reads all $dirs containers (exit 0)" \
+  || { bad "inspect: exit $rc, names $seen of $dirs containers"; tail -20 "$work/inspect.txt"; }
+file="$(cd "$work/fixture" && find . -name '*.cache' | sort | head -1)"
+file="/usr/local/vgpu/containers/${file#./}"
+"${ex[@]}" shrreg-tool --inspect --host --file "$file" >"$work/shrreg-inspect.txt" 2>&1; rc=$?
+# 0 ok, 1 a problem found (the fixture's processes are gone): the region was read either way.
+if [ "$rc" -le 1 ] && grep -qi 'device' "$work/shrreg-inspect.txt"; then
+  ok "kubectl-exec recipe: shrreg-tool --inspect reads $file read-only (exit $rc)"
+else
+  bad "shrreg-tool --inspect --file $file: exit $rc"; head -20 "$work/shrreg-inspect.txt"
+fi
+# Read-only mode: the cleanup dry run plans, --apply changes nothing (the mount refuses the write).
+sum_before="$(find "$work/fixture" -name '*.cache' -exec md5sum {} + | sort)"
+"${ex[@]}" vgpu-exporter cleanup >"$work/cleanup-dry.txt" 2>&1; dry_rc=$?
+"${ex[@]}" vgpu-exporter cleanup --apply >"$work/cleanup-ro.txt" 2>&1; rc=$?
+if [ "$dry_rc" -le 1 ] && [ "$sum_before" = "$(find "$work/fixture" -name '*.cache' -exec md5sum {} + | sort)" ] \
+   && { [ "$dry_rc" -eq 0 ] || [ "$rc" -eq 2 ]; }; then
+  ok "kubectl-exec recipe: cleanup dry run exits $dry_rc read-only; --apply there changes nothing (exit $rc)"
+else
+  bad "read-only cleanup: dry run exit $dry_rc, --apply exit $rc, files changed: $([ "$sum_before" = "$(find "$work/fixture" -name '*.cache' -exec md5sum {} + | sort)" ] && echo no || echo yes)"
+  tail -5 "$work/cleanup-ro.txt"
+fi
+
+# Write mode (HAMi-replacement: uid 0, DAC_OVERRIDE only, cache root read-write): cleanup --apply
+# and unlock --apply reach shrreg-tool through PATH and change the regions.
+"${docker[@]}" rm -f "$wname" >/dev/null 2>&1
+"${docker[@]}" run -d --name "$wname" --network host --pid host --read-only --tmpfs /tmp:size=16m \
+  --user 0:0 --cap-drop ALL --cap-add DAC_OVERRIDE --security-opt no-new-privileges \
+  -v "$work/fixture-rw:/usr/local/vgpu/containers" "$image" \
+  serve --web.listen-port="$((port + 2))" --kubernetes=false --nvml=false --attribution.feedback=true \
+  --node-name=image-test >/dev/null || bad "docker run (write mode)"
+wx=("${docker[@]}" exec "$wname")
+sum_before="$(find "$work/fixture-rw" -name '*.cache' -exec md5sum {} + | sort)"
+"${wx[@]}" vgpu-exporter cleanup >"$work/cleanup-rw-dry.txt" 2>&1; dry_rc=$?
+"${wx[@]}" vgpu-exporter cleanup --apply >"$work/cleanup-rw.txt" 2>&1; rc=$?
+"${wx[@]}" vgpu-exporter cleanup >"$work/cleanup-rw-after.txt" 2>&1
+# Each planned change (file and --pids PID:HOSTPID guard) must be gone from a fresh dry run.
+planned="$(grep -o -- '--file [^ ]* .*--pids [^ ]*' "$work/cleanup-rw-dry.txt" | sed 's/--expect-inode [^ ]* //')"
+pending="$(grep -o -- '--file [^ ]* .*--pids [^ ]*' "$work/cleanup-rw-after.txt" | sed 's/--expect-inode [^ ]* //')"
+left="$(awk 'NR == FNR {want[$0] = 1; next} $0 in want {n++} END {print n + 0}' <(printf '%s\n' "$planned") <(printf '%s\n' "$pending"))"
+if [ "$dry_rc" -eq 1 ] && [ -n "$planned" ] && [ "$rc" -eq 0 ] && [ "$left" -eq 0 ] \
+   && [ "$sum_before" != "$(find "$work/fixture-rw" -name '*.cache' -exec md5sum {} + | sort)" ] \
+   && ! grep -q 'Cannot run program' "$work/cleanup-rw.txt"; then
+  ok "kubectl-exec recipe, write mode: cleanup --apply freed the $(wc -l <<<"$planned") planned region(s)' dead slots through shrreg-tool on PATH"
+else
+  bad "write-mode cleanup: dry run exit $dry_rc, --apply exit $rc, $left planned change(s) still pending"; tail -8 "$work/cleanup-rw.txt"
+fi
+"${wx[@]}" vgpu-exporter unlock --apply >"$work/unlock-rw.txt" 2>&1; rc=$?
+[ "$rc" -eq 0 ] && ok "kubectl-exec recipe, write mode: unlock --apply exit 0" || { bad "write-mode unlock --apply: exit $rc"; tail -8 "$work/unlock-rw.txt"; }
+"${docker[@]}" rm -f "$wname" >/dev/null 2>&1
 
 # The installer entrypoint against a scratch host directory.
 if "${docker[@]}" run --rm --network none --read-only --user 0:0 --cap-drop ALL --security-opt no-new-privileges \
