@@ -43,6 +43,26 @@ class ChartRenderTest {
     return HelmChart.combinations();
   }
 
+  /**
+   * Narrow sources, so that no case passes by returning early: each lists only the combinations
+   * that render what the test inspects (JUnit fails a source that provides none).
+   */
+  static List<Combination> exporterCombinations() {
+    return HelmChart.exporterCombinations();
+  }
+
+  static List<Combination> prometheusRuleCombinations() {
+    return combinations().stream().filter(c -> HelmChart.enables(c, "prometheusRule")).toList();
+  }
+
+  static List<Combination> dashboardCombinations() {
+    return combinations().stream().filter(c -> HelmChart.enables(c, "dashboard")).toList();
+  }
+
+  static List<Combination> installerCombinations() {
+    return combinations().stream().filter(c -> c.mode() == Mode.INSTALLER).toList();
+  }
+
   /** Whether a combination turns on any write-back switch (the chart must then mount rw). */
   private static boolean writes(Combination c) {
     return c.mode() == Mode.HAMI_REPLACEMENT
@@ -185,11 +205,8 @@ class ChartRenderTest {
   }
 
   @ParameterizedTest
-  @MethodSource("combinations")
+  @MethodSource("exporterCombinations")
   void template_exporter_privilegesFollowWriteMode(Combination c) {
-    if (!exporterEnabled(c)) {
-      return;
-    }
     DaemonSet ds = HelmChart.exporterDaemonSet(HelmChart.parse(HelmChart.render(c)));
     PodSpec pod = ds.getSpec().getTemplate().getSpec();
     Container ctr = pod.getContainers().getFirst();
@@ -256,11 +273,8 @@ class ChartRenderTest {
   }
 
   @ParameterizedTest
-  @MethodSource("combinations")
+  @MethodSource("exporterCombinations")
   void template_serviceAndServiceMonitor_reachTheExporterPort(Combination c) {
-    if (!exporterEnabled(c)) {
-      return;
-    }
     List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
     DaemonSet ds = HelmChart.exporterDaemonSet(objects);
     Map<String, String> podLabels = ds.getSpec().getTemplate().getMetadata().getLabels();
@@ -280,9 +294,7 @@ class ChartRenderTest {
             });
 
     List<GenericKubernetesResource> monitors = HelmChart.ofKind(objects, "ServiceMonitor");
-    boolean wanted =
-        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("serviceMonitor.enabled"));
-    assertThat(monitors).hasSize(wanted ? 1 : 0);
+    assertThat(monitors).hasSize(HelmChart.enables(c, "serviceMonitor") ? 1 : 0);
     for (GenericKubernetesResource sm : monitors) {
       Map<String, String> matchLabels = sm.get("spec", "selector", "matchLabels");
       List<Map<String, Object>> endpoints = sm.get("spec", "endpoints");
@@ -302,16 +314,30 @@ class ChartRenderTest {
 
   @ParameterizedTest
   @MethodSource("combinations")
+  void template_optionalObjects_renderedExactlyWhenEnabled(Combination c) {
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(c));
+
+    assertThat(HelmChart.ofKind(objects, "PrometheusRule"))
+        .hasSize(HelmChart.enables(c, "prometheusRule") ? 1 : 0);
+    assertThat(HelmChart.ofType(objects, ConfigMap.class))
+        .hasSize(HelmChart.enables(c, "dashboard") ? 1 : 0);
+    assertThat(
+            HelmChart.ofType(objects, DaemonSet.class).stream()
+                .filter(
+                    d ->
+                        "installer"
+                            .equals(
+                                d.getMetadata().getLabels().get("app.kubernetes.io/component"))))
+        .hasSize(c.mode() == Mode.INSTALLER ? 1 : 0);
+  }
+
+  @ParameterizedTest
+  @MethodSource("prometheusRuleCombinations")
   void template_prometheusRule_isTheRulesFileAndPassesPromtool(Combination c, @TempDir Path tmp)
       throws IOException, InterruptedException {
     List<GenericKubernetesResource> rules =
         HelmChart.ofKind(HelmChart.parse(HelmChart.render(c)), "PrometheusRule");
-    boolean wanted =
-        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("prometheusRule.enabled"));
-    assertThat(rules).hasSize(wanted ? 1 : 0);
-    if (!wanted) {
-      return;
-    }
+    assertThat(rules).hasSize(1);
     var serialization = new KubernetesSerialization();
     Path rulesFile = HelmChart.repoRoot().resolve("deploy/rules/vgpu-exporter.rules.yaml");
     Map<String, Object> source =
@@ -333,16 +359,11 @@ class ChartRenderTest {
   }
 
   @ParameterizedTest
-  @MethodSource("combinations")
+  @MethodSource("dashboardCombinations")
   void template_dashboardConfigMap_isTheDashboardFileWithSidecarLabel(Combination c)
       throws IOException {
     List<ConfigMap> maps = HelmChart.ofType(HelmChart.parse(HelmChart.render(c)), ConfigMap.class);
-    boolean wanted =
-        c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get("dashboard.enabled"));
-    assertThat(maps).hasSize(wanted ? 1 : 0);
-    if (!wanted) {
-      return;
-    }
+    assertThat(maps).hasSize(1);
     ConfigMap cm = maps.getFirst();
     String json = Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter.json"));
 
@@ -359,7 +380,7 @@ class ChartRenderTest {
   }
 
   @ParameterizedTest
-  @MethodSource("combinations")
+  @MethodSource("installerCombinations")
   void template_installer_placesLibraryWhereHamiMountsIt(Combination c) {
     List<DaemonSet> installers =
         HelmChart.ofType(HelmChart.parse(HelmChart.render(c)), DaemonSet.class).stream()
@@ -368,10 +389,7 @@ class ChartRenderTest {
                     "installer"
                         .equals(d.getMetadata().getLabels().get("app.kubernetes.io/component")))
             .toList();
-    assertThat(installers).hasSize(c.mode() == Mode.INSTALLER ? 1 : 0);
-    if (installers.isEmpty()) {
-      return;
-    }
+    assertThat(installers).hasSize(1);
     PodSpec pod = installers.getFirst().getSpec().getTemplate().getSpec();
     Container ctr = pod.getContainers().getFirst();
     List<String> command = ctr.getCommand();
@@ -451,6 +469,88 @@ class ChartRenderTest {
         .contains("--web.status-pages=loopback")
         .noneMatch(a -> a.startsWith("--web.config.file"));
     assertThat(p.getLivenessProbe().getHttpGet().getScheme()).isNull();
+  }
+
+  /**
+   * README "Operate: kubectl exec recipes" promises, per chart mode, who the pod runs as, how the
+   * cache root is mounted and whether {@code cleanup --apply} / {@code unlock --apply} work. Each
+   * mode's rendered DaemonSet must grant exactly that, plus what every mode's read-only recipe
+   * needs: the host's /proc, a writable /tmp for the exec'd JVM, the cache root in {@code
+   * VGPU_EXPORTER_PATH_CACHE_ROOT} (so the exec'd subcommands read what serve reads), {@code
+   * NODE_NAME}, and API reads of nodes (doctor's annotations) and pods (doctor --pod).
+   */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(Mode.class)
+  void template_eachMode_grantsWhatItsKubectlExecRecipeSays(Mode mode) throws IOException {
+    Map<String, List<String>> table = recipeTable();
+    String valuesFile = mode.valuesFile.orElse("values.yaml");
+    assertThat(table).as("README recipe table rows").hasSize(Mode.values().length);
+    List<String> row = table.get(valuesFile);
+    assertThat(row).as("README recipe table has a row for %s", valuesFile).isNotNull();
+    String runsAs = row.get(2);
+    String cacheRoot = row.get(3);
+    String apply = row.get(5);
+
+    List<HasMetadata> objects = HelmChart.parse(HelmChart.render(mode, Map.of()));
+    PodSpec pod = HelmChart.exporterDaemonSet(objects).getSpec().getTemplate().getSpec();
+    Container ctr = pod.getContainers().getFirst();
+    VolumeMount cache = mountOf(ctr, "cache-root");
+    var uid = java.util.regex.Pattern.compile("uid (\\d+)").matcher(runsAs);
+    assertThat(uid.find()).as("runs-as column names a uid: %s", runsAs).isTrue();
+    assertThat(pod.getSecurityContext().getRunAsUser()).isEqualTo(Long.parseLong(uid.group(1)));
+    List<String> added = ctr.getSecurityContext().getCapabilities().getAdd();
+    if (runsAs.contains("no capabilities")) {
+      assertThat(added).isNullOrEmpty();
+    } else {
+      assertThat(added)
+          .containsExactlyInAnyOrder(
+              runsAs.substring(uid.end()).replaceFirst("^[,\\s]+", "").split("[,\\s]+", -1));
+    }
+    assertThat(cacheRoot).isIn("read-only", "read-write");
+    assertThat(cache.getReadOnly())
+        .as("%s: cache root", mode)
+        .isEqualTo(cacheRoot.equals("read-only"));
+    assertThat(apply).isIn("yes", "no");
+    assertThat(apply.equals("yes"))
+        .as("%s: --apply works exactly when the cache root is writable", mode)
+        .isEqualTo(!cache.getReadOnly());
+    assertThat(row.get(4)).isEqualTo("yes");
+
+    assertThat(pod.getHostPID()).isTrue();
+    assertThat(mountOf(ctr, "tmp").getMountPath()).isEqualTo("/tmp");
+    Map<String, io.fabric8.kubernetes.api.model.EnvVar> env = new java.util.HashMap<>();
+    ctr.getEnv().forEach(e -> env.put(e.getName(), e));
+    assertThat(env.get("VGPU_EXPORTER_PATH_CACHE_ROOT").getValue())
+        .isEqualTo(cache.getMountPath())
+        .isEqualTo(HelmChart.flagsOf(ctr.getArgs()).get("path.cache-root"));
+    assertThat(env.get("NODE_NAME").getValueFrom().getFieldRef().getFieldPath())
+        .isEqualTo("spec.nodeName");
+    assertThat(pod.getAutomountServiceAccountToken()).isNotEqualTo(false);
+    List<PolicyRule> rules = HelmChart.ofType(objects, ClusterRole.class).getFirst().getRules();
+    assertThat(rules)
+        .anyMatch(r -> r.getResources().contains("nodes") && r.getVerbs().contains("get"))
+        .anyMatch(r -> r.getResources().contains("pods") && r.getVerbs().contains("list"));
+  }
+
+  /** README's recipe table: the values file (column 2) to the row's cells. */
+  private static Map<String, List<String>> recipeTable() throws IOException {
+    String readme = Files.readString(HelmChart.repoRoot().resolve("README.md"));
+    int start = readme.indexOf("\n## Operate: kubectl exec recipes\n");
+    assertThat(start).as("README section \"Operate: kubectl exec recipes\"").isNotNegative();
+    int end = readme.indexOf("\n## ", start + 1);
+    Map<String, List<String>> rows = new java.util.LinkedHashMap<>();
+    for (String line : readme.substring(start, end < 0 ? readme.length() : end).split("\n")) {
+      if (!line.startsWith("| ") || line.startsWith("| chart mode")) {
+        continue;
+      }
+      List<String> cells =
+          java.util.Arrays.stream(line.substring(1, line.length() - 1).split("\\|"))
+              .map(x -> x.strip().replace("`", ""))
+              .toList();
+      assertThat(cells).as(line).hasSize(6);
+      rows.put(cells.get(1), cells);
+    }
+    return rows;
   }
 
   private static VolumeMount mountOf(Container ctr, String volume) {

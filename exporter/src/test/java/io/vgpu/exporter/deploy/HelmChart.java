@@ -117,6 +117,21 @@ final class HelmChart {
                 "libvgpu.so.v2.7.0")));
   }
 
+  /** The combinations that render the exporter DaemonSet (all but installer-only). */
+  static List<Combination> exporterCombinations() {
+    return combinations().stream()
+        .filter(c -> !Boolean.FALSE.equals(c.sets().get("exporter.enabled")))
+        .toList();
+  }
+
+  /**
+   * Whether a combination turns on an optional object ({@code serviceMonitor}, {@code
+   * prometheusRule}, {@code dashboard}): the non-default modes' values files turn all three on.
+   */
+  static boolean enables(Combination c, String valuesKey) {
+    return c.mode() != Mode.PLAIN || Boolean.TRUE.equals(c.sets().get(valuesKey + ".enabled"));
+  }
+
   static Path repoRoot() {
     // Surefire runs in exporter/; fall back to the working directory when run from the root.
     Path here = Path.of("").toAbsolutePath();
