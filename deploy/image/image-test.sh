@@ -107,6 +107,7 @@ rss="$(awk '/^VmRSS:/{printf "%.0f MiB", $2/1024}' "/proc/$pid/status")"
 # same user, read-only root filesystem, mounts, PATH and environment a `kubectl exec` into the
 # chart's read-only pod gets. Commands exactly as documented.
 ex=("${docker[@]}" exec "$name")
+recipes_start=$SECONDS
 "${ex[@]}" vgpu-exporter version >"$work/version.txt" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && [ -s "$work/version.txt" ] && ok "kubectl-exec recipe: vgpu-exporter is on PATH (version exits 0)" \
   || { bad "vgpu-exporter version: exit $rc"; head -5 "$work/version.txt"; }
@@ -170,6 +171,7 @@ fi
 "${wx[@]}" vgpu-exporter unlock --apply >"$work/unlock-rw.txt" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && ok "kubectl-exec recipe, write mode: unlock --apply exit 0" || { bad "write-mode unlock --apply: exit $rc"; tail -8 "$work/unlock-rw.txt"; }
 "${docker[@]}" rm -f "$wname" >/dev/null 2>&1
+recipes_seconds=$((SECONDS - recipes_start))
 
 # The installer entrypoint against a scratch host directory.
 if "${docker[@]}" run --rm --network none --read-only --user 0:0 --cap-drop ALL --security-opt no-new-privileges \
@@ -193,5 +195,5 @@ else
   bad "glibc floor of the installed files:"; grep FAIL <<<"$floor"
 fi
 
-echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers)"
+echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers); kubectl-exec recipes ${recipes_seconds:-?} s"
 finish

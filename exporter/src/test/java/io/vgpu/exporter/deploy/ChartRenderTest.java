@@ -520,6 +520,9 @@ class ChartRenderTest {
     assertThat(mountOf(ctr, "tmp").getMountPath()).isEqualTo("/tmp");
     Map<String, io.fabric8.kubernetes.api.model.EnvVar> env = new java.util.HashMap<>();
     ctr.getEnv().forEach(e -> env.put(e.getName(), e));
+    assertThat(env)
+        .as("exec'd subcommands find the cache root and node through the pod's env")
+        .containsKeys("VGPU_EXPORTER_PATH_CACHE_ROOT", "NODE_NAME");
     assertThat(env.get("VGPU_EXPORTER_PATH_CACHE_ROOT").getValue())
         .isEqualTo(cache.getMountPath())
         .isEqualTo(HelmChart.flagsOf(ctr.getArgs()).get("path.cache-root"));
