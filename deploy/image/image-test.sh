@@ -172,6 +172,11 @@ fi
 [ "$rc" -eq 0 ] && ok "kubectl-exec recipe, write mode: unlock --apply exit 0" || { bad "write-mode unlock --apply: exit $rc"; tail -8 "$work/unlock-rw.txt"; }
 "${docker[@]}" rm -f "$wname" >/dev/null 2>&1
 recipes_seconds=$((SECONDS - recipes_start))
+# The exec'd JVMs share the pod's memory limit with serve: report the read-only container's peak
+# (cgroup v1 memory controller, where dockerd puts it) for the chart's 256Mi limit.
+cid="$("${docker[@]}" inspect -f '{{.Id}}' "$name")"
+peak_file="$(find /sys/fs/cgroup/memory -maxdepth 3 -type d -name "$cid" -print -quit 2>/dev/null)/memory.max_usage_in_bytes"
+if [ -r "$peak_file" ]; then peak="$(awk '{printf "%.0f MiB", $1/1048576}' "$peak_file")"; else peak="unknown (no cgroup v1 memory controller)"; fi
 
 # The installer entrypoint against a scratch host directory.
 if "${docker[@]}" run --rm --network none --read-only --user 0:0 --cap-drop ALL --security-opt no-new-privileges \
@@ -195,5 +200,5 @@ else
   bad "glibc floor of the installed files:"; grep FAIL <<<"$floor"
 fi
 
-echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers); kubectl-exec recipes ${recipes_seconds:-?} s"
+echo "image-test: image $image is $size; exporter idle RSS in the container $rss (${dirs} containers); kubectl-exec recipes ${recipes_seconds:-?} s, container memory peak with serve and the exec'd tools ${peak:-?}"
 finish
