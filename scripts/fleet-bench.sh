@@ -13,7 +13,8 @@
 # kernels, 8), SCRAPE (15s), MEASURE_AFTER (seconds of scraping before measuring, 240), BASE_PORT
 # (19400), TICK (how often each demo's usage moves, 5s: the simulation, not the exporter, is what
 # would load a small machine), DEMO_JAVA_OPTS (JVM flags of each demo, default the launcher's). Needs `make build`
-# (exporter jar and libvgpu fakes), prometheus and promtool, curl, jq. 127.0.0.1 only.
+# (exporter jar and libvgpu fakes), prometheus and promtool, curl, jq. 127.0.0.1 only. On a copy
+# without git history, FLEET_COMMIT names the commit the jars were built from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -58,6 +59,12 @@ trap 'stop_all; rm -rf "$work"' EXIT
 # Sum of VmRSS and of Pss (KiB; shared pages split among their users) of the given pids.
 rss_kib() { awk '/^VmRSS:/ {s += $2} END {print s + 0}' $(printf '/proc/%s/status ' "$@") 2>/dev/null; }
 pss_kib() { awk '/^Pss:/ {s += $2} END {print s + 0}' $(printf '/proc/%s/smaps_rollup ' "$@") 2>/dev/null; }
+# CPU seconds (user + system, children reaped excluded) the given pids have used so far.
+cpu_seconds() {
+  local hz
+  hz="$(getconf CLK_TCK)"
+  cat $(printf '/proc/%s/stat ' "$@") 2>/dev/null | awk -v hz="$hz" '{sub(/.*\) /, ""); s += $12 + $13} END {printf "%.1f", s / hz}'
+}
 descendants() {
   local p c
   for p in "$@"; do
@@ -188,6 +195,12 @@ run_bench() { # N
   t0=$SECONDS
   start_fleet "$n"
   echo "   fleet up in $((SECONDS - t0)) s"
+  start_prometheus "$n"
+  local cpu0 cpu1
+  cpu0="$(cpu_seconds "${demo_pids[@]}")"
+  sleep "$MEASURE_AFTER"
+  cpu1="$(cpu_seconds "${demo_pids[@]}")"
+  # The first node's page once it has run as long as Prometheus has scraped it.
   local page="$work/page.txt"
   curl -sf "http://127.0.0.1:$BASE_PORT/metrics" >"$page"
   local series bytes gz containers_dev
@@ -195,8 +208,6 @@ run_bench() { # N
   bytes="$(wc -c <"$page")"
   gz="$(curl -sf -H 'Accept-Encoding: gzip' "http://127.0.0.1:$BASE_PORT/metrics" | wc -c)"
   containers_dev="$(grep -c '^vgpu_container_memory_used_bytes{' "$page")"
-  start_prometheus "$n"
-  sleep "$MEASURE_AFTER"
   local result
   if result="$(check_dashboard)"; then dash="all $(queries_total) return data"; else dash="EMPTY: $result"; fi
   rss_demo="$(rss_kib "${demo_pids[@]}")"
@@ -205,7 +216,7 @@ run_bench() { # N
   nchildren="${#kids[@]}"
   pss_children=0
   if ((nchildren)); then pss_children="$(pss_kib "${kids[@]}")"; fi
-  local head rec prom_rss heap eval_p samples sdur
+  local head rec prom_rss heap eval_p samples sdur prom_cpu missed
   head="$(scalar 'prometheus_tsdb_head_series')"
   rec="$(scalar 'count({__name__=~"[a-z_]+:vgpu_[a-z_]+:[a-z0-9_]+"})')"
   prom_rss="$(scalar 'process_resident_memory_bytes{job="prometheus"}')"
@@ -213,14 +224,29 @@ run_bench() { # N
   eval_p="$(promql 'prometheus_rule_group_last_duration_seconds' | jq -r '[.[] | "\(.metric.rule_group | sub(".*;"; "")) \((.value[1] | tonumber) * 1000 | floor / 1)ms"] | join(", ")')"
   samples="$(scalar 'avg(scrape_samples_scraped{job="vgpu-exporter"})')"
   sdur="$(scalar 'avg(scrape_duration_seconds{job="vgpu-exporter"})')"
+  # CPU of Prometheus over the last 2 minutes (in cores), and rule evaluations it had to skip
+  # because the previous one of the group was still running (a shard too big for its CPU).
+  prom_cpu="$(scalar 'rate(process_cpu_seconds_total{job="prometheus"}[2m])')"
+  missed="$(scalar 'sum(prometheus_rule_group_iterations_missed_total)')"
   printf '   per node: %s series (%s container x device pairs), scrape %s bytes (%s gzip), Prometheus sees %.0f samples per scrape, scrape took %.3f s on average\n' \
     "$series" "$containers_dev" "$bytes" "$gz" "$samples" "$sdur"
   printf '   Prometheus: head series %s (recording-rule outputs %s), RSS %.0f MiB, Go heap in use %.0f MiB\n' \
     "$head" "$rec" "$(jq -n "$prom_rss / 1048576")" "$(jq -n "$heap / 1048576")"
+  printf '   Prometheus CPU: %.3f cores (last 2 min); rule group evaluations missed: %s\n' "$prom_cpu" "$missed"
   printf '   rule groups (last evaluation): %s\n' "$eval_p"
   printf '   demo JVMs: %d, RSS %.0f MiB each (PSS %.0f MiB each, %.0f MiB in all); %d simulated container processes, PSS %.0f MiB in all\n' \
     "$n" "$(jq -n "$rss_demo / 1024 / $n")" "$(jq -n "$pss_demo / 1024 / $n")" "$(jq -n "$pss_demo / 1024")" "$nchildren" "$(jq -n "$pss_children / 1024")"
+  printf '   demo JVMs CPU while scraped: %.2f cores in all (%.3f per node)\n' \
+    "$(jq -n "($cpu1 - $cpu0) / $MEASURE_AFTER")" "$(jq -n "($cpu1 - $cpu0) / $MEASURE_AFTER / $n")"
   printf '   dashboard: %s\n' "$dash"
+  local problems
+  # grep -c prints 0 and exits 1 when no line matches; any other failure is an unreadable log.
+  if problems="$(cat "$work"/node-*/log | grep -cE 'WARN|ERROR|Exception|Error:')"; then :; elif [ $? -ne 1 ]; then
+    echo "fleet-bench: cannot read the demo logs" >&2
+    return 1
+  fi
+  printf '   demo logs: %s lines of warnings or errors\n' "$problems"
+  if ((problems)); then cat "$work"/node-*/log | grep -E 'WARN|ERROR|Exception|Error:' | sort | uniq -c | sort -rn | head -5; fi
   printf '   load after: %s, measured after %s s of scraping\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$MEASURE_AFTER"
   stop_all
 }
@@ -228,6 +254,7 @@ run_bench() { # N
 if $check_only; then
   run_check
 else
-  echo "fleet-bench: commit $(git rev-parse --short HEAD), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "fleet-bench: commit ${FLEET_COMMIT:-$(git rev-parse --short HEAD)}, $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "fleet-bench: $(grep -m1 "model name" /proc/cpuinfo | sed "s/.*: //"), java $("${JAVA_HOME:-/usr}"/bin/java -version 2>&1 | head -1), $(prometheus --version 2>&1 | head -1)"
   for n in $NODES; do run_bench "$n"; done
 fi
