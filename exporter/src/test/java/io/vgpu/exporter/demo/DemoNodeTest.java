@@ -87,6 +87,21 @@ class DemoNodeTest {
   }
 
   @Test
+  void close_withoutPidNamespaces_stopsEverySleeperAtOnce() throws Exception {
+    DemoNode node = DemoNode.create(tmp.resolve("plain"), 12, 2, 1, 0, false);
+    List<ProcessHandle> sleepers =
+        node.childHostPids().stream().map(pid -> ProcessHandle.of(pid).orElseThrow()).toList();
+    assertThat(sleepers).hasSize(12).allMatch(ProcessHandle::isAlive);
+    long start = System.nanoTime();
+    node.close();
+    Duration took = Duration.ofNanos(System.nanoTime() - start);
+    assertThat(sleepers).noneMatch(ProcessHandle::isAlive);
+    // It used to signal only the sleepers' children (they have none without a namespace) and then
+    // wait a second on each sleeper before killing it: 12 s here, over 2 minutes for a fleet node.
+    assertThat(took).isLessThan(Duration.ofSeconds(6));
+  }
+
+  @Test
   void fleetShape_spreadsContainersOverGpus_idleOnesLaunchNothing_fakeNvmlScriptMatches()
       throws Exception {
     Path root = tmp.resolve("fleet");
