@@ -62,7 +62,7 @@ bench: ## JMH and C benchmarks (numbers go in README)
 	$(need_jdk)
 	@scripts/bench.sh
 
-bench-fleet: ## N simulated nodes (NODES="10 50") scraped by one Prometheus with the rules: series, bytes, Prometheus memory, rule time (README "Fleet")
+bench-fleet: ## N simulated nodes (NODES="10 50"; 50 needs 8+ cores) scraped by one Prometheus with the rules: series, bytes, Prometheus memory, rule time (README "Fleet")
 	$(need_jdk)
 	$(MAKE) -C libvgpu all
 	$(MVN) -q install -DskipTests
