@@ -12,6 +12,7 @@
 //          cuLaunchKernel_ptsz when built with --default-stream per-thread)
 //   long   one 20 ms kernel per batch on the default stream
 //   xlong  one 1 s kernel per batch on the default stream (seconds-long kernels, issue 15)
+//   xxlong one 5 s kernel per batch on the default stream
 //   mixed  three non-blocking streams per batch: 100 x 50 us (cudaLaunchKernel), 3 x 2 ms
 //          (cudaLaunchKernelEx -> cuLaunchKernelEx), one CUDA graph of 4 x 1 ms kernels
 //          (cudaGraphLaunch -> cuGraphLaunch) and one 1 ms cooperative launch
@@ -37,10 +38,10 @@
     }                                                                                  \
   } while (0)
 
-__global__ void fma_spin(float *sink, int iters) {
+__global__ void fma_spin(float *sink, long long iters) {
   float a = threadIdx.x * 1e-3f, b = 1.000001f, c = 0.999999f;
 #pragma unroll 4
-  for (int i = 0; i < iters; i++) {
+  for (long long i = 0; i < iters; i++) {
     a = fmaf(a, b, c);
     b = fmaf(b, c, a * 1e-9f);
   }
@@ -57,8 +58,8 @@ struct Launcher {
   int grid = 0, coop_grid = 0, block = 256;
   double ipus = 0;
   float *sink = nullptr;
-  int iters(double us) const {
-    int n = (int)(ipus * us + 0.5);
+  long long iters(double us) const {  // 64-bit: a 5 s kernel exceeds INT_MAX iterations
+    long long n = (long long)(ipus * us + 0.5);
     return n < 1 ? 1 : n;
   }
   void plain(double us, cudaStream_t s) {
@@ -66,7 +67,7 @@ struct Launcher {
     CK(cudaGetLastError());
   }
   void via_runtime(double us, cudaStream_t s) {
-    int it = iters(us);
+    long long it = iters(us);
     void *args[] = {&sink, &it};
     CK(cudaLaunchKernel((const void *)fma_spin, dim3(grid), dim3(block), args, 0, s));
   }
@@ -78,7 +79,7 @@ struct Launcher {
     CK(cudaLaunchKernelEx(&cfg, fma_spin, sink, iters(us)));
   }
   void cooperative(double us, cudaStream_t s) {
-    int it = iters(us);
+    long long it = iters(us);
     void *args[] = {&sink, &it};
     CK(cudaLaunchCooperativeKernel((const void *)fma_spin, dim3(coop_grid), dim3(block), args, 0,
                                    s));
@@ -159,7 +160,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 4; k++) L.plain(1000, s2);
     CK(cudaStreamEndCapture(s2, &g));
     CK(cudaGraphInstantiate(&gexec, g, 0));
-  } else if (shape != "short" && shape != "long" && shape != "xlong") {
+  } else if (shape != "short" && shape != "long" && shape != "xlong" && shape != "xxlong") {
     fprintf(stderr, "unknown shape %s\n", shape.c_str());
     return 2;
   }
@@ -189,6 +190,9 @@ int main(int argc, char **argv) {
       CK(cudaEventRecord(done[k], 0));
     } else if (shape == "xlong") {
       L.plain(1000000, 0);
+      CK(cudaEventRecord(done[k], 0));
+    } else if (shape == "xxlong") {
+      L.plain(5000000, 0);
       CK(cudaEventRecord(done[k], 0));
     } else {
       for (int i = 0; i < 100; i++) {

@@ -614,6 +614,8 @@ void vgpu_limiter_stats(vgpu_limiter_t *lim, int dev, vgpu_limiter_stats_t *out)
   out->in_flight = (uint64_t)d->n_inflight;
   out->trim = d->trim;
   out->estimate_ns = d->est_dev_ns;
+  out->switches = d->switches;
+  out->switch_ns = d->switch_ns;
   pthread_mutex_unlock(&d->mu);
 }
 

@@ -6,8 +6,9 @@
  * stream; completed brackets give the launch's GPU interval on CLOCK_MONOTONIC (per-context
  * reference events, refined by event lower bounds). Per process the union of intervals is taken
  * (overlapping streams count once), and stretches in which another context held the GPU (found by
- * late "heartbeat" events on an idle internal stream) are not charged. The charge goes into a
- * virtual-time token bucket (GCRA) kept in the region's extension block
+ * late "heartbeat" events on an idle internal stream) are not charged, but the context switch that
+ * brought the context back is (a fixed cost per switch, charged to the context it brings on). The
+ * charge goes into a virtual-time token bucket (GCRA) kept in the region's extension block
  * (ext->devices[dev].limiter_bucket, CLOCK_MONOTONIC ns), so every process of the container draws from the
  * same budget. Launches are admitted while the container's charged work plus this process's
  * in-flight estimate stays within a short burst of its entitlement; a slow integral trim (bounded,
@@ -137,6 +138,8 @@ typedef struct {
   uint64_t in_flight;       /* launches bracketed but not yet charged */
   double trim;              /* integral trim factor in [-VGPU_LIMITER_TRIM_MAX, +MAX] */
   int64_t estimate_ns;      /* device-level EWMA of a launch's GPU time */
+  uint64_t switches;        /* context switches onto this instance's contexts it saw */
+  int64_t switch_ns;        /* what it charged for them (part of busy_ns) */
 } vgpu_limiter_stats_t;
 #define VGPU_LIMITER_TRIM_MAX 0.25
 

@@ -20,14 +20,21 @@
  * interval beyond this process's watermark (overlapping streams count once) minus the time its
  * context was known to be off the GPU (another context's time slice), and advances TAT by that
  * / leff, from no earlier than its own start minus SLACK (idle time before the launch earns no
- * credit: anti-windup). Unmeasured launches charge their estimate from now. Returns the GPU ns
- * charged. Call under d->mu (d->local_wm_ns).
+ * credit: anti-windup). Unmeasured launches charge their estimate from now. The context switches
+ * onto this process's contexts seen since the last charge (d->switch_owed_ns, SWITCH_CHARGE_NS)
+ * are added right after the batch's first launch, past its anti-windup floor: they happened
+ * while that launch or one just before it waited for the GPU, so idle credit never absorbs them.
+ * Returns the GPU ns charged. Call under d->mu (d->local_wm_ns).
  */
 int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch) {
   uint64_t old = __atomic_load_n(d->bucket, __ATOMIC_RELAXED);
   for (;;) {
-    double tat = (double)lim_bucket_tat(old, now);
+    /* A fresh or unreadable word owes nothing: the first launch's own anti-windup floor (its
+     * start) applies, as for a container idle for long. Reading it as "now" started the first
+     * launch's debt at its completion (a 5 s kernel at 50 % waited 15 s instead of 10 s). */
+    double tat = lim_bucket_word_valid(old, now) ? (double)(int64_t)old : 0.0;
     int64_t wm_ns = d->local_wm_ns;
+    int64_t sw = batch->n > 0 ? d->switch_owed_ns : 0;
     int64_t charged = 0;
     for (int i = 0; i < batch->n; i++) {
       pend_t *p = batch->ents[i];
@@ -46,6 +53,10 @@ int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit
       tat += (double)c / leff;
       charged += c;
       p->charged = c;
+      if (i == 0 && sw > 0) { /* after the first launch's anti-windup floor: never forgiven */
+        tat += (double)sw / leff;
+        charged += sw;
+      }
     }
     double cap = (double)(now + TAT_MAX_AHEAD_NS);
     if (tat > cap) tat = cap;
@@ -53,6 +64,8 @@ int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit
     if (__atomic_compare_exchange_n(d->bucket, &old, neu, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       d->local_wm_ns = wm_ns;
+      d->switch_ns += sw;
+      d->switch_owed_ns = 0;
       return charged;
     }
   }

@@ -97,6 +97,9 @@ typedef struct {
   vgpu_ext_device_t *xd;
   int64_t local_wm_ns; /* union watermark over this process's streams */
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
+  int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
+  int64_t switch_ns;       /* switch time charged so far (stats) */
+  uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
   int blocked;
   int last_limit;
   double leff; /* fraction of the GPU, with trim */
@@ -170,10 +173,12 @@ void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
 /* The word is the container's TAT in CLOCK_MONOTONIC ns (system-wide, so every process of the
  * container agrees). 0 (fresh region) or a value further ahead than any legitimate debt
  * (garbage, a clock from another boot) reads as "now". */
-static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
+static inline int lim_bucket_word_valid(uint64_t word, int64_t now) {
   int64_t tat = (int64_t)word;
-  if (tat <= 0 || tat > now + TAT_MAX_AHEAD_NS) return now;
-  return tat;
+  return tat > 0 && tat <= now + TAT_MAX_AHEAD_NS;
+}
+static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
+  return lim_bucket_word_valid(word, now) ? (int64_t)word : now;
 }
 
 /* How far the container's charged work plus this process's in-flight estimate runs ahead. */
@@ -186,6 +191,7 @@ typedef struct {
   pend_t **ents; /* in start order */
   int n;
 } commit_batch_t;
+/* Also charges d->switch_owed_ns (from now) and clears it. */
 int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch);
 /* Charges the done launches that are safe to commit (all of them with force_all). */
 void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all);

@@ -6,7 +6,8 @@
  * order, and only up to the start of the earliest still-running launch, so the union over this
  * process's streams is exact. Residency: heartbeat events on an idle internal stream complete
  * only while the context owns the GPU; a late one marks another context's time slice, which is
- * not charged (lim_foreign_overlap).
+ * not charged (lim_foreign_overlap), and the switch back onto this context that ended it, which
+ * is (SWITCH_CHARGE_NS, d->switch_owed_ns).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -179,8 +180,10 @@ int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
 
 /* ---- residency heartbeats ------------------------------------------------------------- */
 
-static void foreign_add(ctx_t *c, int64_t a, int64_t b) {
-  if (c->foreign == NULL) return; /* no memory: stretches are charged (fails safe) */
+/* Records the off-GPU stretch [a, b); returns 1 when it is a new one (one more switch back onto
+ * this context), 0 when it extends the previous one or cannot be remembered. */
+static int foreign_add(ctx_t *c, int64_t a, int64_t b) {
+  if (c->foreign == NULL) return 0; /* no memory: stretches are charged (fails safe) */
   if (c->foreign_n > 0) {
     struct foreign_s *last = &c->foreign[(c->foreign_head + c->foreign_n - 1) % MAX_FOREIGN];
     if (a <= last->b) { /* heartbeats queued behind one gap: extend it */
@@ -188,7 +191,7 @@ static void foreign_add(ctx_t *c, int64_t a, int64_t b) {
         c->foreign_total += b - last->b;
         last->b = b;
       }
-      return;
+      return 0;
     }
   }
   if (c->foreign_n == MAX_FOREIGN) { /* the oldest is older than any launch still measured */
@@ -201,6 +204,7 @@ static void foreign_add(ctx_t *c, int64_t a, int64_t b) {
   f->cum = c->foreign_total;
   c->foreign_total += b - a;
   c->foreign_n++;
+  return 1;
 }
 
 /* Off-GPU time before t among the remembered stretches (F(t), monotone in t). */
@@ -246,7 +250,7 @@ void lim_heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min
 static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent ev, int64_t rec_ns,
                          int *ok);
 
-static void heartbeats_poll(const vgpu_limiter_t *lim, ctx_t *c) {
+static void heartbeats_poll(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c) {
   while (c->hb_n > 0) {
     int i = c->hb_head;
     CUresult r = lim->drv.cuEventQuery(c->hb[i].ev);
@@ -260,7 +264,13 @@ static void heartbeats_poll(const vgpu_limiter_t *lim, ctx_t *c) {
         int64_t a = c->hb[i].rec_ns;
         if (c->last_prompt_ns > 0 && a - c->last_prompt_ns < 2 * HB_PERIOD_NS)
           a = c->last_prompt_ns + (a - c->last_prompt_ns) / 2;
-        foreign_add(c, a, g);
+        /* The stretch ended with a switch back onto this context: this context asked for the
+         * GPU, so it pays for that switch (SWITCH_CHARGE_NS; a stretch shorter than that held
+         * no more than itself). The stretch itself stays uncharged (another context's slice). */
+        if (foreign_add(c, a, g)) {
+          d->switch_owed_ns += lim_i64min(SWITCH_CHARGE_NS, g - a);
+          d->switches++;
+        }
       } else if (ok) {
         c->last_prompt_ns = g;
       }
@@ -373,7 +383,7 @@ void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
       ctx_t *c = &d->ctx[ci];
       if (!c->used) continue;
       ref_settle(lim, c, now);
-      heartbeats_poll(lim, c);
+      heartbeats_poll(lim, d, c);
       for (int si = 0; si < MAX_STREAMS; si++) {
         stream_q_t *q = &c->sq[si];
         while (q->used && q->head >= 0) {

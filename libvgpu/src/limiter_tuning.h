@@ -80,6 +80,19 @@
  * far below a time slice (1–2 ms). */
 #define HB_GAP_NS 50000LL
 
+/* ---- context switches between time-sliced contexts (charged, not forgiven) --------------- */
+
+/* GPU time one switch onto this context costs (saving the context that held the GPU, restoring
+ * this one): charged to the context the switch brings onto the GPU, once per off-GPU stretch a
+ * late heartbeat reveals, capped by the stretch's length. Every switch brings exactly one context
+ * onto the GPU, so each is charged once, to the one that asked for the GPU (the waiting context
+ * at a slice's end, or the one whose work arrived while another's state was loaded). The time
+ * itself is invisible from inside one process (a late heartbeat says the context was off the GPU,
+ * not how much of that was save/restore), so it is a per-switch cost: 150 us reproduces what two
+ * time-sliced contexts lose on an H100/H200 (two unlimited processes finish 90.5-91.3 % of one
+ * process's work with the device 100 % busy at ~1 ms slices; README "SM limiter"). */
+#define SWITCH_CHARGE_NS 150000LL
+
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 
 /* Start a new reference event every second: a drifting GPU timer never accumulates error. */

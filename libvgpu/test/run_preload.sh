@@ -104,6 +104,9 @@ run launch CUDA_DEVICE_SM_LIMIT=50
 # the limited rate is compared with the solo unlimited rate measured in the same run.
 THROTTLE=$PWD/$BUILD/preload/sm_throttle
 PROG=$THROTTLE run throttle CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 --stderr 'sm_throttle: .* limit 30%'
+# Context switches are charged, not forgiven: two contexts take turns with 150 us kernels and
+# 150 us switches (the limiter's per-switch charge); kernels plus switches stay at the limit.
+PROG=$THROTTLE run switch CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=150 FAKE_CUDA_SWITCH_US=150 --stderr 'sm_throttle: switch: limit 30%'
 run no_gpu_use
 run cvd_reorder FAKE_CUDA_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_MEMORY_LIMIT_0=100m CUDA_DEVICE_MEMORY_LIMIT_1=50m
 run cvd_uuid FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001 CUDA_DEVICE_MEMORY_LIMIT_0=10m CUDA_DEVICE_MEMORY_LIMIT_1=50m

@@ -23,14 +23,23 @@
  *                                   its stream (at once on an idle stream); cuEventQuery,
  *                                   cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize and
  *                                   cuEventElapsedTime obey those times (CLOCK_MONOTONIC).
+ *   FAKE_CUDA_SWITCH_US=<us>        with FAKE_CUDA_KERNEL_US: contexts time-share the engine like
+ *                                   a GPU without MPS, and loading another context than the one
+ *                                   whose state is on the engine costs this long (save + restore;
+ *                                   default 0). A context's work runs only while it is loaded: an
+ *                                   event on an idle stream completes when its context next runs
+ *                                   (at the start of its next queued kernel, or after the work
+ *                                   queued now plus a switch), so a context's events are late
+ *                                   while another context holds the engine, as on real hardware.
  *   FAKE_CUDA_CONTEXT_BYTES=<bytes> with FAKE_NVML_CONFIG=<file>: as on the real driver, a context
  *                                   shows in NVML's per-process usage: each context creation
  *                                   (first primary retain, cuCtxCreate) rewrites that file as its
  *                                   first content plus "process <dev> pid=<self> used=<n x bytes>"
  * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
  * physical bytes in use: plain allocations, what every pool and the graph pool reserve, live VMM
- * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed) and
- * fakeCudaBusyNs(int ordinal) (kernel time executed so far on a device).
+ * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed),
+ * fakeCudaBusyNs(int ordinal) (kernel time executed so far on a device) and
+ * fakeCudaSwitchNs(int ordinal) (context-switch time spent so far on a device).
  * Memory lifetimes modelled on the real driver (sections below): VMM handles, mappings and
  * exported descriptors; graph allocation nodes served from the graph pool at launch/upload;
  * stream capture; cuCtxSetLimit heap/printf/stack.
@@ -1392,8 +1401,19 @@ FAKE_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQ
  * the end of their stream's last kernel */
 
 static long long kernel_ns = -1; /* -1: not read yet */
+static long long switch_cost_ns = -1;
 static long long engine_free_ns[MAXDEV]; /* end of the device's last kernel, by physical index */
 static long long busy_ns[MAXDEV];
+static long long switch_ns_total[MAXDEV];
+/* The engine's schedule: what runs when (kernels of a context, or a switch: ctx NULL), the last
+ * ENGINE_SEGS of them, in time order; and the context whose state is loaded after the last one. */
+#define ENGINE_SEGS 1024
+static struct {
+  long long a, b;
+  const struct ctx *ctx;
+} engine_seg[MAXDEV][ENGINE_SEGS];
+static unsigned long engine_nseg[MAXDEV];
+static const struct ctx *engine_ctx[MAXDEV];
 #define MAXSTREAMQ 256
 static struct {
   CUstream s;
@@ -1425,7 +1445,60 @@ static long long kernel_duration_ns(void) {
   }
   return kernel_ns;
 }
+static long long switch_duration_ns(void) {
+  if (__atomic_load_n(&switch_cost_ns, __ATOMIC_ACQUIRE) < 0) {
+    const char *e = getenv("FAKE_CUDA_SWITCH_US");
+    long long v = e ? strtoll(e, NULL, 10) * 1000 : 0;
+    __atomic_store_n(&switch_cost_ns, v > 0 ? v : 0, __ATOMIC_RELEASE);
+  }
+  return switch_cost_ns;
+}
 static int cur_phys(void) { return cur ? phys_of(cur->dev) : 0; }
+static void engine_seg_add_locked(int phys, long long a, long long b, const struct ctx *c) {
+  unsigned long i = engine_nseg[phys]++ % ENGINE_SEGS;
+  engine_seg[phys][i].a = a;
+  engine_seg[phys][i].b = b;
+  engine_seg[phys][i].ctx = c;
+}
+/* The engine reaches new work of context c at time t: loading c if another context's state is
+ * there costs a switch. Returns when c's work can start. */
+static long long engine_load_locked(int phys, const struct ctx *c, long long t) {
+  long long sw = switch_duration_ns();
+  if (sw > 0 && engine_ctx[phys] != NULL && engine_ctx[phys] != c) {
+    engine_seg_add_locked(phys, t, t + sw, NULL);
+    switch_ns_total[phys] += sw;
+    t += sw;
+  }
+  engine_ctx[phys] = c;
+  return t;
+}
+/* When an event recorded now on an idle stream of the current context completes: at once if
+ * the context is loaded (or switches are free); else when the context next runs: the start of
+ * its next queued kernel, or after the queued work plus a switch to it. */
+static long long idle_event_done_locked(int phys, long long now) {
+  if (switch_duration_ns() == 0 || cur == NULL) return now;
+  unsigned long n = engine_nseg[phys], lo = n > ENGINE_SEGS ? n - ENGINE_SEGS : 0;
+  long long next_own = -1;
+  const struct ctx *running = NULL;
+  int found_running = 0;
+  for (unsigned long k = n; k > lo; k--) {
+    const __typeof__(engine_seg[0][0]) *g = &engine_seg[phys][(k - 1) % ENGINE_SEGS];
+    if (g->b <= now) break;
+    if (g->a <= now) {
+      running = g->ctx;
+      found_running = 1;
+      break;
+    }
+    if (g->ctx == cur) next_own = g->a;
+  }
+  if (found_running && running == cur) return now;
+  if (next_own >= 0) return next_own;
+  if (!found_running && engine_ctx[phys] == cur) return now; /* idle with our state loaded */
+  long long t = engine_free_ns[phys] > now ? engine_free_ns[phys] : now;
+  t = engine_load_locked(phys, cur, t);
+  if (t > engine_free_ns[phys]) engine_free_ns[phys] = t;
+  return t;
+}
 /* The legacy/per-thread default stream and NULL are one stream per device here. */
 static long long *stream_tail_locked(CUstream s, int phys) {
   if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) s = NULL;
@@ -1458,6 +1531,8 @@ static void enqueue_kernel(CUstream s) {
   long long now = mono_ns(), start = engine_free_ns[phys] > now ? engine_free_ns[phys] : now;
   long long *tail = stream_tail_locked(s, phys);
   if (*tail > start) start = *tail;
+  start = engine_load_locked(phys, cur, start);
+  engine_seg_add_locked(phys, start, start + d, cur);
   engine_free_ns[phys] = *tail = start + d;
   busy_ns[phys] += d;
   kernel_ends[kernels_launched++ % MAXENDS] = start + d;
@@ -1526,7 +1601,8 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   LOCK();
   long long now = mono_ns(), tail = *stream_tail_locked(s, cur_phys());
-  __atomic_store_n((long long *)e, tail > now ? tail : now, __ATOMIC_RELEASE);
+  long long done = tail > now ? tail : idle_event_done_locked(cur_phys(), now);
+  __atomic_store_n((long long *)e, done, __ATOMIC_RELEASE);
   UNLOCK();
   return CUDA_SUCCESS;
 }
@@ -1572,6 +1648,21 @@ FAKE_EXPORT long long fakeCudaBusyNs(int ordinal) {
   if (engine_free_ns[phys] > now) b -= engine_free_ns[phys] - now; /* not run yet */
   UNLOCK();
   return b;
+}
+
+/* Context-switch time spent on a device (visible ordinal) up to now. */
+FAKE_EXPORT long long fakeCudaSwitchNs(int ordinal) {
+  LOCK();
+  int phys = ordinal >= 0 && ordinal < nvis ? vis[ordinal] : 0;
+  long long now = mono_ns(), v = switch_ns_total[phys];
+  unsigned long n = engine_nseg[phys], lo = n > ENGINE_SEGS ? n - ENGINE_SEGS : 0;
+  for (unsigned long k = n; k > lo; k--) { /* switches scheduled after now: not spent yet */
+    const __typeof__(engine_seg[0][0]) *g = &engine_seg[phys][(k - 1) % ENGINE_SEGS];
+    if (g->b <= now) break;
+    if (g->ctx == NULL) v -= g->b - (g->a > now ? g->a : now);
+  }
+  UNLOCK();
+  return v;
 }
 
 FAKE_EXPORT unsigned long fakeCudaLaunchCount(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }

@@ -57,6 +57,8 @@ static double measure(vgpu_limiter_t *lim, app_t *a, const shape_t *sh, int ctx,
   SIM.win_a = SIM.now + settle;
   SIM.win_b = SIM.win_a + len;
   memset(SIM.busy, 0, sizeof(SIM.busy));
+  memset(SIM.switch_in, 0, sizeof(SIM.switch_in));
+  SIM.switch_busy = 0;
   app_run_until(lim, a, sh, ctx, SIM.win_b);
   return 100.0 * (double)SIM.busy[ctx] / (double)len;
 }
@@ -202,6 +204,38 @@ static void test_corrupt_bucket_recovers(void) {
   sim_region_free(r);
 }
 
+/*
+ * A fresh bucket (a new region's zero word) owes nothing, and the first launch's charge runs from
+ * that launch's start like every other's. The code that read the fresh word as "the time of the
+ * charge" started the first kernel's debt at its completion: with a 5 s kernel at 50 % the second
+ * launch waited 15 s instead of 10 s, and the GPU benchmark's first window lost a third of a
+ * period (one container with 5 s kernels at 50 % read 40 % of device time).
+ */
+static void test_fresh_bucket_charges_from_the_first_start(void) {
+  sim_reset();
+  sim_region_t r = sim_region_new(50);
+  vgpu_limiter_driver_t drv = sim_driver();
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
+  vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
+  CUstream st = sim_stream_new(1);
+  SIM.current_ctx = 1;
+  int64_t t0 = SIM.now;
+  vgpu_limiter_before(lim, 0, st);
+  sim_launch(st, 1000 * MS);
+  vgpu_limiter_after(lim, 0, st);
+  SIM.now += 4 * US;
+  vgpu_limiter_before(lim, 0, st); /* held until the first kernel's debt is paid */
+  int64_t second = SIM.now - t0;
+  sim_launch(st, 1000 * MS);
+  vgpu_limiter_after(lim, 0, st);
+  printf("  fresh bucket: 1 s kernel at 50%%, the second launch admitted %.3f s after the first\n",
+         (double)second / 1e9);
+  CHECK(second >= 1950 * MS && second <= 2050 * MS, "second launch after %.3f s (want 2 s)",
+        (double)second / 1e9);
+  vgpu_limiter_destroy(lim);
+  sim_region_free(r);
+}
+
 int main(void) {
   printf("limiter_control_test: simulated GPU, 2 s settle + 10 s window per cell\n");
   test_convergence_matrix();
@@ -209,5 +243,6 @@ int main(void) {
   test_limit_change_takes_effect();
   test_bounded_state();
   test_corrupt_bucket_recovers();
+  test_fresh_bucket_charges_from_the_first_start();
   return test_summary("limiter_control_test");
 }

@@ -15,12 +15,17 @@
  * (with a nanosleep-like overshoot), so runs are deterministic. The simulator accounts every
  * context's true execution time inside a measurement window, independently of the limiter.
  *
- * Optional context-switch cost (SIM.switch_ns, 0 by default): loading another context than the
- * last one that ran (saving the preempted one, restoring the next) keeps the GPU busy for that
- * long with no context resident: no kernel progresses and no event completes, as on real
- * hardware where a time-slice switch costs tens of microseconds of save/restore. The simulator
- * accounts that time separately (SIM.switch_busy), so a test can tell the device's busy time
- * (kernels + switches, what NVML's device utilization sees) from the kernels' execution time.
+ * Context switches cost GPU time, as on real hardware: loading another context than the last
+ * one that ran (saving the preempted one, restoring the next) keeps the GPU busy for
+ * SIM.switch_ns with no context resident: no kernel progresses and no event completes. 150 us at
+ * 2 ms slices by default, which reproduces the H100 (README "SM limiter accuracy by kernel
+ * shape": two containers of 50 us kernels at 30/60 get 26-27 / 56-57 % of kernel time here and
+ * 26.8 / 55.6 % of throughput there); 0 makes switches free, LIMITER_SIM_SWITCH_US and
+ * LIMITER_SIM_TIMESLICE_US explore others. The simulator accounts switch time separately
+ * (SIM.switch_busy), and per context the switches that brought it onto the GPU
+ * (SIM.switch_in[ctx], what the limiter's rule charges it), so a test can tell the device's busy
+ * time (kernels + switches, what NVML's device utilization sees) from the kernels' execution
+ * time.
  */
 #ifndef LIMITER_SIM_H
 #define LIMITER_SIM_H
@@ -94,6 +99,8 @@ typedef struct {
   int64_t win_a, win_b;
   int64_t busy[SIM_MAX_PROCS + 1];
   int64_t switch_busy; /* context-switch time inside the window */
+  int64_t switch_in[SIM_MAX_PROCS + 1]; /* ...of it, the switches onto each context */
+  int switch_for;       /* context the switch in progress brings onto the GPU */
   /* hook run on every limiter sleep (tests flip region fields from here) */
   void (*on_sleep)(void *arg);
   void *on_sleep_arg;
@@ -114,6 +121,9 @@ static void sim_reset(void) {
   SIM.timeslice_ns = 2000000;
   const char *ts = getenv("LIMITER_SIM_TIMESLICE_US"); /* explore other slice lengths */
   if (ts != NULL && atol(ts) > 0) SIM.timeslice_ns = atol(ts) * 1000;
+  SIM.switch_ns = 150000;
+  const char *sw = getenv("LIMITER_SIM_SWITCH_US"); /* explore other switch costs */
+  if (sw != NULL && atol(sw) >= 0) SIM.switch_ns = atol(sw) * 1000;
   SIM.current_ctx = 1;
 }
 
@@ -133,7 +143,11 @@ static void sim_account(int ctx, int64_t a, int64_t b) {
   int64_t lo = a > SIM.win_a ? a : SIM.win_a, hi = b < SIM.win_b ? b : SIM.win_b;
   if (hi <= lo) return;
   if (ctx >= 0 && ctx <= SIM_MAX_PROCS) SIM.busy[ctx] += hi - lo;
-  if (ctx < 0) SIM.switch_busy += hi - lo;
+  if (ctx < 0) {
+    SIM.switch_busy += hi - lo;
+    if (SIM.switch_for > 0 && SIM.switch_for <= SIM_MAX_PROCS)
+      SIM.switch_in[SIM.switch_for] += hi - lo;
+  }
 }
 
 /* Head kernel of a context, or NULL. */
@@ -189,6 +203,7 @@ static void sim_advance(int64_t to) {
       if (SIM.switch_ns > 0 && pick != SIM.last_loaded) {
         if (SIM.last_loaded != 0) { /* the first context ever loaded costs nothing */
           SIM.switch_until = t + SIM.switch_ns;
+          SIM.switch_for = pick;
           SIM.slice_start = SIM.switch_until;
           SIM.switches++;
         }
