@@ -5,6 +5,11 @@
 # ~2.5 minute subset. Other knobs: BENCH_SETTLE, BENCH_MEASURE, BENCH_ONLY=<regex> (limiter_bench.py).
 #   usage (repo root, on the GPU machine):  bash libvgpu/gpu/limiter_bench.sh
 #   multi-process cells only (~2.5 min):    BENCH_ONLY='container-|two-containers' bash libvgpu/gpu/limiter_bench.sh
+#   issue 15's matrix (1-4 containers x 50 us / 20 ms / 1 s / 5 s kernels x limits 10-90, two
+#   containers at 30/60 with 20 ms kernels, a debt cell; ~8.5 min, under one 10-minute call):
+#                                            BENCH_MATRIX=issue15 bash libvgpu/gpu/limiter_bench.sh
+#   ...in two calls of ~4 min:               BENCH_MATRIX=issue15 BENCH_ONLY='short|-long$' ...
+#                                            BENCH_MATRIX=issue15 BENCH_ONLY='xlong|debt' ...
 set -euo pipefail
 export PATH=/usr/local/cuda/bin:$PATH
 here="$(cd "$(dirname "$0")" && pwd)"
