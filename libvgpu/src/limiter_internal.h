@@ -172,7 +172,8 @@ void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
 
 /* The word is the container's TAT in CLOCK_MONOTONIC ns (system-wide, so every process of the
  * container agrees). 0 (fresh region) or a value further ahead than any legitimate debt
- * (garbage, a clock from another boot) reads as "now". */
+ * (garbage, a clock from another boot) is not valid: the gate reads it as "now" (no debt), and a
+ * charge starts from the launch's own start (lim_bucket_charge). */
 static inline int lim_bucket_word_valid(uint64_t word, int64_t now) {
   int64_t tat = (int64_t)word;
   return tat > 0 && tat <= now + TAT_MAX_AHEAD_NS;
@@ -191,7 +192,7 @@ typedef struct {
   pend_t **ents; /* in start order */
   int n;
 } commit_batch_t;
-/* Also charges d->switch_owed_ns (from now) and clears it. */
+/* Also charges d->switch_owed_ns (right after the batch's first launch) and clears it. */
 int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch);
 /* Charges the done launches that are safe to commit (all of them with force_all). */
 void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all);
