@@ -71,8 +71,10 @@ public final class ExpositionBuffer {
     return size;
   }
 
+  /** Empties the buffer and restarts {@link #written()} from zero. */
   public void reset() {
     size = 0;
+    flushed = 0;
   }
 
   /** The written bytes, as a copy (tests and debugging; the serving path uses writeTo). */

@@ -9,8 +9,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import java.util.zip.CRC32;
-import java.util.zip.Deflater;
 
 /**
  * Renders the exposition at most once per format per freshness window, and once for any number of
@@ -20,9 +18,11 @@ import java.util.zip.Deflater;
  * servers, from multiplying the node's collection cost, and what lets a window's gzip be computed
  * once.
  *
- * <p>Memory: per format, the current page and at most one spare buffer for the next render; a page
- * that a slow client is still reading stays alive until its last reader releases it. A format not
- * scraped for {@link #IDLE_TRIM} gives its buffers up.
+ * <p>Memory: a page is held gzipped only ({@link PageCompressor}: the encoder's output is
+ * compressed in 64 KB chunks as it is written, so the uncompressed page never exists in memory; ~75
+ * KB for the 3 MB page of 100 containers). Per format, the current page and at most one spare array
+ * for the next render; a page that a slow client is still reading stays alive until its last reader
+ * releases it. A format not scraped for {@link #IDLE_TRIM} gives its arrays up.
  */
 public final class ExpositionCache {
   static final Duration IDLE_TRIM = Duration.ofMinutes(2);
@@ -31,9 +31,9 @@ public final class ExpositionCache {
   private final long maxAgeNanos;
   private final LongSupplier nanoTime;
   private final TextEncoder encoder = new TextEncoder(); // guarded by itself
-  private final Deflater deflater = new Deflater(Deflater.BEST_SPEED, true); // guarded by itself
-  private final CRC32 crc = new CRC32(); // guarded by deflater
-  private int lastGzipSize = 16 * 1024; // guarded by deflater
+  private final PageCompressor compressor = new PageCompressor(); // guarded by encoder
+  private final ExpositionBuffer chunks = // guarded by encoder
+      ExpositionBuffer.streamingTo(compressor, STREAM_CHUNK);
   private final Object lock = new Object();
   private final Map<ExpositionFormat, Slot> slots = new EnumMap<>(ExpositionFormat.class);
   private final long pageLimit;
@@ -48,13 +48,14 @@ public final class ExpositionCache {
    */
   static final int MAX_LIVE_PAGES = 3;
 
-  /** Bytes a streamed page is written out in. */
+  /** Bytes a page is encoded in before each piece is compressed or streamed out. */
   static final int STREAM_CHUNK = 64 * 1024;
 
   /**
-   * The largest page held in memory: an eighth of the heap, at least 8 MiB (a 200-container node
-   * renders ~5 MB). Larger pages (10 000 directories: ~60 MB) are streamed to each scrape instead
-   * of buffered, so the heap never has to hold one.
+   * The largest page held in memory, gzipped: an eighth of the heap, at least 8 MiB (a
+   * 200-container node's 5 MB page gzips to ~150 KB). Larger pages (incompressible tenant strings
+   * on a node of 10 000 directories) are streamed to each scrape instead of held, so the heap never
+   * has to hold one.
    */
   static long defaultPageLimit() {
     return Math.max(8L << 20, Runtime.getRuntime().maxMemory() / 8);
@@ -66,9 +67,8 @@ public final class ExpositionCache {
     boolean streaming; // the last page was over pageLimit: stream, do not buffer
     int live; // renditions not yet recycled: the current one and those still being sent
     CompletableFuture<Exposition> inFlight;
-    ExpositionBuffer spare;
     byte[] spareGzip;
-    int lastSize = 64 * 1024;
+    int lastGzipSize = 1024;
   }
 
   /**
@@ -152,34 +152,47 @@ public final class ExpositionCache {
           return r;
         }
       }
-      // A newer render retired this one and reused its buffer before we could read it: go again.
+      // A newer render retired this one and reused its array before we could read it: go again.
     }
   }
 
   private void render(ExpositionFormat format, CompletableFuture<Exposition> pending) {
     long started = nanoTime.getAsLong();
-    ExpositionBuffer buffer = null;
     Exposition result;
     try {
       MetricSnapshots snapshots = source.get();
+      byte[] into = gzipArray(format);
       try {
-        buffer = takeBuffer(format);
-        buffer.reset();
         synchronized (encoder) {
-          encoder.encode(snapshots, format, buffer);
+          try {
+            compressor.start(into, pageLimit);
+            chunks.reset();
+            encoder.encode(snapshots, format, chunks);
+            chunks.flush();
+            compressor.finish();
+            result =
+                new Rendition(
+                    this,
+                    format,
+                    compressor.array(),
+                    compressor.length(),
+                    Math.toIntExact(compressor.rawSize()),
+                    started);
+          } finally {
+            compressor.clear();
+          }
         }
-        result = new Rendition(this, format, buffer, started);
       } catch (TextEncoder.Unsupported e) {
         result = new Exposition.Fallback(snapshots, e.getMessage());
-      } catch (ExpositionBuffer.PageTooLarge e) {
-        buffer = null; // dropped: a page this size is streamed from now on
+      } catch (ExpositionBuffer.PageTooLarge | ArithmeticException e) {
         synchronized (lock) {
           Slot slot = slots.get(format);
-          slot.streaming = true;
-          slot.spare = null;
+          slot.streaming = true; // a page this size is streamed from now on
           slot.spareGzip = null;
         }
         result = new Exposition.Stream(format);
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e); // the compressor writes to memory only
       }
     } catch (RuntimeException | Error e) {
       synchronized (lock) {
@@ -193,37 +206,22 @@ public final class ExpositionCache {
       slot.inFlight = null;
       if (result instanceof Rendition r) {
         slot.live++;
-        slot.lastSize = r.size();
+        slot.lastGzipSize = r.gzippedLength();
         Rendition old = slot.current;
         slot.current = r;
         if (old != null && old.retire()) {
           recycle(slot, old);
         }
-      } else if (buffer != null) {
-        slot.spare = buffer;
       }
     }
     pending.complete(result);
   }
 
-  private ExpositionBuffer takeBuffer(ExpositionFormat format) {
-    synchronized (lock) {
-      Slot slot = slots.get(format);
-      ExpositionBuffer b = slot.spare;
-      slot.spare = null;
-      if (b != null) {
-        return b;
-      }
-      // Room for the last page plus growth, so a steady node renders without copying.
-      return ExpositionBuffer.bounded(
-          (int) Math.min(slot.lastSize + (slot.lastSize >> 3), pageLimit), pageLimit);
-    }
-  }
-
   /**
    * Collects and writes one page straight to {@code out} in {@link #STREAM_CHUNK} pieces (the
    * caller wraps {@code out} in gzip when asked), one scrape at a time. A page that shrank below
-   * half the limit is buffered and shared again from the next scrape on.
+   * four times the limit (the limit is on compressed bytes) is held and shared again from the next
+   * scrape on.
    *
    * @throws IOException when the client goes away, or (as an abort of the response) when the
    *     snapshots hold something the fast encoder does not write
@@ -238,7 +236,9 @@ public final class ExpositionCache {
         encoder.encode(snapshots, format, chunks);
       }
       chunks.flush();
-      if (chunks.written() < pageLimit / 2) {
+      // Buffered again once the page would compress to well under the limit (a metrics page
+      // compresses at least ~8x; the limit is on the compressed bytes).
+      if (chunks.written() < pageLimit * 4) {
         synchronized (lock) {
           slots.get(format).streaming = false;
         }
@@ -257,52 +257,6 @@ public final class ExpositionCache {
     return pageLimit;
   }
 
-  /** The gzip member header: magic, deflate, no flags, no mtime, no extra flags, OS unknown=0. */
-  private static final byte[] GZIP_HEADER = {0x1f, (byte) 0x8b, 8, 0, 0, 0, 0, 0, 0, 0};
-
-  /**
-   * Gzips a page at BEST_SPEED: a metrics page compresses ~35x at level 1 in a third of the time of
-   * the default level 6 (3.8 against 12.4 ms for 3.3 MB here). One deflater for the cache, and the
-   * output presized from the last page, so a render's gzip allocates only its result.
-   *
-   * @param length receives the number of valid bytes in the returned array
-   */
-  byte[] gzip(
-      ExpositionFormat format, ExpositionBuffer page, java.util.function.IntConsumer length) {
-    synchronized (deflater) {
-      byte[] out = gzipArray(format, lastGzipSize + (lastGzipSize >> 2) + 64);
-      System.arraycopy(GZIP_HEADER, 0, out, 0, GZIP_HEADER.length);
-      int n = GZIP_HEADER.length;
-      deflater.reset();
-      deflater.setInput(page.array(), 0, page.size());
-      deflater.finish();
-      while (!deflater.finished()) {
-        if (n == out.length) {
-          out = java.util.Arrays.copyOf(out, out.length * 2);
-        }
-        n += deflater.deflate(out, n, out.length - n);
-      }
-      crc.reset();
-      crc.update(page.array(), 0, page.size());
-      if (out.length - n < 8) {
-        out = java.util.Arrays.copyOf(out, n + 8);
-      }
-      n = putIntLe(out, n, (int) crc.getValue());
-      n = putIntLe(out, n, page.size());
-      lastGzipSize = n;
-      length.accept(n);
-      return out;
-    }
-  }
-
-  private static int putIntLe(byte[] b, int at, int v) {
-    b[at] = (byte) v;
-    b[at + 1] = (byte) (v >>> 8);
-    b[at + 2] = (byte) (v >>> 16);
-    b[at + 3] = (byte) (v >>> 24);
-    return at + 4;
-  }
-
   void release(Rendition r) {
     synchronized (lock) {
       if (r.removeReader()) {
@@ -314,22 +268,28 @@ public final class ExpositionCache {
   /** Caller holds lock; {@code r} is retired and has no reader. */
   private static void recycle(Slot slot, Rendition r) {
     slot.live--;
-    if (slot.spare == null) {
-      slot.spare = r.buffer();
-    }
-    byte[] gz = r.gzipArray();
-    if (gz != null && (slot.spareGzip == null || slot.spareGzip.length < gz.length)) {
+    byte[] gz = r.gzipped();
+    if (slot.spareGzip == null || slot.spareGzip.length < gz.length) {
       slot.spareGzip = gz;
     }
   }
 
-  /** A spare gzip array of at least {@code min} bytes, or a new one. */
-  private byte[] gzipArray(ExpositionFormat format, int min) {
+  /**
+   * The array for the next page of {@code format}: the spare if it holds the last page, else a new
+   * one with half again as much room (so a steady node renders without copying, and a page that
+   * grows a little still fits the arrays already made).
+   */
+  private byte[] gzipArray(ExpositionFormat format) {
     synchronized (lock) {
       Slot slot = slots.get(format);
       byte[] gz = slot.spareGzip;
       slot.spareGzip = null;
-      return gz != null && gz.length >= min ? gz : new byte[min];
+      if (gz != null && gz.length >= slot.lastGzipSize) {
+        return gz;
+      }
+      long want = slot.lastGzipSize + (slot.lastGzipSize >> 1) + 256L;
+      long floor = PageCompressor.GZIP_HEADER.length + PageCompressor.TRAILER;
+      return new byte[(int) Math.min(want, Math.max(pageLimit, floor))];
     }
   }
 
@@ -339,7 +299,6 @@ public final class ExpositionCache {
       Rendition cur = slot.current;
       if (cur != null && now - cur.renderedAtNanos() > IDLE_TRIM.toNanos()) {
         slot.current = null;
-        slot.spare = null;
         slot.spareGzip = null;
         if (cur.retire()) {
           slot.live--; // no reader: gone now (a reader still sending recycles it on release)
@@ -348,12 +307,24 @@ public final class ExpositionCache {
     }
   }
 
-  /** Buffers this cache holds now, current pages and spares (tests: memory stays bounded). */
+  /** Bytes of the arrays this cache holds now, current pages and spares (tests). */
+  long heldBytes() {
+    synchronized (lock) {
+      long n = 0;
+      for (Slot slot : slots.values()) {
+        n += (slot.current != null ? slot.current.gzipped().length : 0);
+        n += (slot.spareGzip != null ? slot.spareGzip.length : 0);
+      }
+      return n;
+    }
+  }
+
+  /** Arrays this cache holds now, current pages and spares (tests: memory stays bounded). */
   int heldBuffers() {
     synchronized (lock) {
       int n = 0;
       for (Slot slot : slots.values()) {
-        n += (slot.current != null ? 1 : 0) + (slot.spare != null ? 1 : 0);
+        n += (slot.current != null ? 1 : 0) + (slot.spareGzip != null ? 1 : 0);
       }
       return n;
     }

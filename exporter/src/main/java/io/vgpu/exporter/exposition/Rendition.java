@@ -2,20 +2,26 @@ package io.vgpu.exporter.exposition;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.zip.DataFormatException;
+import java.util.zip.Inflater;
 
 /**
- * One rendered exposition, shared by every scrape that asks within its freshness window. Readers
- * {@link ExpositionCache#acquire acquire} it and {@link #release} it when sent; its buffer goes
- * back to the cache for the next render only once it is retired and no reader holds it, so bytes
- * being sent are never overwritten.
+ * One rendered exposition, shared by every scrape that asks within its freshness window. It holds
+ * the page gzipped only (what Prometheus asks for; ~75 KB for a 3 MB page): a scrape without gzip
+ * gets the page inflated as it is sent. Readers {@link ExpositionCache#acquire acquire} it and
+ * {@link #release} it when sent; its array goes back to the cache for the next render only once it
+ * is retired and no reader holds it, so bytes being sent are never overwritten.
  */
 public final class Rendition implements Exposition {
+  /** Bytes inflated per write when a scrape does not accept gzip. */
+  static final int INFLATE_CHUNK = 32 * 1024;
+
   private final ExpositionCache owner;
   private final ExpositionFormat format;
-  private final ExpositionBuffer buffer;
+  private final byte[] gzipped;
+  private final int gzippedLength;
+  private final int size;
   private final long renderedAtNanos;
-  private volatile byte[] gzipped; // written under this; read without it by gzipArray
-  private int gzippedLength; // guarded by this
   private int readers; // guarded by owner's lock
   private boolean retired; // guarded by owner's lock
   private boolean recycled; // guarded by owner's lock
@@ -23,11 +29,15 @@ public final class Rendition implements Exposition {
   Rendition(
       ExpositionCache owner,
       ExpositionFormat format,
-      ExpositionBuffer buffer,
+      byte[] gzipped,
+      int gzippedLength,
+      int size,
       long renderedAtNanos) {
     this.owner = owner;
     this.format = format;
-    this.buffer = buffer;
+    this.gzipped = gzipped;
+    this.gzippedLength = gzippedLength;
+    this.size = size;
     this.renderedAtNanos = renderedAtNanos;
   }
 
@@ -39,60 +49,63 @@ public final class Rendition implements Exposition {
     return renderedAtNanos;
   }
 
+  /** Bytes of the page, uncompressed. */
   public int size() {
-    return buffer.size();
+    return size;
   }
 
+  /** Writes the page uncompressed, inflating it in {@link #INFLATE_CHUNK} pieces. */
   public void writeTo(OutputStream out) throws IOException {
-    buffer.writeTo(out);
+    Inflater inflater = new Inflater(true);
+    try {
+      int header = PageCompressor.GZIP_HEADER.length;
+      inflater.setInput(gzipped, header, gzippedLength - header - PageCompressor.TRAILER);
+      byte[] chunk = new byte[Math.min(INFLATE_CHUNK, Math.max(1, size))];
+      long written = 0;
+      while (!inflater.finished()) {
+        int n = inflater.inflate(chunk);
+        if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+          throw new IOException("gzipped page ended early");
+        }
+        out.write(chunk, 0, n);
+        written += n;
+      }
+      if (written != size) {
+        throw new IOException("inflated " + written + " bytes, page has " + size);
+      }
+    } catch (DataFormatException e) {
+      throw new IOException("gzipped page corrupt", e);
+    } finally {
+      inflater.end();
+    }
   }
 
   /**
-   * The gzip encoding, computed once per rendition and shared by every scraper of the window (see
-   * {@link ExpositionCache#gzip}); valid up to {@link #gzippedLength()}.
+   * The gzip encoding (one member, BEST_SPEED), computed once per rendition and shared by every
+   * scraper of the window; valid up to {@link #gzippedLength()}.
    */
-  public synchronized byte[] gzipped() {
-    if (gzipped == null) {
-      gzipped = owner.gzip(format, buffer, this::setGzippedLength);
-    }
+  public byte[] gzipped() {
     return gzipped;
   }
 
   /** Bytes of {@link #gzipped()} that hold the encoding. */
-  public synchronized int gzippedLength() {
-    gzipped();
+  public int gzippedLength() {
     return gzippedLength;
   }
 
-  private void setGzippedLength(int n) {
-    gzippedLength = n;
-  }
-
-  /** Done sending; the last reader of a retired rendition returns its buffer. */
+  /** Done sending; the last reader of a retired rendition returns its array. */
   public void release() {
     owner.release(this);
   }
 
-  ExpositionBuffer buffer() {
-    return buffer;
-  }
-
-  /**
-   * The gzip array for reuse once this rendition is recycled; null if never gzipped. Unlocked: the
-   * cache calls it under its own lock, and gzipped() takes this lock before the cache's.
-   */
-  byte[] gzipArray() {
-    return gzipped;
-  }
-
-  /** Called under the owner's lock. Returns true when the buffer may be reused now. */
+  /** Called under the owner's lock. Returns true when the array may be reused now. */
   boolean retire() {
     retired = true;
     recycled = readers == 0;
     return recycled;
   }
 
-  /** Called under the owner's lock; false when the buffer was already handed to a new render. */
+  /** Called under the owner's lock; false when the array was already handed to a new render. */
   boolean addReader() {
     if (recycled) {
       return false;
@@ -101,7 +114,7 @@ public final class Rendition implements Exposition {
     return true;
   }
 
-  /** Called under the owner's lock. Returns true when the buffer may be reused now. */
+  /** Called under the owner's lock. Returns true when the array may be reused now. */
   boolean removeReader() {
     readers--;
     recycled = retired && readers == 0;

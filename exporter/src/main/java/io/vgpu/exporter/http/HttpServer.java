@@ -68,7 +68,7 @@ public final class HttpServer implements AutoCloseable {
    * concurrent /metrics scrapes share one render and then only copy bytes out. Each thread costs a
    * stack and Jetty buffers, which is what the footprint goal (README: Footprint) bounds.
    */
-  static final int MAX_THREADS = 16;
+  static final int MAX_THREADS = 8;
 
   private final Javalin app;
   private final Settings settings;

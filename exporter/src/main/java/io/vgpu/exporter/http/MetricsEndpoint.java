@@ -31,15 +31,28 @@ final class MetricsEndpoint {
   /**
    * At most this many scrapes build and buffer an exposition through client_java's handler at once.
    * Each holds the whole exposition plus its snapshots (~15 MB at 200 containers), so the bound
-   * keeps the heap cap (-Xmx96m) safe on a 64-core node; the cached path needs no bound (one render
-   * per format at a time).
+   * follows the heap cap ({@link #FALLBACK_HEAP_SHARE} each) and the CPUs; the cached path needs no
+   * bound (one render per format at a time).
    */
   static final int MAX_CONCURRENT_FALLBACK_SCRAPES = 4;
 
+  /** Heap a client_java scrape may count on: a 200-container exposition and its snapshots. */
+  static final long FALLBACK_HEAP_SHARE = 32L << 20;
+
+  /**
+   * Concurrent client_java scrapes for a heap of {@code maxHeap} bytes on {@code cpus} CPUs: one
+   * per {@link #FALLBACK_HEAP_SHARE} of heap (the launcher's -Xmx48m allows one), at most one per
+   * CPU and {@link #MAX_CONCURRENT_FALLBACK_SCRAPES}, at least one.
+   */
+  static int fallbackPermits(long maxHeap, int cpus) {
+    long byHeap = maxHeap / FALLBACK_HEAP_SHARE;
+    return (int) Math.clamp(Math.min(byHeap, cpus), 1, MAX_CONCURRENT_FALLBACK_SCRAPES);
+  }
+
   private final Semaphore fallbackPermits =
       new Semaphore(
-          Math.clamp(
-              Runtime.getRuntime().availableProcessors(), 1, MAX_CONCURRENT_FALLBACK_SCRAPES),
+          fallbackPermits(
+              Runtime.getRuntime().maxMemory(), Runtime.getRuntime().availableProcessors()),
           true);
   private final PrometheusScrapeHandler clientJava;
   private final ExpositionFormats formats = ExpositionFormats.init();

@@ -174,14 +174,14 @@ class ExpositionCacheTest {
   @Test
   void manySlowReaders_pagesAliveAtOnceAreBounded() {
     ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
-    java.util.Set<ExpositionBuffer> alive =
+    java.util.Set<byte[]> alive =
         java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     List<Rendition> held = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
       now.addAndGet(1);
       Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
       held.add(r);
-      alive.add(r.buffer());
+      alive.add(r.gzipped());
     }
     assertThat(alive).hasSize(ExpositionCache.MAX_LIVE_PAGES);
     held.forEach(Rendition::release);
@@ -192,8 +192,8 @@ class ExpositionCacheTest {
   }
 
   /**
-   * A page over the limit is never held: the scrape is told to stream, and the streamed bytes are
-   * exactly what a buffered render writes; once the page fits again it is buffered again.
+   * A page whose gzip is over the limit is never held: the scrape is told to stream, and the
+   * streamed bytes are exactly what a held render sends; once the page fits again it is held again.
    */
   @Test
   void pageOverTheLimit_isStreamedByteForByte_andBufferedAgainWhenItShrinks() throws Exception {
@@ -210,9 +210,9 @@ class ExpositionCacheTest {
     ExpositionCache big = new ExpositionCache(source, Duration.ZERO, now::get, Long.MAX_VALUE);
     Rendition whole = acquire(big, ExpositionFormat.OPENMETRICS);
     String expected = text(whole);
+    long limit = 4 * 1024;
+    assertThat((long) whole.gzippedLength()).isGreaterThan(2 * limit);
     whole.release();
-    long limit = 16 * 1024;
-    assertThat((long) expected.length()).isGreaterThan(4 * limit);
 
     ExpositionCache c = new ExpositionCache(source, Duration.ZERO, now::get, limit);
     for (int i = 0; i < 3; i++) {
@@ -233,12 +233,12 @@ class ExpositionCacheTest {
   @Test
   void buffers_areReusedOnceReleased_noGrowthOverManyRenders() {
     ExpositionCache c = new ExpositionCache(counting(), Duration.ZERO, now::get);
-    java.util.Set<ExpositionBuffer> seen =
+    java.util.Set<byte[]> seen =
         java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     for (int i = 0; i < 100; i++) {
       now.addAndGet(1);
       Rendition r = acquire(c, ExpositionFormat.OPENMETRICS);
-      seen.add(r.buffer());
+      seen.add(r.gzipped());
       r.release();
     }
     // The current page and one spare alternate.
@@ -343,6 +343,53 @@ class ExpositionCacheTest {
     acquire(c, ExpositionFormat.OPENMETRICS).release();
     // Text's page and spare are gone; OpenMetrics holds its one page.
     assertThat(c.heldBuffers()).isEqualTo(1);
+  }
+
+  /**
+   * A held page costs its gzip only: the cache keeps no uncompressed copy (3 MB at 100 containers),
+   * and a scrape without gzip gets the page inflated byte for byte as the encoder wrote it.
+   */
+  @Test
+  void heldPage_isItsGzipOnly_andInflatesToTheEncodersBytes() throws Exception {
+    Supplier<MetricSnapshots> source =
+        () -> {
+          List<GaugeDataPointSnapshot> ps = new ArrayList<>();
+          for (int i = 0; i < 5000; i++) {
+            ps.add(new GaugeDataPointSnapshot(i % 7, Labels.of("i", Integer.toString(i)), null));
+          }
+          return new MetricSnapshots(new GaugeSnapshot(new MetricMetadata("g", "help"), ps));
+        };
+    ExpositionCache c = new ExpositionCache(source, Duration.ZERO, now::get);
+    Rendition r = acquire(c, ExpositionFormat.OPENMETRICS);
+    ExpositionBuffer direct = new ExpositionBuffer(1024);
+    new TextEncoder().encode(source.get(), ExpositionFormat.OPENMETRICS, direct);
+    assertThat(text(r)).isEqualTo(new String(direct.toByteArray(), StandardCharsets.UTF_8));
+    assertThat(r.size()).isEqualTo(direct.size());
+    assertThat(c.heldBytes()).isEqualTo(r.gzipped().length).isLessThan(direct.size() / 2);
+    r.release();
+  }
+
+  /** A client that stops reading mid-page (the write fails) leaves the page intact for others. */
+  @Test
+  void inflatingToAFailingClient_throws_andThePageStaysReadable() throws Exception {
+    ExpositionCache c = new ExpositionCache(counting(), Duration.ofHours(1), now::get);
+    Rendition r = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+    String expected = text(r);
+    java.io.OutputStream broken =
+        new java.io.OutputStream() {
+          @Override
+          public void write(int b) throws IOException {
+            throw new IOException("client went away");
+          }
+
+          @Override
+          public void write(byte[] b, int off, int len) throws IOException {
+            throw new IOException("client went away");
+          }
+        };
+    assertThatThrownBy(() -> r.writeTo(broken)).hasMessage("client went away");
+    assertThat(text(r)).isEqualTo(expected);
+    r.release();
   }
 
   @Test

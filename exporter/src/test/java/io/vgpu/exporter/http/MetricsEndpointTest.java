@@ -26,6 +26,7 @@ import java.util.stream.Collectors;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -142,5 +143,21 @@ class MetricsEndpointTest {
     if (!protobuf) {
       assertThat(body).contains("vgpu_container_memory_used_bytes{");
     }
+  }
+
+  /**
+   * client_java scrapes (protobuf, name[]) each buffer a whole exposition: a small heap allows
+   * fewer of them at once, so a few protobuf scrapers cannot exhaust the launcher's -Xmx48m (the
+   * JVM exits on OutOfMemoryError).
+   */
+  @Test
+  void fallbackScrapes_areBoundedByTheHeap_andByCpus() {
+    long mib = 1L << 20;
+    assertThat(MetricsEndpoint.fallbackPermits(48 * mib, 64)).isEqualTo(1);
+    assertThat(MetricsEndpoint.fallbackPermits(16 * mib, 64)).isEqualTo(1);
+    assertThat(MetricsEndpoint.fallbackPermits(96 * mib, 64)).isEqualTo(3);
+    assertThat(MetricsEndpoint.fallbackPermits(1024 * mib, 2)).isEqualTo(2);
+    assertThat(MetricsEndpoint.fallbackPermits(1024 * mib, 64))
+        .isEqualTo(MetricsEndpoint.MAX_CONCURRENT_FALLBACK_SCRAPES);
   }
 }
