@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Footprint and load of the real exporter process (bin/vgpu-exporter serve with the launcher's
-# default JVM flags) on the benchmark node (io.vgpu.exporter.bench.BenchNode: CONTAINERS x DEVICES x
-# PROCESSES v1.2 regions in /dev/shm), in the order of the footprint goals (README: Footprint):
-#   1. startup to ready, then SINGLE_SCRAPES sequential gzip scrapes: one scrape's p50/p99 end to end
-#   2. steady: two scrapers, each scraping every 15 s, for STEADY_SECONDS; RSS at the end
-#   3. peak: LOAD_CONNECTIONS concurrent scrapers (wrk, gzip, as Prometheus asks) for LOAD_SECONDS;
-#      p50/p99, errors, and the peak RSS (VmHWM: the kernel's high-water mark of the process)
-# It ends with one summary line per run, and prints the load average so numbers can be judged.
-#   exporter/bench/footprint.sh                                  100 x 8 x 4, 300 s steady, 50 x 60 s
-#   CONTAINERS=200 STEADY_SECONDS=60 exporter/bench/footprint.sh
-#   NMT=1 ...    adds -XX:NativeMemoryTracking=summary and prints jcmd's summary after the load
+# default JVM flags, --kubernetes=false --nvml=false) on benchmark nodes written by
+# io.vgpu.exporter.bench.BenchNode (CONTAINERS x DEVICES x PROCESSES v1.2 regions in /dev/shm), in
+# the order of the footprint goals (README: Footprint). Per node (ROWS, default "100 200"):
+#   1. startup to ready
+#   2. one scraper: SINGLE_SCRAPES sequential gzip scrapes on one kept-alive connection (as
+#      Prometheus scrapes): p50/p99 end to end, and the exporter's CPU time per scrape
+#      (/proc/<pid>/stat utime+stime), which a loaded machine does not inflate the way it does latency
+#   3. steady: two scrapers (an HA pair of Prometheus servers), each every 15 s, for
+#      STEADY_SECONDS; then RSS ("steady") and its parts (anonymous, file, shared memory)
+#   4. peak: LOAD_CONNECTIONS concurrent scrapers (wrk, Prometheus' Accept and gzip headers) for
+#      LOAD_SECONDS: p50/p99, errors, requests/s, CPU per request; then the peak RSS (VmHWM: the
+#      kernel's high-water mark of the process since it started, startup included)
+# Heap allocated per scrape comes from the GC log (JDK_JAVA_OPTIONS adds -Xlog:gc; the java launcher
+# prepends it to the launcher's flags, which stay as they are). Ends with one table for README.
+#   exporter/bench/footprint.sh                    the issue's protocol: 300 s steady, 50 x 60 s
+#   FOOTPRINT_QUICK=1 exporter/bench/footprint.sh  iteration: 100 containers, 30 s steady, 50 x 15 s
+#   NMT=1 ...     adds native memory tracking (costs ~2 MiB itself) and prints where the memory
+#                 goes after the load: jcmd VM.native_memory, smaps_rollup, the live heap
 # Extra serve flags: FOOTPRINT_FLAGS; JVM flags: VGPU_EXPORTER_JAVA_OPTS (replaces the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CONTAINERS=${CONTAINERS:-100}
+if [ "${FOOTPRINT_QUICK:-0}" = 1 ]; then
+  ROWS=${ROWS:-100} SINGLE_SCRAPES=${SINGLE_SCRAPES:-100} STEADY_SECONDS=${STEADY_SECONDS:-30}
+  LOAD_SECONDS=${LOAD_SECONDS:-15}
+fi
+ROWS=${ROWS:-100 200}
 DEVICES=${DEVICES:-8}
 PROCESSES=${PROCESSES:-4}
 SINGLE_SCRAPES=${SINGLE_SCRAPES:-200}
@@ -33,58 +45,12 @@ java_bin="$JAVA_HOME/bin/java"
 base=/dev/shm; [ -d "$base" ] || base=/tmp
 work=$(mktemp -d "$base/vgpu-footprint.XXXXXX")
 pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work" "$cp_file"; }
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work" "$cp_file"
+}
 trap cleanup EXIT
-"$java_bin" -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
-  io.vgpu.exporter.bench.BenchNode "$work/containers" "$CONTAINERS" "$DEVICES" "$PROCESSES"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-if [ "${NMT:-0}" = 1 ]; then
-  export VGPU_EXPORTER_JAVA_OPTS="${VGPU_EXPORTER_JAVA_OPTS:-$(sed -n 's/^default_opts=(\(.*\)/\1/p;/^  -/p' bin/vgpu-exporter | tr -d '()' | tr '\n' ' ')} -XX:NativeMemoryTracking=summary"
-fi
-url="http://127.0.0.1:$port/metrics"
-start_ns=$(date +%s%N)
-# shellcheck disable=SC2086
-bin/vgpu-exporter serve --path.cache-root="$work/containers" --kubernetes=false --nvml=false \
-  --node-name=bench --web.listen-address=127.0.0.1 --web.listen-port="$port" --log.level=warn \
-  ${FOOTPRINT_FLAGS:-} > "$work/exporter.log" 2>&1 &
-pid=$!
-until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
-  kill -0 "$pid" 2>/dev/null || { echo "footprint: exporter exited"; cat "$work/exporter.log"; exit 1; }
-  sleep 0.02
-done
-ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
-mib() { awk -v k="$1:" '$1==k{printf "%.1f", $2/1024}' "/proc/$pid/status"; }
-rss() { awk '/^(VmRSS|RssAnon|RssFile|RssShmem):/{printf "%s %.1f MiB  ", $1, $2/1024}' "/proc/$pid/status"; }
-bytes=$(curl -fs "$url" | wc -c)
-gz=$(curl -fs -H 'Accept-Encoding: gzip' "$url" | wc -c)
-echo "node: $CONTAINERS x $DEVICES x $PROCESSES, page $bytes bytes ($gz gzipped)"
-echo "startup to ready: $ready_ms ms"
-
-# 1. One scrape at a time, end to end (connection, request, gzip page), as curl sees it.
-lat=$(for _ in $(seq 1 "$SINGLE_SCRAPES"); do
-  curl -fs -o /dev/null -H 'Accept-Encoding: gzip' -w '%{time_total}\n' "$url"; done | sort -n)
-pct() { awk -v p="$1" '{v[NR]=$1} END{i=int(NR*p/100+0.999); if(i<1)i=1; printf "%.1f", v[i]*1000}' <<<"$lat"; }
-single_p50=$(pct 50); single_p99=$(pct 99)
-echo "one scraper, $SINGLE_SCRAPES scrapes: p50 $single_p50 ms, p99 $single_p99 ms"
-echo "idle after them: $(rss)"
-
-# 2. Steady: two scrapers every 15 s (an HA pair of Prometheus servers).
-steady_errors=0
-if [ "$STEADY_SECONDS" -gt 0 ]; then
-  end=$(( $(date +%s) + STEADY_SECONDS ))
-  while [ "$(date +%s)" -lt "$end" ]; do
-    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & first=$!
-    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & second=$!
-    wait "$first" || steady_errors=$((steady_errors + 1))
-    wait "$second" || steady_errors=$((steady_errors + 1))
-    sleep 15
-  done
-fi
-steady=$(mib VmRSS)
-echo "steady after ${STEADY_SECONDS}s of 2 scrapers every 15 s: $(rss)"
-
-# 3. Peak: concurrent scrapers.
-lua=$(mktemp --suffix=.lua)
+lua="$work/prometheus.lua"
 cat >"$lua" <<'LUA'
 wrk.headers["Accept-Encoding"] = "gzip"
 wrk.headers["Accept"] = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
@@ -96,22 +62,113 @@ done = function(summary, latency, requests)
   end
 end
 LUA
-load_out=$(wrk -t2 -c"$LOAD_CONNECTIONS" -d"${LOAD_SECONDS}s" --timeout 10s -s "$lua" "$url" \
-  | grep -E "requests:|latency:|Requests/sec")
-rm -f "$lua"
-echo "$LOAD_CONNECTIONS scrapers for ${LOAD_SECONDS}s:"
-echo "$load_out" | sed 's/^/  /'
-peak=$(mib VmHWM)
-echo "after load: $(rss) peak VmHWM $peak MiB"
-if [ "${NMT:-0}" = 1 ]; then
-  "$JAVA_HOME/bin/jcmd" "$pid" VM.native_memory summary | grep -E "^Total|^-|committed" | head -40
-  "$JAVA_HOME/bin/jcmd" "$pid" GC.run >/dev/null
-  echo "heap after a full GC (live set):"
-  "$JAVA_HOME/bin/jcmd" "$pid" GC.heap_info | sed 1d
-fi
-sleep 10
-echo "10 s after load: $(rss)"
-load_p50=$(awk '/^p50 /{print $3}' <<<"$load_out")
-load_p99=$(awk '/^p99 /{print $3}' <<<"$load_out")
-errs=$(awk -F'[:,]' '/^requests:/{print $4+$6}' <<<"$load_out")
-echo "SUMMARY ${CONTAINERS}x${DEVICES}x${PROCESSES}: page ${bytes} B; one scrape p50 ${single_p50} ms; RSS steady ${steady} MiB (scrape errors ${steady_errors}); ${LOAD_CONNECTIONS} scrapers p50 ${load_p50} ms p99 ${load_p99} ms errors ${errs}; RSS peak ${peak} MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+mib() { awk -v k="$1:" '$1==k{printf "%.1f", $2/1024}' "/proc/$pid/status"; }
+rss() { awk '/^(VmRSS|RssAnon|RssFile|RssShmem):/{printf "%s %.1f MiB  ", $1, $2/1024}' "/proc/$pid/status"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+ticks_per_s=$(getconf CLK_TCK)
+# MB allocated on the heap so far: at each collection, what was allocated since the last one
+# (heap before it minus heap after the previous one), from -Xlog:gc's "before->after(committed)".
+heap_alloc_mb() {
+  sed -nE 's/.* ([0-9]+)M->([0-9]+)M\(.*/\1 \2/p' "$1" |
+    awk '{ if (n++) s += $1 - prev; else s += $1; prev = $2 } END { print s + 0 }'
+}
+pct() { awk -v p="$1" '{v[NR]=$1} END{i=int(NR*p/100+0.999); if(i<1)i=1; printf "%.1f", v[i]*1000}'; }
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
+table=()
+
+run_row() {
+  local containers=$1 node="$work/node-$1" gclog="$work/gc-$1.log" port url
+  "$java_bin" -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
+    io.vgpu.exporter.bench.BenchNode "$node" "$containers" "$DEVICES" "$PROCESSES"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  url="http://127.0.0.1:$port/metrics"
+  local extra="-Xlog:gc:file=$gclog"
+  [ "${NMT:-0}" = 1 ] && extra="$extra -XX:NativeMemoryTracking=summary"
+  local start_ns; start_ns=$(date +%s%N)
+  # shellcheck disable=SC2086
+  JDK_JAVA_OPTIONS="$extra" bin/vgpu-exporter serve --path.cache-root="$node" --kubernetes=false \
+    --nvml=false --node-name=bench --web.listen-address=127.0.0.1 --web.listen-port="$port" \
+    --log.level=warn ${FOOTPRINT_FLAGS:-} >"$work/exporter-$containers.log" 2>&1 &
+  pid=$!
+  until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || { echo "footprint: exporter exited"; cat "$work/exporter-$containers.log"; exit 1; }
+    sleep 0.02
+  done
+  local ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
+  local bytes gz
+  bytes=$(curl -fs "$url" | wc -c)
+  gz=$(curl -fs -H 'Accept-Encoding: gzip' "$url" | wc -c)
+  echo
+  echo "== node $containers x $DEVICES x $PROCESSES: page $bytes bytes ($gz gzipped); startup to ready $ready_ms ms"
+
+  # 2. One scraper on a kept-alive connection, as Prometheus scrapes (warm-up first: the JIT).
+  local args=() i
+  for i in $(seq 1 "$SINGLE_SCRAPES"); do args+=(-o /dev/null "$url"); done
+  curl -fs -H 'Accept-Encoding: gzip' "${args[@]:0:100}"
+  local t0 a0 lat
+  t0=$(cpu_ticks); a0=$(heap_alloc_mb "$gclog")
+  lat=$(curl -fs -H 'Accept-Encoding: gzip' -w '%{time_total}\n' "${args[@]}" | sort -n)
+  local cpu_ms alloc_kb single_p50 single_p99
+  cpu_ms=$(awk -v d=$(( $(cpu_ticks) - t0 )) -v n="$SINGLE_SCRAPES" -v hz="$ticks_per_s" 'BEGIN{printf "%.1f", d*1000/hz/n}')
+  alloc_kb=$(( ($(heap_alloc_mb "$gclog") - a0) * 1024 / SINGLE_SCRAPES ))
+  single_p50=$(pct 50 <<<"$lat"); single_p99=$(pct 99 <<<"$lat")
+  echo "one scraper, $SINGLE_SCRAPES scrapes: p50 $single_p50 ms, p99 $single_p99 ms; exporter CPU $cpu_ms ms/scrape, heap allocated ~$alloc_kb KB/scrape"
+  echo "after them: $(rss)threads $(awk '/^Threads:/{print $2}' "/proc/$pid/status")"
+
+  # 3. Steady: two scrapers every 15 s.
+  local steady_errors=0 end first second
+  end=$(( $(date +%s) + STEADY_SECONDS ))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & first=$!
+    curl -fs -o /dev/null -H 'Accept-Encoding: gzip' "$url" & second=$!
+    wait "$first" || steady_errors=$((steady_errors + 1))
+    wait "$second" || steady_errors=$((steady_errors + 1))
+    sleep 15
+  done
+  local steady; steady=$(mib VmRSS)
+  echo "steady after ${STEADY_SECONDS} s of 2 scrapers every 15 s: $(rss)scrape errors $steady_errors"
+
+  # 4. Peak: concurrent scrapers.
+  local load_out
+  t0=$(cpu_ticks)
+  load_out=$(wrk -t2 -c"$LOAD_CONNECTIONS" -d"${LOAD_SECONDS}s" --timeout 10s -s "$lua" "$url" \
+    | grep -E "requests:|latency:|Requests/sec")
+  local load_ticks=$(( $(cpu_ticks) - t0 ))
+  local peak; peak=$(mib VmHWM)
+  local reqs rps load_p50 load_p99 errs cpu_req
+  reqs=$(awk -F'[:,]' '/^requests:/{print $2+0}' <<<"$load_out")
+  rps=$(awk '/^Requests\/sec:/{printf "%.0f", $2}' <<<"$load_out")
+  load_p50=$(awk '/^p50 /{print $3}' <<<"$load_out")
+  load_p99=$(awk '/^p99 /{print $3}' <<<"$load_out")
+  errs=$(awk -F'[:,]' '/^requests:/{print $4+$6}' <<<"$load_out")
+  cpu_req=$(awk -v d="$load_ticks" -v n="$reqs" -v hz="$ticks_per_s" 'BEGIN{printf "%.2f", n ? d*1000/hz/n : 0}')
+  echo "$LOAD_CONNECTIONS scrapers for ${LOAD_SECONDS} s: CPU $cpu_req ms/request"
+  echo "$load_out" | sed 's/^/  /'
+  echo "after load: $(rss)peak VmHWM $peak MiB, threads $(awk '/^Threads:/{print $2}' "/proc/$pid/status")"
+  if [ "${NMT:-0}" = 1 ]; then
+    echo "where the memory goes (NMT committed, then smaps_rollup):"
+    "$JAVA_HOME/bin/jcmd" "$pid" VM.native_memory summary | grep -E '^Total|^-' | sed 's/^/  /'
+    grep -E '^(Rss|Anonymous|Shared_Clean|Private_Dirty):' "/proc/$pid/smaps_rollup" | sed 's/^/  /'
+    "$JAVA_HOME/bin/jcmd" "$pid" GC.run >/dev/null
+    echo "  live heap after a full GC: $("$JAVA_HOME/bin/jcmd" "$pid" GC.heap_info | grep -oE 'used [0-9]+K' | awk '{s+=$2} END{printf "%.1f MiB", s/1024}')"
+  fi
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  rm -rf "$node"
+  table+=("$(printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s' \
+    "${containers}x${DEVICES}x${PROCESSES}" "$(( bytes / 1000 ))/$(( gz / 1000 ))" "$ready_ms" \
+    "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$steady" "$load_p50/$load_p99" "$rps" \
+    "$errs" "$peak")")
+}
+
+for containers in $ROWS; do
+  run_row "$containers"
+done
+
+echo
+echo "exporter/bench/footprint.sh: one scraper $SINGLE_SCRAPES scrapes; steady ${STEADY_SECONDS} s of 2 scrapers/15 s; $LOAD_CONNECTIONS scrapers ${LOAD_SECONDS} s"
+echo "load average $load_at_start at start, $(cut -d' ' -f1-3 /proc/loadavg) at end; $(nproc) CPUs"
+printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s\n' node "page KB" "ready" "1 scrape ms" "CPU ms" "alloc KB" "steady" "50 scr. ms" "req/s" "err" "peak"
+printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s\n' "" "raw/gzip" "ms" "p50/p99" "/scrape" "/scrape" "RSS MiB" "p50/p99" "" "" "RSS MiB"
+printf '%s\n' "${table[@]}"
+echo "goals (100x8x4): steady <= 128 MiB, peak <= 160 MiB, one scrape p50 <= 15 ms, 50 scrapers p99 <= 60 ms"
