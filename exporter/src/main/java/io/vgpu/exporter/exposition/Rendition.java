@@ -64,7 +64,11 @@ public final class Rendition implements Exposition {
       long written = 0;
       while (!inflater.finished()) {
         int n = inflater.inflate(chunk);
-        if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+        // The call that reads the final block's end may return no bytes (an empty page, or one
+        // whose last bytes filled the previous chunk exactly): finished, not truncated.
+        if (n == 0
+            && !inflater.finished()
+            && (inflater.needsInput() || inflater.needsDictionary())) {
           throw new IOException("gzipped page ended early");
         }
         out.write(chunk, 0, n);

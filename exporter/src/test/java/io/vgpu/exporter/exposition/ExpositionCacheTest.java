@@ -369,6 +369,45 @@ class ExpositionCacheTest {
     r.release();
   }
 
+  /**
+   * Pages whose inflation ends on a call that returns no bytes: an empty page, and pages whose
+   * length is a multiple of the inflate chunk. Each is sent whole, not reported as truncated.
+   */
+  @Test
+  void emptyAndChunkMultiplePages_inflateWhole() throws Exception {
+    ExpositionCache empty =
+        new ExpositionCache(() -> new MetricSnapshots(), Duration.ZERO, now::get);
+    Rendition r = acquire(empty, ExpositionFormat.PROMETHEUS_TEXT);
+    assertThat(r.size()).isZero();
+    assertThat(text(r)).isEmpty();
+    r.release();
+    // One point whose label value pads the page to exactly k inflate chunks.
+    int fixed = encodedSize(padded(""));
+    for (int k = 1; k <= 3; k++) {
+      MetricSnapshots exact = padded("x".repeat(k * Rendition.INFLATE_CHUNK - fixed));
+      assertThat(encodedSize(exact)).isEqualTo(k * Rendition.INFLATE_CHUNK);
+      ExpositionCache c = new ExpositionCache(() -> exact, Duration.ZERO, now::get);
+      Rendition page = acquire(c, ExpositionFormat.PROMETHEUS_TEXT);
+      ExpositionBuffer direct = new ExpositionBuffer(1024);
+      new TextEncoder().encode(exact, ExpositionFormat.PROMETHEUS_TEXT, direct);
+      assertThat(text(page)).isEqualTo(new String(direct.toByteArray(), StandardCharsets.UTF_8));
+      page.release();
+    }
+  }
+
+  static MetricSnapshots padded(String value) {
+    return new MetricSnapshots(
+        new GaugeSnapshot(
+            new MetricMetadata("p", "h"),
+            List.of(new GaugeDataPointSnapshot(1, Labels.of("v", value), null))));
+  }
+
+  static int encodedSize(MetricSnapshots s) throws TextEncoder.Unsupported {
+    ExpositionBuffer b = new ExpositionBuffer(1024);
+    new TextEncoder().encode(s, ExpositionFormat.PROMETHEUS_TEXT, b);
+    return b.size();
+  }
+
   /** A client that stops reading mid-page (the write fails) leaves the page intact for others. */
   @Test
   void inflatingToAFailingClient_throws_andThePageStaysReadable() throws Exception {
