@@ -3,8 +3,10 @@ package io.vgpu.exporter;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.exporter.attribution.AttributionService;
+import io.vgpu.exporter.attribution.Reconciler;
+import io.vgpu.exporter.attribution.ZombieSlots;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.discovery.CacheDiscovery;
@@ -14,6 +16,7 @@ import io.vgpu.exporter.discovery.StaleReaper;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.http.HttpServer;
 import io.vgpu.exporter.http.Readiness;
+import io.vgpu.exporter.http.StatusPage;
 import io.vgpu.exporter.http.WebConfig;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.k8s.PodMetadataSource;
@@ -22,37 +25,47 @@ import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
+import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.node.SlotPolicy;
+import io.vgpu.exporter.nvml.JnaNvmlClient;
+import io.vgpu.exporter.nvml.NvmlSampler;
+import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.hostpid.HostPidResolver;
+import io.vgpu.hostpid.ProcFs;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.time.InstantSource;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The assembled exporter: discovery, metadata, collectors, HTTP. Built and started by {@link
- * #start}, stopped by {@link #close()}. The NVML/attribution layer plugs in through {@link
- * Builder#service} (collector factories find it in their {@link CollectorContext}) and {@link
- * Builder#healthCheck}.
+ * The assembled exporter: discovery, metadata, the node view, NVML sampling, attribution,
+ * collectors and HTTP, each constructed here with its parts as constructor arguments. Built by
+ * {@link Builder#build}, started by {@link #start}, stopped by {@link #close()}.
+ *
+ * <p>{@link #builder} wires what {@code serve} runs: the NVML sampler when {@code --nvml} is on and
+ * the attribution service unless {@code --collectors.disabled=attribution}. Running without them is
+ * a choice the caller states ({@link Builder#regionsOnly()}), never a silent default.
  */
 public final class ExporterApp implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ExporterApp.class);
+
+  /** How often the host-pid resolver rescans /proc for new processes. */
+  static final Duration PROC_SCAN_INTERVAL = Duration.ofSeconds(5);
 
   private final ExporterConfig config;
   private final CacheDiscovery discovery;
   private final PodMetadataSource metadata;
   private final NodeStateProvider states;
+  private final Optional<NvmlSampler> nvml;
+  private final Optional<AttributionService> attribution;
   private final PrometheusRegistry registry;
-  private final Map<String, MultiCollector> collectors;
   private final Readiness readiness;
   private final HttpServer http;
-  private final List<AutoCloseable> closeables;
 
   private ExporterApp(Builder b) {
     this.config = b.config;
@@ -69,25 +82,57 @@ public final class ExporterApp implements AutoCloseable {
     this.metadata = b.metadata != null ? b.metadata : metadataFrom(config);
     String node = config.nodeName();
     Duration grace = config.get(Flags.STALE_GRACE_PERIOD);
-    this.states = new NodeStateProvider(node, discovery, metadata, clock, grace);
     if (config.get(Flags.STALE_REMOVE)) {
       discovery.addListener(new StaleReaper(discovery, c -> isStale(c, metadata, clock, grace)));
     }
+
+    this.nvml =
+        b.gpu && config.get(Flags.NVML) ? Optional.of(sampler(config, clock)) : Optional.empty();
+    Supplier<NvmlSnapshot> latestNvml = latestNvml(nvml, clock);
+    boolean attributionOn = b.gpu && Collectors.runs("attribution", config);
+    AttributionService.Settings settings = attributionSettings(config);
+    ZombieSlots zombies = new ZombieSlots();
+    this.states =
+        new NodeStateProvider(
+            node,
+            discovery,
+            metadata,
+            clock,
+            grace,
+            attributionOn && settings.excludeZombieMemory() ? zombies : SlotPolicy.ALL_LIVE);
+    this.attribution =
+        attributionOn
+            ? Optional.of(
+                new AttributionService(
+                    latestNvml,
+                    new HostPidResolver(
+                        new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime),
+                    settings,
+                    clock,
+                    states::build,
+                    zombies))
+            : Optional.empty();
+
     this.registry = new PrometheusRegistry();
     CollectorStats stats = new CollectorStats();
     BuildInfo build = BuildInfo.load();
-    Map<Class<?>, Object> services = new HashMap<>(b.services);
-    services.put(CacheDiscovery.class, discovery);
-    services.put(PodMetadataSource.class, metadata);
-    this.collectors =
-        Collectors.register(
-            new CollectorContext(config, states, errors, stats, build, services), registry);
+    Collectors.register(
+        new CollectorContext(config, states, errors, stats, build, nvml, attribution), registry);
+
     this.readiness = new Readiness();
-    readiness.add(discoveryCheck(discovery));
+    readiness.add(AppHealthChecks.discovery(discovery));
     readiness.add(HealthCheck.of(discovery.loopHealth()));
-    readiness.add(skippedContainersCheck(discovery));
-    readiness.add(metadataCheck(metadata));
-    b.healthChecks.forEach(readiness::add);
+    readiness.add(AppHealthChecks.skippedContainers(discovery));
+    readiness.add(AppHealthChecks.metadata(metadata));
+    nvml.ifPresent(s -> readiness.add(AppHealthChecks.nvml(s)));
+    attribution.ifPresent(
+        a -> {
+          readiness.add(HealthCheck.of(a.loopHealth()));
+          if (a.settings().writes()) {
+            readiness.add(AppHealthChecks.regionWrites(a));
+          }
+        });
+
     this.http =
         new HttpServer(
             new HttpServer.Settings(
@@ -96,14 +141,61 @@ public final class ExporterApp implements AutoCloseable {
                 config.metricsMaxAge(),
                 webConfig(config),
                 HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
-                config.get(Flags.WEB_STATUS_MAX_AGE),
-                config.procfs()),
+                config.get(Flags.WEB_STATUS_MAX_AGE)),
             registry,
             states,
             readiness,
             stats,
-            build.version());
-    this.closeables = new ArrayList<>(b.closeables);
+            build.version(),
+            new StatusPage(new ProcFs(config.procfs()), statusNvml(nvml, clock), clock));
+  }
+
+  private static NvmlSampler sampler(ExporterConfig config, InstantSource clock) {
+    String library = config.get(Flags.NVML_LIBRARY);
+    return new NvmlSampler(
+        () -> JnaNvmlClient.load(library),
+        new NvmlSampler.Settings(
+            config.get(Flags.NVML_SAMPLE_INTERVAL),
+            config.get(Flags.NVML_WINDOW),
+            Duration.ofSeconds(60)),
+        clock);
+  }
+
+  /** The sampler's latest snapshot, or a constant "disabled" one when NVML is off. */
+  private static Supplier<NvmlSnapshot> latestNvml(
+      Optional<NvmlSampler> sampler, InstantSource clock) {
+    if (sampler.isPresent()) {
+      return sampler.get()::latest;
+    }
+    NvmlSnapshot disabled =
+        NvmlSnapshot.unavailable(clock.instant(), "nvml: disabled (--nvml=false)");
+    return () -> disabled;
+  }
+
+  /**
+   * What the status page's doctor sees of NVML: the running sampler's snapshot, or "not queried"
+   * when NVML is off (its checks skip instead of failing on a node without GPUs by choice).
+   */
+  private static Supplier<NvmlSnapshot> statusNvml(
+      Optional<NvmlSampler> sampler, InstantSource clock) {
+    if (sampler.isPresent()) {
+      return sampler.get()::latest;
+    }
+    return () -> NvmlSnapshot.unavailable(clock.instant(), NodeEvidence.NVML_NOT_QUERIED);
+  }
+
+  private static AttributionService.Settings attributionSettings(ExporterConfig config) {
+    AttributionService.Settings defaults = AttributionService.Settings.defaults();
+    return new AttributionService.Settings(
+        defaults.interval(),
+        defaults.feedbackInterval(),
+        config.get(Flags.ATTRIBUTION_FEEDBACK),
+        config.get(Flags.ATTRIBUTION_REPAIR_HOSTPID),
+        true,
+        new Reconciler.Settings(
+            defaults.reconciler().zombieGrace(),
+            config.get(Flags.ATTRIBUTION_LEAK_AFTER),
+            defaults.reconciler().maxGap()));
   }
 
   /**
@@ -146,83 +238,19 @@ public final class ExporterApp implements AutoCloseable {
         config.get(Flags.KUBERNETES_RESYNC));
   }
 
-  private static HealthCheck discoveryCheck(CacheDiscovery discovery) {
-    return new HealthCheck() {
-      @Override
-      public String name() {
-        return "cache-root";
-      }
-
-      @Override
-      public Optional<String> problem() {
-        var snap = discovery.current();
-        if (snap.generation() == 0) {
-          return Optional.of("first discovery pass of " + discovery.root() + " not finished");
-        }
-        return snap.rootProblem();
-      }
-
-      @Override
-      public boolean blocksReadiness() {
-        return true;
-      }
-    };
-  }
-
-  /** Directories over --discovery.max-containers: metrics of those are missing (not blocking). */
-  private static HealthCheck skippedContainersCheck(CacheDiscovery discovery) {
-    return new HealthCheck() {
-      @Override
-      public String name() {
-        return "cache-root";
-      }
-
-      @Override
-      public Optional<String> problem() {
-        int n = discovery.skippedContainers();
-        return n == 0
-            ? Optional.empty()
-            : Optional.of(
-                n
-                    + " entries beyond --discovery.max-containers not read (stale directories? see"
-                    + " --stale.remove)");
-      }
-
-      @Override
-      public boolean blocksReadiness() {
-        return false;
-      }
-    };
-  }
-
-  private static HealthCheck metadataCheck(PodMetadataSource metadata) {
-    return new HealthCheck() {
-      @Override
-      public String name() {
-        return "kubernetes";
-      }
-
-      @Override
-      public Optional<String> problem() {
-        var h = metadata.health();
-        return h.enabled() ? h.problem() : Optional.empty();
-      }
-
-      @Override
-      public boolean blocksReadiness() {
-        return false;
-      }
-    };
-  }
-
   public static Builder builder(ExporterConfig config) {
     return new Builder(config);
   }
 
-  /** Starts background work and the HTTP server; returns once the port is bound. */
+  /**
+   * Starts background work (discovery, metadata, the NVML sampler, then attribution, which reads
+   * the sampler) and the HTTP server; returns once the port is bound.
+   */
   public ExporterApp start() {
     discovery.start();
     metadata.start();
+    nvml.ifPresent(NvmlSampler::start);
+    attribution.ifPresent(AttributionService::start);
     http.start();
     LOG.info(
         "msg=\"serving\" address={} port={} cache_root=\"{}\" node={} kubernetes={} hami_compat={}",
@@ -259,9 +287,14 @@ public final class ExporterApp implements AutoCloseable {
     return metadata;
   }
 
-  /** Registered collectors by name (unwrapped), e.g. to install the HAMi utilization source. */
-  public Map<String, MultiCollector> collectors() {
-    return collectors;
+  /** The NVML sampler; empty with {@code --nvml=false} or {@link Builder#regionsOnly()}. */
+  public Optional<NvmlSampler> nvml() {
+    return nvml;
+  }
+
+  /** The attribution service; empty when it is disabled or {@link Builder#regionsOnly()}. */
+  public Optional<AttributionService> attribution() {
+    return attribution;
   }
 
   @Override
@@ -269,12 +302,15 @@ public final class ExporterApp implements AutoCloseable {
     http.close();
     metadata.close();
     discovery.close();
-    for (AutoCloseable c : closeables) {
-      try {
-        c.close();
-      } catch (Exception e) {
-        LOG.warn("msg=\"close failed\" error=\"{}\"", e.toString());
-      }
+    attribution.ifPresent(a -> closeQuietly("attribution", a));
+    nvml.ifPresent(s -> closeQuietly("nvml", s));
+  }
+
+  private static void closeQuietly(String what, AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception e) {
+      LOG.warn("msg=\"close failed\" part={} error=\"{}\"", what, e.toString());
     }
   }
 
@@ -284,9 +320,7 @@ public final class ExporterApp implements AutoCloseable {
     private InstantSource clock = InstantSource.system();
     private PodMetadataSource metadata;
     private boolean writable;
-    private final Map<Class<?>, Object> services = new HashMap<>();
-    private final List<HealthCheck> healthChecks = new ArrayList<>();
-    private final List<AutoCloseable> closeables = new ArrayList<>();
+    private boolean gpu = true;
 
     private Builder(ExporterConfig config) {
       this.config = config;
@@ -309,19 +343,12 @@ public final class ExporterApp implements AutoCloseable {
       return this;
     }
 
-    public <T> Builder service(Class<T> type, T service) {
-      services.put(type, service);
-      return this;
-    }
-
-    public Builder healthCheck(HealthCheck check) {
-      healthChecks.add(check);
-      return this;
-    }
-
-    /** Closed after the app (e.g. an NVML sampler). */
-    public Builder closeOnExit(AutoCloseable c) {
-      closeables.add(c);
+    /**
+     * Runs without the GPU layer: no NVML sampler and no attribution service, whatever the flags
+     * say (tests of the region pipeline). {@code serve} and {@code demo} never call this.
+     */
+    public Builder regionsOnly() {
+      this.gpu = false;
       return this;
     }
 

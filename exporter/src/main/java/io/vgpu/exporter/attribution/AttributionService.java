@@ -3,11 +3,8 @@ package io.vgpu.exporter.attribution;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.loops.LoopHealth;
-import io.vgpu.exporter.metrics.HamiCompatCollector;
 import io.vgpu.exporter.node.ContainerState;
-import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.SlotPolicy;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.hostpid.HostPidResolver;
@@ -24,6 +21,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -39,12 +37,12 @@ import org.slf4j.LoggerFactory;
  * when enabled; after each reconciliation it repairs wrong hostpids when enabled. Scrapes read the
  * latest result only, so they never wait on /proc scans, NVML or writes.
  *
- * <p>It also feeds the rest of the exporter: a {@link SlotPolicy} that leaves zombie slots out of
- * "used" memory and process counts, and the HAMi-compatible utilization source carrying the
- * reconciled value.
+ * <p>It also feeds the rest of the exporter: the {@link ZombieSlots} it was built with (a slot
+ * policy that leaves zombie slots out of "used" memory and process counts) and the reconciled
+ * utilization per container and device ({@link #smUtilization}).
  *
- * <p>Thread safety: {@link #latest()}, {@link #slotPolicy()}, {@link #hamiUtilization()} and {@link
- * #regionWrites()} are safe from any thread; {@link #runOnce()} runs on one thread at a time.
+ * <p>Thread safety: {@link #latest()}, {@link #smUtilization} and {@link #regionWrites()} are safe
+ * from any thread; {@link #runOnce()} runs on one thread at a time.
  */
 public final class AttributionService implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(AttributionService.class);
@@ -89,9 +87,6 @@ public final class AttributionService implements AutoCloseable {
     }
   }
 
-  /** (container, in-container pid) of a zombie slot. */
-  private record ZombieKey(ContainerKey container, int pid) {}
-
   private final Supplier<NvmlSnapshot> nvml;
   private final HostPidResolver pids;
   private final Settings settings;
@@ -99,20 +94,30 @@ public final class AttributionService implements AutoCloseable {
   private final LoopHealth health;
   private final Reconciler reconciler;
   private final RegionWriteBack writeBack;
-  private volatile Supplier<NodeState> states;
+  private final Supplier<NodeState> states;
+  private final ZombieSlots zombies;
   private volatile AttributionResult latest;
-  private volatile Set<ZombieKey> zombies = Set.of();
   private Instant lastFeedback = Instant.MIN;
   private ScheduledExecutorService executor;
-  private final List<Runnable> starters = new ArrayList<>();
 
   /**
    * @param nvml the latest NVML snapshot, e.g. {@code sampler::latest}, or a constant {@link
    *     NvmlSnapshot#unavailable} when NVML is disabled
+   * @param states the node's regions and pods, read once per pass (e.g. {@code
+   *     NodeStateProvider::build})
+   * @param zombies updated after every pass; the node view excludes these slots when {@link
+   *     Settings#excludeZombieMemory()} is on
    */
   public AttributionService(
-      Supplier<NvmlSnapshot> nvml, HostPidResolver pids, Settings settings, InstantSource clock) {
+      Supplier<NvmlSnapshot> nvml,
+      HostPidResolver pids,
+      Settings settings,
+      InstantSource clock,
+      Supplier<NodeState> states,
+      ZombieSlots zombies) {
     this.nvml = Objects.requireNonNull(nvml, "nvml");
+    this.states = Objects.requireNonNull(states, "states");
+    this.zombies = Objects.requireNonNull(zombies, "zombies");
     this.pids = Objects.requireNonNull(pids, "pids");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
@@ -131,35 +136,25 @@ public final class AttributionService implements AutoCloseable {
     return settings;
   }
 
-  /** Where node states come from; set once the exporter's pipeline exists. */
-  public void attach(Supplier<NodeState> states) {
-    this.states = Objects.requireNonNull(states, "states");
-  }
-
   public AttributionResult latest() {
     return latest;
   }
 
-  /** Excludes zombie slots (when configured) from what the region collectors count. */
-  public SlotPolicy slotPolicy() {
-    if (!settings.excludeZombieMemory()) {
-      return SlotPolicy.ALL_LIVE;
-    }
-    return (container, slot) -> !zombies.contains(new ZombieKey(container, slot.pid()));
+  /** The slot policy this service keeps current (a node view built with it excludes zombies). */
+  public ZombieSlots zombies() {
+    return zombies;
   }
 
   /**
-   * HAMi's {@code hami_container_device_utilization_ratio} (0-100 scale) from the reconciled value;
-   * NaN when it is unknown, so a dashboard shows a gap instead of a false 0.
+   * The reconciled SM utilization (0-1) of one container on one device; empty when it is unknown
+   * (no NVML, no pass yet, or the container's processes were not seen on the GPU).
    */
-  public HamiCompatCollector.UtilizationSource hamiUtilization() {
-    return (ContainerState c, DeviceUsageSummary d) ->
-        latest
-            .container(c.key())
-            .flatMap(a -> a.device(d.index(), d.uuid()))
-            .filter(a -> a.smUtilization().isPresent())
-            .map(a -> a.smUtilization().getAsDouble() * 100.0)
-            .orElse(Double.NaN);
+  public OptionalDouble smUtilization(ContainerKey container, int deviceIndex, String deviceUuid) {
+    return latest
+        .container(container)
+        .flatMap(a -> a.device(deviceIndex, deviceUuid))
+        .map(DeviceAttribution::smUtilization)
+        .orElse(OptionalDouble.empty());
   }
 
   /** Region writes so far by field; zeros when no write flag is on. */
@@ -182,17 +177,11 @@ public final class AttributionService implements AutoCloseable {
     return writeBack == null ? Map.of() : writeBack.failing();
   }
 
-  /** Something to start with this service (the NVML sampler), before its own loop. */
-  public synchronized void startWith(Runnable starter) {
-    starters.add(Objects.requireNonNull(starter, "starter"));
-  }
-
-  /** Starts what {@link #startWith} registered, then the background loop. Idempotent. */
+  /** Starts the background loop (start the NVML sampler first). Idempotent. */
   public synchronized void start() {
     if (executor != null) {
       return;
     }
-    starters.forEach(Runnable::run);
     executor =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -212,24 +201,14 @@ public final class AttributionService implements AutoCloseable {
     return health;
   }
 
-  /** One pass: reconcile, feedback when due, repairs. No-op until {@link #attach} was called. */
+  /** One pass: reconcile, feedback when due, repairs. */
   public synchronized void runOnce() {
-    Supplier<NodeState> source = states;
-    if (source == null) {
-      return;
-    }
-    NodeState state = source.get();
+    NodeState state = states.get();
     Instant now = clock.instant();
     List<ContainerInput> inputs = state.containers().stream().map(ContainerInput::of).toList();
     AttributionResult result =
         reconciler.reconcile(inputs, nvml.get(), pids, latest.history(), now);
-    Set<ZombieKey> z = new HashSet<>();
-    for (ContainerAttribution c : result.containers()) {
-      c.slots().stream()
-          .filter(SlotVerdict::isZombie)
-          .forEach(v -> z.add(new ZombieKey(c.key(), v.pid())));
-    }
-    zombies = Set.copyOf(z);
+    zombies.update(result);
     latest = result;
 
     if (writeBack == null) {

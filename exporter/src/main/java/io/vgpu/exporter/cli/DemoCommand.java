@@ -151,13 +151,7 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
       node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
     }
     // Same wiring as serve: attribution (and NVML, when --nvml is on) runs in the demo too.
-    ExporterApp app =
-        io.vgpu.exporter.AttributionModule.wire(
-            io.vgpu.exporter.AttributionModule.install(
-                    ExporterApp.builder(config).metadata(node.metadata()),
-                    config,
-                    java.time.InstantSource.system())
-                .build());
+    ExporterApp app = ExporterApp.builder(config).metadata(node.metadata()).build();
     ScheduledExecutorService ticker =
         Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("vgpu-demo").unstarted(r));

@@ -22,11 +22,7 @@ final class ServeCommand implements Callable<Integer>, FlagOptions.Host {
         ExporterConfig.resolve(
             FlagOptions.values(spec.commandLine().getParseResult()), System.getenv());
     LogSetup.configure(config.get(Flags.LOG_LEVEL), config.get(Flags.LOG_FORMAT));
-    ExporterApp app =
-        io.vgpu.exporter.AttributionModule.wire(
-            io.vgpu.exporter.AttributionModule.install(
-                    ExporterApp.builder(config), config, java.time.InstantSource.system())
-                .build());
+    ExporterApp app = ExporterApp.builder(config).build();
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime()
         .addShutdownHook(

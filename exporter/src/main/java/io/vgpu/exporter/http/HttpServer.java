@@ -8,7 +8,6 @@ import io.vgpu.exporter.config.Endpoints;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.node.NodeStateProvider;
 import java.net.InetAddress;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
@@ -42,7 +41,6 @@ public final class HttpServer implements AutoCloseable {
    * @param web TLS and basic-auth users
    * @param statusPages who may see / and /api/v1/containers
    * @param statusMaxAge how long the status model is shared before it is computed again
-   * @param procfs the host's /proc, read by the status model
    */
   public record Settings(
       String host,
@@ -50,15 +48,13 @@ public final class HttpServer implements AutoCloseable {
       Duration metricsMaxAge,
       WebConfig web,
       StatusPages statusPages,
-      Duration statusMaxAge,
-      Path procfs) {
+      Duration statusMaxAge) {
     public Settings {
       Objects.requireNonNull(host, "host");
       Objects.requireNonNull(metricsMaxAge, "metricsMaxAge");
       Objects.requireNonNull(web, "web");
       Objects.requireNonNull(statusPages, "statusPages");
       Objects.requireNonNull(statusMaxAge, "statusMaxAge");
-      Objects.requireNonNull(procfs, "procfs");
     }
   }
 
@@ -82,13 +78,14 @@ public final class HttpServer implements AutoCloseable {
       NodeStateProvider states,
       Readiness readiness,
       CollectorStats stats,
-      String version) {
+      String version,
+      StatusPage statusPage) {
     this.settings = Objects.requireNonNull(settings, "settings");
     MetricsEndpoint metrics = new MetricsEndpoint(registry, settings.metricsMaxAge(), stats);
     this.status =
         new StatusViews(
             states::build,
-            StatusPage.of(settings.procfs()),
+            Objects.requireNonNull(statusPage, "statusPage"),
             readiness,
             version,
             settings.statusMaxAge(),

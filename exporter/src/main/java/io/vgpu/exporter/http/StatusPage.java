@@ -31,25 +31,15 @@ public final class StatusPage {
   private final InstantSource clock;
   private final Doctor doctor = Doctor.standard();
 
+  /**
+   * @param procFs the host's procfs as the running exporter reads it ({@code --path.procfs})
+   * @param nvml the running exporter's latest NVML snapshot (its sampler), or a constant "not
+   *     sampled" snapshot when NVML is off
+   */
   public StatusPage(ProcFs procFs, Supplier<NvmlSnapshot> nvml, InstantSource clock) {
     this.procFs = procFs;
     this.nvml = nvml;
     this.clock = clock;
-  }
-
-  /** The host's procfs ({@code VGPU_EXPORTER_PATH_PROCFS} or /proc); NVML not queried. */
-  public static StatusPage standard() {
-    return of(Path.of(System.getenv().getOrDefault("VGPU_EXPORTER_PATH_PROCFS", "/proc")));
-  }
-
-  /** Reads {@code procfs} ({@code --path.procfs}); NVML not queried. */
-  public static StatusPage of(Path procfs) {
-    return new StatusPage(
-        new ProcFs(procfs),
-        () ->
-            NvmlSnapshot.unavailable(
-                InstantSource.system().instant(), NodeEvidence.NVML_NOT_QUERIED),
-        InstantSource.system());
   }
 
   /** The page's data for one exporter state. */

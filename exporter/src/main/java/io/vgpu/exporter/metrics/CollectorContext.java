@@ -1,16 +1,20 @@
 package io.vgpu.exporter.metrics;
 
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.node.NodeStateProvider;
-import java.util.Map;
+import io.vgpu.exporter.nvml.NvmlSampler;
 import java.util.Objects;
 import java.util.Optional;
 
 /**
- * What collector factories in {@link Collectors} may use. {@code services} carries components other
- * layers start (the NVML sampler, the attribution reconciler) by type, so adding one needs no new
- * constructor parameter here.
+ * Everything a collector in {@link Collectors#ALL} is built from, by name and type: the app
+ * assembles one and each entry passes what it needs to its collector's constructor.
+ *
+ * @param nvml the running NVML sampler; empty with {@code --nvml=false}
+ * @param attribution the attribution service; empty when the app runs without it (regions only, or
+ *     {@code --collectors.disabled=attribution})
  */
 public record CollectorContext(
     ExporterConfig config,
@@ -18,18 +22,26 @@ public record CollectorContext(
     ParseErrors parseErrors,
     CollectorStats stats,
     BuildInfo build,
-    Map<Class<?>, Object> services) {
+    Optional<NvmlSampler> nvml,
+    Optional<AttributionService> attribution) {
   public CollectorContext {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(states, "states");
     Objects.requireNonNull(parseErrors, "parseErrors");
     Objects.requireNonNull(stats, "stats");
     Objects.requireNonNull(build, "build");
-    services = Map.copyOf(services);
+    Objects.requireNonNull(nvml, "nvml");
+    Objects.requireNonNull(attribution, "attribution");
   }
 
-  /** The service of this type, when the app started one. */
-  public <T> Optional<T> service(Class<T> type) {
-    return Optional.ofNullable(services.get(type)).map(type::cast);
+  /** Region-only collectors: no NVML sampler, no attribution service (tests, benchmarks). */
+  public static CollectorContext regionsOnly(
+      ExporterConfig config,
+      NodeStateProvider states,
+      ParseErrors parseErrors,
+      CollectorStats stats,
+      BuildInfo build) {
+    return new CollectorContext(
+        config, states, parseErrors, stats, build, Optional.empty(), Optional.empty());
   }
 }

@@ -26,7 +26,8 @@ public final class Collectors {
    * @param name short name for flags and {@code vgpu_exporter_collector_success{collector}}
    * @param description what it exports (README)
    * @param enabled whether it runs under a given configuration (before --collectors.disabled)
-   * @param factory builds it; may return empty when its service is absent (e.g. no NVML)
+   * @param factory builds it from the app's parts; empty when a part it needs is absent (e.g. no
+   *     NVML sampler)
    */
   public record Entry(
       String name,
@@ -64,17 +65,29 @@ public final class Collectors {
               "hami",
               "HAMi vGPU monitor drop-in families (zone=\"vGPU\")",
               ExporterConfig::hamiCompat,
-              ctx -> Optional.of(new HamiCompatCollector(ctx.states()))),
+              ctx ->
+                  Optional.of(
+                      new HamiCompatCollector(
+                          ctx.states(),
+                          ctx.attribution()
+                              .map(HamiCompatCollector.UtilizationSource::reconciled)
+                              .orElse(HamiCompatCollector.UtilizationSource.REGION)))),
           new Entry(
               "nvml",
               "per GPU memory and utilization, NVML health and errors (hami_host_gpu_* too)",
               c -> c.get(Flags.NVML),
-              ctx -> ctx.service(NvmlProvider.class).map(p -> p.create(ctx))),
+              ctx ->
+                  ctx.nvml()
+                      .map(
+                          sampler ->
+                              new NvmlCollector(ctx.states(), sampler, ctx.config().hamiCompat()))),
           new Entry(
               "attribution",
               "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
               c -> true,
-              ctx -> ctx.service(AttributionProvider.class).map(p -> p.create(ctx))),
+              ctx ->
+                  ctx.attribution()
+                      .map(service -> new AttributionCollector(ctx.states(), service))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
@@ -84,25 +97,20 @@ public final class Collectors {
                       new ExporterCollector(
                           ctx.states(), ctx.build(), ctx.parseErrors(), ctx.stats()))));
 
-  /**
-   * Builds the collector of a module that owns its own (NVML, attribution). The module registers it
-   * as a service under its entry's key below, so this list names every collector and fixes their
-   * order while this package depends on no module.
-   */
-  @FunctionalInterface
-  public interface Provider {
-    MultiCollector create(CollectorContext ctx);
-  }
-
-  /** Service key of the {@code nvml} entry's provider. */
-  @FunctionalInterface
-  public interface NvmlProvider extends Provider {}
-
-  /** Service key of the {@code attribution} entry's provider. */
-  @FunctionalInterface
-  public interface AttributionProvider extends Provider {}
-
   private Collectors() {}
+
+  /**
+   * Whether the entry {@code name} runs under {@code config}: enabled by its predicate and not in
+   * {@code --collectors.disabled} (the app starts a collector's service only when it runs).
+   */
+  public static boolean runs(String name, ExporterConfig config) {
+    return ALL.stream()
+        .anyMatch(
+            e ->
+                e.name().equals(name)
+                    && e.enabled().test(config)
+                    && !config.get(Flags.COLLECTORS_DISABLED).contains(name));
+  }
 
   public static Set<String> names() {
     return ALL.stream().map(Entry::name).collect(java.util.stream.Collectors.toUnmodifiableSet());
@@ -111,8 +119,7 @@ public final class Collectors {
   /**
    * Builds and registers every enabled collector, wrapped with success/duration accounting.
    *
-   * @return the registered collectors by name (unwrapped), for wiring (e.g. the HAMi utilization
-   *     source)
+   * @return the registered collectors by name (unwrapped)
    * @throws ConfigException when --collectors.disabled names an unknown collector
    */
   public static Map<String, MultiCollector> register(

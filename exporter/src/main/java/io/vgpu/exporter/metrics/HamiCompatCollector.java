@@ -5,11 +5,13 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * HAMi vGPU monitor drop-in families with HAMi's exact names, labels, units and values, each with
@@ -57,27 +59,30 @@ public final class HamiCompatCollector extends VgpuCollector {
           Families.describe(
               MetricType.GAUGE, HAMI_VGPU_MEMORY_BUFFER, "vGPU device buffer memory in bytes", H));
 
-  /** Replaces the region's claimed SM utilization with the reconciled one (attribution layer). */
+  /** Where the utilization family's value comes from. */
   @FunctionalInterface
   public interface UtilizationSource {
+    /** What the region claims (HAMi's monitor; 0 on nodes whose limiter does not write it). */
     UtilizationSource REGION = (c, d) -> d.regionSmUtilPercent();
+
+    /**
+     * The NVML-reconciled value, so HAMi dashboards stop reading 0; NaN when it is unknown, so a
+     * dashboard shows a gap instead of a false 0.
+     */
+    static UtilizationSource reconciled(AttributionService attribution) {
+      return (c, d) ->
+          attribution.smUtilization(c.key(), d.index(), d.uuid()).orElse(Double.NaN) * 100.0;
+    }
 
     /** Percent (HAMi's 0-100-per-process scale) for this container and device. */
     double percent(ContainerState c, DeviceUsageSummary d);
   }
 
-  private volatile UtilizationSource utilization = UtilizationSource.REGION;
+  private final UtilizationSource utilization;
 
-  public HamiCompatCollector(NodeStateProvider states) {
+  public HamiCompatCollector(NodeStateProvider states, UtilizationSource utilization) {
     super(states);
-  }
-
-  /**
-   * The attribution layer installs NVML-reconciled utilization here, so HAMi dashboards stop
-   * reading 0.
-   */
-  public void setUtilizationSource(UtilizationSource source) {
-    this.utilization = source;
+    this.utilization = Objects.requireNonNull(utilization, "utilization");
   }
 
   @Override

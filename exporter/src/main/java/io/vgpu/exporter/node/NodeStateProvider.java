@@ -37,7 +37,7 @@ public final class NodeStateProvider {
   private final PodMetadataSource metadata;
   private final InstantSource clock;
   private final Duration staleGrace;
-  private volatile SlotPolicy slotPolicy = SlotPolicy.ALL_LIVE;
+  private final SlotPolicy slotPolicy;
 
   /**
    * States of the scrapes in progress, by request identity (request objects do not override
@@ -55,16 +55,33 @@ public final class NodeStateProvider {
       CacheDiscovery discovery,
       PodMetadataSource metadata,
       InstantSource clock,
-      Duration staleGrace) {
-    this(node, discovery::current, metadata, clock, staleGrace);
+      Duration staleGrace,
+      SlotPolicy slotPolicy) {
+    this(node, discovery::current, metadata, clock, staleGrace, slotPolicy);
   }
 
+  /** Counts every live slot ({@link SlotPolicy#ALL_LIVE}). */
   public NodeStateProvider(
       String node,
       Supplier<DiscoverySnapshot> discovery,
       PodMetadataSource metadata,
       InstantSource clock,
       Duration staleGrace) {
+    this(node, discovery, metadata, clock, staleGrace, SlotPolicy.ALL_LIVE);
+  }
+
+  /**
+   * @param slotPolicy which live slots count for their container (the attribution layer's {@code
+   *     ZombieSlots} leaves out zombies)
+   */
+  public NodeStateProvider(
+      String node,
+      Supplier<DiscoverySnapshot> discovery,
+      PodMetadataSource metadata,
+      InstantSource clock,
+      Duration staleGrace,
+      SlotPolicy slotPolicy) {
+    this.slotPolicy = Objects.requireNonNull(slotPolicy, "slotPolicy");
     this.node = Objects.requireNonNull(node, "node");
     this.discovery = Objects.requireNonNull(discovery, "discovery");
     this.metadata = Objects.requireNonNull(metadata, "metadata");
@@ -78,11 +95,6 @@ public final class NodeStateProvider {
 
   public PodMetadataSource metadata() {
     return metadata;
-  }
-
-  /** Replaces the slot policy (the attribution layer excludes zombie slots). */
-  public void setSlotPolicy(SlotPolicy policy) {
-    this.slotPolicy = Objects.requireNonNull(policy, "policy");
   }
 
   /**

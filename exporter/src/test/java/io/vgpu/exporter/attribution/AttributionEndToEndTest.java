@@ -8,11 +8,9 @@ import static io.vgpu.exporter.attribution.World.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
-import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ContainerKey;
-import io.vgpu.exporter.metrics.AttributionCollector;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSnapshot;
@@ -24,7 +22,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -64,17 +61,12 @@ class AttributionEndToEndTest {
     flags.put("web.listen-port", "0");
     flags.putAll(extra);
     ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
-    app =
-        AttributionModule.wire(
-                AttributionModule.install(
-                        ExporterApp.builder(config), config, InstantSource.system())
-                    .build())
-            .start();
+    app = ExporterApp.builder(config).build().start();
     return app;
   }
 
   private AttributionService service() {
-    return ((AttributionCollector) app.collectors().get("attribution")).service();
+    return app.attribution().orElseThrow();
   }
 
   private String scrape() throws Exception {

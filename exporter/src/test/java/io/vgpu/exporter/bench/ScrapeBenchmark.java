@@ -19,6 +19,7 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.node.SlotPolicy;
 import io.vgpu.exporter.testing.TestNode;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -28,7 +29,6 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -103,16 +103,20 @@ public class ScrapeBenchmark {
     discovery.rescan();
     states =
         new NodeStateProvider(
-            "node-a", discovery, meta, InstantSource.system(), Duration.ofMinutes(5));
+            "node-a",
+            discovery,
+            meta,
+            InstantSource.system(),
+            Duration.ofMinutes(5),
+            SlotPolicy.ALL_LIVE);
     registry = new PrometheusRegistry();
     Collectors.register(
-        new CollectorContext(
+        CollectorContext.regionsOnly(
             ExporterConfig.defaults(),
             states,
             new ParseErrors(),
             new CollectorStats(),
-            new BuildInfo("b", "r"),
-            Map.of()),
+            new BuildInfo("b", "r")),
         registry,
         TestNode.OWN_COLLECTORS::contains);
     collected = registry.scrape();

@@ -51,7 +51,8 @@ class DemoNodeTest {
               .with(Flags.NVML, false)
               .with(Flags.NODE_NAME, "demo-node")
               .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
-      try (ExporterApp app = ExporterApp.builder(cfg).metadata(node.metadata()).build().start()) {
+      try (ExporterApp app =
+          ExporterApp.builder(cfg).metadata(node.metadata()).regionsOnly().build().start()) {
         Await.until(Duration.ofSeconds(10), () -> app.discovery().current().filesMapped() == 5);
         HttpClient http = HttpClient.newHttpClient();
         URI uri = URI.create("http://127.0.0.1:" + app.port() + "/metrics");
@@ -129,7 +130,8 @@ class DemoNodeTest {
               .with(Flags.NVML, false)
               .with(Flags.NODE_NAME, "demo-node")
               .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
-      try (ExporterApp app = ExporterApp.builder(cfg).metadata(node.metadata()).build().start()) {
+      try (ExporterApp app =
+          ExporterApp.builder(cfg).metadata(node.metadata()).regionsOnly().build().start()) {
         Await.until(Duration.ofSeconds(10), () -> app.discovery().current().filesMapped() == 18);
         Samples s =
             Samples.parse(

@@ -2,7 +2,6 @@ package io.vgpu.exporter.deploy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
@@ -20,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -79,11 +77,7 @@ class SeriesBudgetTest {
             .with(Flags.NODE_NAME, "budget-node")
             .with(Flags.RESCAN_INTERVAL, Duration.ofHours(1))
             .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
-    return AttributionModule.wire(
-            AttributionModule.install(
-                    ExporterApp.builder(config).metadata(pods), config, InstantSource.system())
-                .build())
-        .start();
+    return ExporterApp.builder(config).metadata(pods).build().start();
   }
 
   private static StaticMetadataSource noPods() {

@@ -50,7 +50,7 @@ class HttpServerTest {
   @BeforeAll
   static void start() throws IOException {
     node = new TestNode(root);
-    app = ExporterApp.builder(config(root)).metadata(node.metadata).build().start();
+    app = ExporterApp.builder(config(root)).metadata(node.metadata).regionsOnly().build().start();
     Await.until(Duration.ofSeconds(10), () -> app.discovery().current().generation() > 0);
   }
 
@@ -153,6 +153,7 @@ class HttpServerTest {
     try (ExporterApp other =
         ExporterApp.builder(config(root.resolve("absent")))
             .metadata(node.metadata)
+            .regionsOnly()
             .build()
             .start()) {
       Await.until(Duration.ofSeconds(10), () -> other.discovery().current().generation() > 0);
@@ -174,6 +175,7 @@ class HttpServerTest {
     try (ExporterApp other =
         ExporterApp.builder(config(root))
             .metadata(new io.vgpu.exporter.metrics.CollectorsTestSupport.Down())
+            .regionsOnly()
             .build()
             .start()) {
       Await.until(Duration.ofSeconds(10), () -> other.discovery().current().generation() > 0);

@@ -52,6 +52,7 @@ class PrometheusScrapeTest {
         ExporterApp app =
             ExporterApp.builder(HttpServerTest.config(root))
                 .metadata(node.metadata)
+                .regionsOnly()
                 .build()
                 .start()) {
       int promPort = freePort();

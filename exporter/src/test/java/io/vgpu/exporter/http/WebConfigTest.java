@@ -169,6 +169,7 @@ class WebConfigTest {
                 .with(Flags.WEB_CONFIG_FILE, webConfig == null ? "" : webConfig.toString())
                 .with(Flags.WEB_STATUS_PAGES, statusPages))
         .metadata(node.metadata)
+        .regionsOnly()
         .build()
         .start();
   }

@@ -2,13 +2,11 @@ package io.vgpu.exporter.reliability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.AttributionModule;
 import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.k8s.PodMetadataSource;
-import io.vgpu.exporter.metrics.AttributionCollector;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
@@ -181,17 +179,17 @@ final class LiveExporter implements AutoCloseable {
     Map<String, String> flags = baseFlags(root);
     flags.putAll(overrides);
     ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
-    ExporterApp.Builder b = AttributionModule.install(ExporterApp.builder(config), config, clock);
+    ExporterApp.Builder b = ExporterApp.builder(config).clock(clock);
     if (metadata != null) {
       b.metadata(metadata);
     }
-    ExporterApp app = AttributionModule.wire(b.build()).start();
+    ExporterApp app = b.build().start();
     return new LiveExporter(root, app);
   }
 
   /** The attribution service; fails when the attribution collector is disabled. */
   AttributionService attribution() {
-    return ((AttributionCollector) app.collectors().get("attribution")).service();
+    return app.attribution().orElseThrow();
   }
 
   HttpResponse<String> get(String path) throws IOException, InterruptedException {

@@ -18,6 +18,7 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.node.SlotPolicy;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -82,7 +83,12 @@ public final class TestNode implements AutoCloseable {
     discovery.rescan();
     states =
         new NodeStateProvider(
-            "node-a", discovery, metadata, InstantSource.fixed(NOW), Duration.ofMinutes(5));
+            "node-a",
+            discovery,
+            metadata,
+            InstantSource.fixed(NOW),
+            Duration.ofMinutes(5),
+            SlotPolicy.ALL_LIVE);
   }
 
   public static PodMeta pod(String uid, String ns, String name, String phase, String ctr) {
@@ -107,20 +113,20 @@ public final class TestNode implements AutoCloseable {
   /** A provider over the same files with another metadata source. */
   public NodeStateProvider statesWith(PodMetadataSource source) {
     return new NodeStateProvider(
-        "node-a", discovery, source, InstantSource.fixed(NOW), Duration.ofMinutes(5));
+        "node-a",
+        discovery,
+        source,
+        InstantSource.fixed(NOW),
+        Duration.ofMinutes(5),
+        SlotPolicy.ALL_LIVE);
   }
 
   /** A registry with this module's collectors under {@code config}. */
   public PrometheusRegistry registry(ExporterConfig config, NodeStateProvider provider) {
     PrometheusRegistry r = new PrometheusRegistry();
     Collectors.register(
-        new CollectorContext(
-            config,
-            provider,
-            errors,
-            new CollectorStats(),
-            new BuildInfo("1.2.3", "abc"),
-            Map.of()),
+        CollectorContext.regionsOnly(
+            config, provider, errors, new CollectorStats(), new BuildInfo("1.2.3", "abc")),
         r,
         OWN_COLLECTORS::contains);
     return r;
