@@ -1,80 +1,48 @@
 package io.vgpu.exporter.doctor;
 
+import io.vgpu.exporter.text.SafeJson;
 import io.vgpu.exporter.text.TenantText;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
 /**
- * A minimal JSON writer for the ops commands' machine-readable output: maps (insertion order kept),
- * lists, strings, numbers, booleans, null and Optionals. Not thread-safe; one per document.
+ * The operator tools' machine-readable output through Jackson: maps (insertion order kept), lists,
+ * strings, numbers, booleans, null and Optionals; NaN and infinities become null (JSON has no such
+ * numbers). Written by {@link SafeJson}: every character {@link TenantText} calls unsafe for a
+ * terminal is escaped rather than dropped, so the JSON stays exact and printing it stays safe.
+ * Thread-safe.
  */
 public final class Json {
   private Json() {}
 
   public static String write(Object value) {
-    StringBuilder sb = new StringBuilder();
-    append(sb, value);
-    return sb.toString();
+    return SafeJson.mapper().writeValueAsString(plain(value));
   }
 
-  private static void append(StringBuilder sb, Object v) {
-    switch (v) {
-      case null -> sb.append("null");
-      case Optional<?> o -> append(sb, o.orElse(null));
-      case String s -> string(sb, s);
-      case Boolean b -> sb.append(b);
-      case Double d -> sb.append(d.isNaN() || d.isInfinite() ? "null" : d.toString());
-      case Float f -> sb.append(f.isNaN() || f.isInfinite() ? "null" : f.toString());
-      case Number n -> sb.append(n);
+  /** The value as maps, lists and scalars Jackson writes without reflection. */
+  private static Object plain(Object v) {
+    return switch (v) {
+      case null -> null;
+      case Optional<?> o -> plain(o.orElse(null));
+      case String s -> s;
+      case Boolean b -> b;
+      case Double d -> d.isNaN() || d.isInfinite() ? null : d;
+      case Float f -> f.isNaN() || f.isInfinite() ? null : f;
+      case Number n -> n;
       case Map<?, ?> m -> {
-        sb.append('{');
-        boolean first = true;
-        for (Map.Entry<?, ?> e : m.entrySet()) {
-          if (!first) {
-            sb.append(',');
-          }
-          first = false;
-          string(sb, String.valueOf(e.getKey()));
-          sb.append(':');
-          append(sb, e.getValue());
-        }
-        sb.append('}');
+        Map<String, Object> out = new LinkedHashMap<>();
+        m.forEach((k, x) -> out.put(String.valueOf(k), plain(x)));
+        yield out;
       }
       case List<?> l -> {
-        sb.append('[');
-        for (int i = 0; i < l.size(); i++) {
-          if (i > 0) {
-            sb.append(',');
-          }
-          append(sb, l.get(i));
-        }
-        sb.append(']');
+        List<Object> out = new ArrayList<>(l.size());
+        l.forEach(x -> out.add(plain(x)));
+        yield out;
       }
-      default -> string(sb, v.toString());
-    }
-  }
-
-  private static void string(StringBuilder sb, String s) {
-    sb.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> sb.append("\\\"");
-        case '\\' -> sb.append("\\\\");
-        case '\n' -> sb.append("\\n");
-        case '\r' -> sb.append("\\r");
-        case '\t' -> sb.append("\\t");
-        default -> {
-          // Escaped rather than dropped (JSON stays exact), so a terminal showing it is safe too.
-          if (TenantText.unsafe(c, s, i) || Character.isSurrogate(c)) {
-            sb.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
-          } else {
-            sb.append(c);
-          }
-        }
-      }
-    }
-    sb.append('"');
+      default -> v.toString();
+    };
   }
 }
