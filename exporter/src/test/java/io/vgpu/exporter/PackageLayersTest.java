@@ -4,6 +4,8 @@ import static com.tngtech.archunit.base.DescribedPredicate.not;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAnyPackage;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.simpleName;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.fields;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noFields;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -12,6 +14,13 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchRule;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -104,5 +113,34 @@ class PackageLayersTest {
   @Test
   void exporterPackagesHaveNoCycles() {
     slices().matching(ROOT + ".(*)..").should().beFreeOfCycles().check(classes);
+  }
+
+  /**
+   * Caches belong to the objects that use them (two exporters in one JVM, or two collectors, never
+   * share one): no static field that can be reassigned, and none of a mutable container type.
+   */
+  @Test
+  void noMutableStaticState() {
+    fields().that().areStatic().should().beFinal().check(classes);
+    noFields()
+        .that()
+        .areStatic()
+        .should()
+        .haveRawType(ConcurrentHashMap.class)
+        .orShould()
+        .haveRawType(HashMap.class)
+        .orShould()
+        .haveRawType(LinkedHashMap.class)
+        .orShould()
+        .haveRawType(ArrayList.class)
+        .orShould()
+        .haveRawType(ThreadLocal.class)
+        .orShould()
+        .haveRawType(AtomicLong.class)
+        .orShould()
+        .haveRawType(AtomicInteger.class)
+        .orShould()
+        .haveRawType(AtomicReference.class)
+        .check(classes);
   }
 }

@@ -162,28 +162,28 @@ public final class AttributionCollector extends VgpuCollector {
   protected void collect(NodeState state, Sink out) {
     AttributionResult result = service.latest();
     Map<io.vgpu.exporter.discovery.ContainerKey, ContainerAttribution> byKey = result.byKey();
-    var util = new Families.Gauge(CONTAINER_SM_UTILIZATION, help(0));
-    var unknown = new Families.Gauge(CONTAINER_SM_UTILIZATION_UNKNOWN, help(1));
-    var nvmlMem = new Families.Gauge(CONTAINER_NVML_MEMORY_USED, help(2));
-    var zombieMem = new Families.Gauge(CONTAINER_ZOMBIE_MEMORY, help(3));
-    var overLimit = new Families.Counter(CONTAINER_OVER_SM_LIMIT_SECONDS, help(4));
-    var zombies = new Families.Gauge(CONTAINER_ZOMBIE_SLOTS, help(5));
-    var mismatch = new Families.Gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS, help(6));
-    var unslotted = new Families.Gauge(CONTAINER_UNSLOTTED_PROCESSES, help(7));
-    var idle = new Families.Gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(8));
-    var leak = new Families.Gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(9));
-    var blocked = new Families.Gauge(CONTAINER_PRIORITY_BLOCKED, help(10));
-    var blockedSeconds = new Families.Counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(11));
-    var utilSwitch = new Families.Gauge(CONTAINER_UTILIZATION_SWITCH, help(12));
+    var util = families.gauge(CONTAINER_SM_UTILIZATION, help(0));
+    var unknown = families.gauge(CONTAINER_SM_UTILIZATION_UNKNOWN, help(1));
+    var nvmlMem = families.gauge(CONTAINER_NVML_MEMORY_USED, help(2));
+    var zombieMem = families.gauge(CONTAINER_ZOMBIE_MEMORY, help(3));
+    var overLimit = families.counter(CONTAINER_OVER_SM_LIMIT_SECONDS, help(4));
+    var zombies = families.gauge(CONTAINER_ZOMBIE_SLOTS, help(5));
+    var mismatch = families.gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS, help(6));
+    var unslotted = families.gauge(CONTAINER_UNSLOTTED_PROCESSES, help(7));
+    var idle = families.gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(8));
+    var leak = families.gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(9));
+    var blocked = families.gauge(CONTAINER_PRIORITY_BLOCKED, help(10));
+    var blockedSeconds = families.counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(11));
+    var utilSwitch = families.gauge(CONTAINER_UTILIZATION_SWITCH, help(12));
     String node = state.node();
     for (ContainerState c : state.containers()) {
       if (c.finished()) {
         continue;
       }
       ContainerAttribution a = byKey.get(c.key());
-      Labels cl = LabelSets.container(node, c);
+      Labels cl = labels.container(node, c);
       for (DeviceUsageSummary d : c.devices()) {
-        Labels dl = LabelSets.device(node, c, d);
+        Labels dl = labels.device(node, c, d);
         Optional<DeviceAttribution> da =
             a == null ? Optional.empty() : a.device(d.index(), d.uuid());
         if (da.isEmpty()) {
@@ -210,10 +210,10 @@ public final class AttributionCollector extends VgpuCollector {
       utilSwitch.add(a.utilizationSwitch(), cl);
     }
 
-    var gpuContainers = new Families.Gauge(GPU_CONTAINERS, help(13));
-    var gpuProcesses = new Families.Gauge(GPU_PROCESSES, help(14));
-    var unattributed = new Families.Gauge(GPU_UNATTRIBUTED_PROCESSES, help(15));
-    var unattributedMem = new Families.Gauge(GPU_UNATTRIBUTED_MEMORY, help(16));
+    var gpuContainers = families.gauge(GPU_CONTAINERS, help(13));
+    var gpuProcesses = families.gauge(GPU_PROCESSES, help(14));
+    var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES, help(15));
+    var unattributedMem = families.gauge(GPU_UNATTRIBUTED_MEMORY, help(16));
     for (GpuSnapshot g : result.nvml().gpus()) {
       Optional<GpuAttribution> ga = result.gpu(g.identity().uuid());
       if (ga.isEmpty()) {
@@ -225,9 +225,9 @@ public final class AttributionCollector extends VgpuCollector {
       unattributed.add(ga.get().unattributedProcesses(), gl);
       unattributedMem.add(ga.get().unattributedBytes(), gl);
     }
-    var writes = new Families.Counter(EXPORTER_REGION_WRITES, help(17));
+    var writes = families.counter(EXPORTER_REGION_WRITES, help(17));
     service.regionWrites().forEach((f, n) -> writes.add(n, LabelSets.node(node).add("field", f)));
-    var writeErrors = new Families.Counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
+    var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
     service
         .regionWriteErrors()
         .forEach((r, n) -> writeErrors.add(n, LabelSets.node(node).add("reason", r)));

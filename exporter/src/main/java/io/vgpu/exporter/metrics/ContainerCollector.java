@@ -105,18 +105,18 @@ public final class ContainerCollector extends VgpuCollector {
 
   @Override
   protected void collect(NodeState state, Sink out) {
-    var processes = new Families.Gauge(CONTAINER_PROCESSES, help(0));
-    var lastKernel = new Families.Gauge(CONTAINER_LAST_KERNEL_TIMESTAMP, help(1));
-    var regionInfo = new Families.Info(CONTAINER_REGION_INFO, help(2));
-    var info = new Families.Info(CONTAINER_INFO, help(3));
-    var stale = new Families.Gauge(CONTAINER_STALE, help(4));
-    var finished = new Families.Gauge(CONTAINER_FINISHED, help(5));
-    var files = new Families.Gauge(CONTAINER_CACHE_FILES, help(6));
-    var degraded = new Families.Gauge(CONTAINER_REGION_DEGRADED, help(7));
+    var processes = families.gauge(CONTAINER_PROCESSES, help(0));
+    var lastKernel = families.gauge(CONTAINER_LAST_KERNEL_TIMESTAMP, help(1));
+    var regionInfo = families.info(CONTAINER_REGION_INFO, help(2));
+    var info = families.info(CONTAINER_INFO, help(3));
+    var stale = families.gauge(CONTAINER_STALE, help(4));
+    var finished = families.gauge(CONTAINER_FINISHED, help(5));
+    var files = families.gauge(CONTAINER_CACHE_FILES, help(6));
+    var degraded = families.gauge(CONTAINER_REGION_DEGRADED, help(7));
     for (ContainerState c : state.containers()) {
-      Labels l = LabelSets.container(state.node(), c);
-      processes.add(c.running(), LabelSets.containerWith(state.node(), c, "state", "running"));
-      processes.add(c.suspended(), LabelSets.containerWith(state.node(), c, "state", "suspended"));
+      Labels l = labels.container(state.node(), c);
+      processes.add(c.running(), labels.containerWith(state.node(), c, "state", "running"));
+      processes.add(c.suspended(), labels.containerWith(state.node(), c, "state", "suspended"));
       if (c.lastKernelEpochSeconds() > 0) {
         lastKernel.add(c.lastKernelEpochSeconds(), l);
       }
@@ -129,7 +129,7 @@ public final class ContainerCollector extends VgpuCollector {
               s.layout().hasVersionFields() ? s.majorVersion() + "." + s.minorVersion() : "0";
           if (seen.add(s.layout().label() + "/" + version)) {
             regionInfo.add(
-                LabelSets.containerWithAll(
+                labels.containerWithAll(
                     state.node(),
                     c,
                     new String[] {"layout", "version"},
@@ -137,9 +137,8 @@ public final class ContainerCollector extends VgpuCollector {
           }
         }
       }
-      files.add(ok, LabelSets.containerWith(state.node(), c, "result", "ok"));
-      files.add(
-          c.regions().size() - ok, LabelSets.containerWith(state.node(), c, "result", "error"));
+      files.add(ok, labels.containerWith(state.node(), c, "result", "ok"));
+      files.add(c.regions().size() - ok, labels.containerWith(state.node(), c, "result", "error"));
       if (c.pod().isPresent()) {
         var pod = c.pod().get();
         List<String> names = new ArrayList<>(List.of("container_kind", "qos_class"));
@@ -155,13 +154,13 @@ public final class ContainerCollector extends VgpuCollector {
           values.add(pod.labels().getOrDefault(e.getKey(), ""));
         }
         info.add(
-            LabelSets.containerWithAll(
+            labels.containerWithAll(
                 state.node(), c, names.toArray(String[]::new), values.toArray(String[]::new)));
       }
       Set<DegradedMark.Cause> causes = java.util.EnumSet.noneOf(DegradedMark.Cause.class);
       c.degraded().forEach(m -> causes.add(m.cause()));
       for (DegradedMark.Cause cause : causes) {
-        degraded.add(1, LabelSets.containerWith(state.node(), c, "cause", cause.label()));
+        degraded.add(1, labels.containerWith(state.node(), c, "cause", cause.label()));
       }
       stale.add(c.stale() ? 1 : 0, l);
       finished.add(c.finished() ? 1 : 0, l);

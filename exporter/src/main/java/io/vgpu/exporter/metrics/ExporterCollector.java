@@ -106,42 +106,43 @@ public final class ExporterCollector extends VgpuCollector {
   protected void collect(NodeState state, Sink out) {
     Labels node = LabelSets.node(state.node());
     out.add(
-        new Families.Info(EXPORTER_BUILD_INFO, help(0))
+        families
+            .info(EXPORTER_BUILD_INFO, help(0))
             .add(Labels.of("version", build.version(), "revision", build.revision()))
             .build());
     double last = stats.lastScrapeSeconds();
     if (!Double.isNaN(last)) {
-      out.add(new Families.Gauge(EXPORTER_SCRAPE_DURATION, help(1)).add(last, node).build());
+      out.add(families.gauge(EXPORTER_SCRAPE_DURATION, help(1)).add(last, node).build());
     }
     out.add(
-        new Families.Gauge(EXPORTER_FILES_MAPPED, help(2))
+        families
+            .gauge(EXPORTER_FILES_MAPPED, help(2))
             .add(state.discovery().filesMapped(), node)
             .build());
-    var parse = new Families.Counter(EXPORTER_PARSE_ERRORS, help(3));
+    var parse = families.counter(EXPORTER_PARSE_ERRORS, help(3));
     for (RegionException.Reason r : RegionException.Reason.values()) {
       parse.add(errors.count(r), node.add("reason", r.label()));
     }
     parse.add(errors.tooManyFiles(), node.add("reason", ParseErrors.TOO_MANY_FILES));
     out.add(parse.build());
     out.add(
-        new Families.Counter(EXPORTER_BEST_EFFORT_READS, help(4))
+        families
+            .counter(EXPORTER_BEST_EFFORT_READS, help(4))
             .add(errors.bestEffortReads(), node)
             .build());
     out.add(
-        new Families.Gauge(EXPORTER_APISERVER_UP, help(5))
-            .add(state.api().up() ? 1 : 0, node)
-            .build());
+        families.gauge(EXPORTER_APISERVER_UP, help(5)).add(state.api().up() ? 1 : 0, node).build());
     out.add(
-        new Families.Gauge(EXPORTER_CACHE_ROOT_READABLE, help(6))
+        families
+            .gauge(EXPORTER_CACHE_ROOT_READABLE, help(6))
             .add(state.discovery().rootReadable() ? 1 : 0, node)
             .build());
     if (state.discovery().generation() > 0) {
       double age = Duration.between(state.discovery().scannedAt(), state.at()).toMillis() / 1000.0;
-      out.add(
-          new Families.Gauge(EXPORTER_DISCOVERY_AGE, help(7)).add(Math.max(0, age), node).build());
+      out.add(families.gauge(EXPORTER_DISCOVERY_AGE, help(7)).add(Math.max(0, age), node).build());
     }
-    var success = new Families.Gauge(EXPORTER_COLLECTOR_SUCCESS, help(8));
-    var duration = new Families.Gauge(EXPORTER_COLLECTOR_DURATION, help(9));
+    var success = families.gauge(EXPORTER_COLLECTOR_SUCCESS, help(8));
+    var duration = families.gauge(EXPORTER_COLLECTOR_DURATION, help(9));
     Map<String, CollectorStats.Outcome> outcomes = new TreeMap<>(stats.outcomes());
     outcomes.forEach(
         (name, o) -> {

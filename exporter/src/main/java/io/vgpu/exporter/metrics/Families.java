@@ -19,13 +19,14 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * A metric family under construction: name, help, type and its data points. The unit is derived
- * from the name suffix ({@code _bytes}, {@code _seconds}, {@code _ratio}) so OpenMetrics carries
- * {@code # UNIT} lines. Not thread-safe; one per collect call.
+ * Builds metric families (name, help, type and data points) for one collector, remembering what
+ * makes the next scrape cheaper: each family's metadata and the label order of its last build. Each
+ * collector owns one instance, so nothing is shared between collectors or exporters in one JVM. The
+ * unit is derived from the name suffix ({@code _bytes}, {@code _seconds}, {@code _ratio}) so
+ * OpenMetrics carries {@code # UNIT} lines. Thread-safe; the builders it hands out ({@link Gauge},
+ * {@link Counter}, {@link Info}) are not: one per collect call.
  */
 public final class Families {
-  private Families() {}
-
   /** Below this many points client_java's own sort is cheaper than checking a remembered order. */
   private static final int ORDER_CACHE_MIN_POINTS = 32;
 
@@ -38,7 +39,7 @@ public final class Families {
    * (checked by identity, point by point) recomputes it. Only the order is remembered, never a
    * value, so correctness does not depend on the hint: client_java still sorts and validates.
    */
-  private static final ConcurrentHashMap<String, Order> ORDERS = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Order> orders = new ConcurrentHashMap<>();
 
   private static final int ORDERS_LIMIT = 1024;
 
@@ -46,33 +47,33 @@ public final class Families {
   private record Order(Labels[] input, int[] sorted) {}
 
   /** Last build's point count, so the next build's list does not grow by copying. */
-  private static int sizeHint(String family) {
-    Order order = ORDERS.get(family);
+  private int sizeHint(String family) {
+    Order order = orders.get(family);
     return order == null ? 16 : order.input().length;
   }
 
-  static <P extends DataPointSnapshot> List<P> inLabelOrder(String family, List<P> points) {
+  <P extends DataPointSnapshot> List<P> inLabelOrder(String family, List<P> points) {
     int n = points.size();
     if (n < ORDER_CACHE_MIN_POINTS) {
       return points;
     }
-    Order order = ORDERS.get(family);
+    Order order = orders.get(family);
     if (order == null || !sameLabels(order.input(), points)) {
       order = orderOf(points);
-      if (ORDERS.size() >= ORDERS_LIMIT) {
-        ORDERS.clear();
+      if (orders.size() >= ORDERS_LIMIT) {
+        orders.clear();
       }
-      ORDERS.put(family, order);
+      orders.put(family, order);
     }
     if (order.sorted() == null) {
       return points;
     }
     // Permute in place through a per-thread scratch array: a new list per family per scrape was
     // ~60 KB of a large node's scrape.
-    Object[] scratch = REORDER_SCRATCH.get();
+    Object[] scratch = reorderScratch.get();
     if (scratch.length < n) {
       scratch = new Object[n];
-      REORDER_SCRATCH.set(scratch);
+      reorderScratch.set(scratch);
     }
     for (int i = 0; i < n; i++) {
       scratch[i] = points.get(i);
@@ -87,7 +88,7 @@ public final class Families {
     return points;
   }
 
-  private static final ThreadLocal<Object[]> REORDER_SCRATCH =
+  private final ThreadLocal<Object[]> reorderScratch =
       ThreadLocal.withInitial(() -> new Object[1024]);
 
   private static boolean sameLabels(Labels[] input, List<? extends DataPointSnapshot> points) {
@@ -124,27 +125,42 @@ public final class Families {
    * Metadata per family name: building it validates the name through client_java's UTF-8 check,
    * which allocates an encoder per call; families are rebuilt every scrape.
    */
-  private static final ConcurrentHashMap<String, MetricMetadata> METADATA =
-      new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, MetricMetadata> metadata = new ConcurrentHashMap<>();
 
   /** Metadata with the unit its name ends in ({@code _bytes}, {@code _seconds}, {@code _ratio}). */
   public static MetricMetadata metadata(String name, String help) {
-    return cachedMetadata(name, help, unitOf(name));
+    Unit unit = unitOf(name);
+    return unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
   }
 
   /** Cached by name; rebuilt when the help text or unit asked for differs from the cached one. */
-  private static MetricMetadata cachedMetadata(String name, String help, Unit unit) {
-    MetricMetadata m = METADATA.get(name);
+  private MetricMetadata cachedMetadata(String name, String help, Unit unit) {
+    MetricMetadata m = metadata.get(name);
     if (m == null
         || !java.util.Objects.equals(m.getHelp(), help)
         || !java.util.Objects.equals(m.getUnit(), unit)) {
       m = unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
-      if (METADATA.size() >= ORDERS_LIMIT) {
-        METADATA.clear();
+      if (metadata.size() >= ORDERS_LIMIT) {
+        metadata.clear();
       }
-      METADATA.put(name, m);
+      metadata.put(name, m);
     }
     return m;
+  }
+
+  /** A gauge family under construction. */
+  public Gauge gauge(String name, String help) {
+    return new Gauge(cachedMetadata(name, help, unitOf(name)));
+  }
+
+  /** A counter family under construction; {@code name} is without {@code _total}. */
+  public Counter counter(String name, String help) {
+    return new Counter(cachedMetadata(name, help, unitOf(name)));
+  }
+
+  /** An info family under construction; {@code name} is without {@code _info}. */
+  public Info info(String name, String help) {
+    return new Info(cachedMetadata(name, help, null)); // info families carry no unit
   }
 
   private static Unit unitOf(String name) {
@@ -166,15 +182,11 @@ public final class Families {
   }
 
   /** A gauge family. */
-  public static final class Gauge {
+  public final class Gauge {
     private final MetricMetadata meta;
     private final List<GaugeDataPointSnapshot> points;
 
-    public Gauge(String name, String help) {
-      this(metadata(name, help));
-    }
-
-    public Gauge(MetricMetadata meta) {
+    private Gauge(MetricMetadata meta) {
       this.meta = meta;
       this.points = new ArrayList<>(sizeHint(meta.getName()));
     }
@@ -190,15 +202,11 @@ public final class Families {
   }
 
   /** A counter family; {@code name} is without {@code _total}. */
-  public static final class Counter {
+  public final class Counter {
     private final MetricMetadata meta;
     private final List<CounterDataPointSnapshot> points;
 
-    public Counter(String name, String help) {
-      this(metadata(name, help));
-    }
-
-    public Counter(MetricMetadata meta) {
+    private Counter(MetricMetadata meta) {
       this.meta = meta;
       this.points = new ArrayList<>(sizeHint(meta.getName()));
     }
@@ -214,12 +222,12 @@ public final class Families {
   }
 
   /** An info family; {@code name} is without {@code _info}. */
-  public static final class Info {
+  public final class Info {
     private final MetricMetadata meta;
     private final List<InfoDataPointSnapshot> points = new ArrayList<>();
 
-    public Info(String name, String help) {
-      this.meta = cachedMetadata(name, help, null); // info families carry no unit
+    private Info(MetricMetadata meta) {
+      this.meta = meta;
     }
 
     public Info add(Labels labels) {

@@ -95,14 +95,14 @@ public final class HamiCompatCollector extends VgpuCollector {
 
   @Override
   protected void collect(NodeState state, Sink out) {
-    var used = new Families.Gauge(HAMI_VGPU_MEMORY_USED, help(0));
-    var limit = new Families.Gauge(HAMI_VGPU_MEMORY_LIMIT, help(1));
-    var util = new Families.Gauge(HAMI_CONTAINER_DEVICE_UTILIZATION, help(2));
-    var mem = new Families.Gauge(HAMI_CONTAINER_DEVICE_MEMORY, help(3));
-    var elapsed = new Families.Gauge(HAMI_CONTAINER_LAST_KERNEL_ELAPSED, help(4));
-    var ctx = new Families.Gauge(HAMI_VGPU_MEMORY_CONTEXT, help(5));
-    var module = new Families.Gauge(HAMI_VGPU_MEMORY_MODULE, help(6));
-    var buffer = new Families.Gauge(HAMI_VGPU_MEMORY_BUFFER, help(7));
+    var used = families.gauge(HAMI_VGPU_MEMORY_USED, help(0));
+    var limit = families.gauge(HAMI_VGPU_MEMORY_LIMIT, help(1));
+    var util = families.gauge(HAMI_CONTAINER_DEVICE_UTILIZATION, help(2));
+    var mem = families.gauge(HAMI_CONTAINER_DEVICE_MEMORY, help(3));
+    var elapsed = families.gauge(HAMI_CONTAINER_LAST_KERNEL_ELAPSED, help(4));
+    var ctx = families.gauge(HAMI_VGPU_MEMORY_CONTEXT, help(5));
+    var module = families.gauge(HAMI_VGPU_MEMORY_MODULE, help(6));
+    var buffer = families.gauge(HAMI_VGPU_MEMORY_BUFFER, help(7));
     UtilizationSource u = utilization;
     long now = state.at().getEpochSecond();
     // Without pod_uid two unknown pods (API server down) can share a label set: keep the first.
@@ -115,7 +115,7 @@ public final class HamiCompatCollector extends VgpuCollector {
         if (d.uuid().isEmpty()) {
           continue; // HAMi skips devices whose uuid is empty
         }
-        Labels l = LabelSets.hami(c, d);
+        Labels l = labels.hami(c, d);
         if (!seen.add(l)) {
           continue;
         }

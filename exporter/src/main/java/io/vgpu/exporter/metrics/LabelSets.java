@@ -17,7 +17,10 @@ import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** The label sets every collector uses, so series from different families join. */
+/**
+ * The label sets every collector uses, so series from different families join. Each collector owns
+ * an instance (its cache, below); {@link #node} and {@link #index} need none.
+ */
 public final class LabelSets {
   private static final String[] CONTAINER_NAMES = {
     L_CONTAINER, L_NAMESPACE, L_NODE, L_POD, L_POD_UID
@@ -43,8 +46,7 @@ public final class LabelSets {
    * sets, so a hit allocates nothing (a scrape makes ~16 000 lookups). Bounded: cleared when it
    * outgrows any real node.
    */
-  private static final ConcurrentHashMap<ContainerKey, PerContainer> CACHE =
-      new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<ContainerKey, PerContainer> cache = new ConcurrentHashMap<>();
 
   private static final int CACHE_LIMIT = 20_000;
 
@@ -105,14 +107,14 @@ public final class LabelSets {
   /** Per container, at most this many multi-label sets are cached; more are built per call. */
   private static final int MULTI_LIMIT = 16;
 
-  private static PerContainer entry(String node, ContainerState c) {
-    PerContainer pc = CACHE.get(c.key());
+  private PerContainer entry(String node, ContainerState c) {
+    PerContainer pc = cache.get(c.key());
     if (pc == null || !pc.matches(node, c)) {
-      if (CACHE.size() > CACHE_LIMIT) {
-        CACHE.clear();
+      if (cache.size() > CACHE_LIMIT) {
+        cache.clear();
       }
       pc = new PerContainer(node == null ? "" : node, c.namespace(), c.podName());
-      CACHE.put(c.key(), pc);
+      cache.put(c.key(), pc);
     }
     return pc;
   }
@@ -133,7 +135,7 @@ public final class LabelSets {
   }
 
   /** {@link #container} plus one extra label (e.g. state="running"), cached. */
-  public static Labels containerWith(String node, ContainerState c, String name, String value) {
+  public Labels containerWith(String node, ContainerState c, String name, String value) {
     PerContainer pc = entry(node, c);
     Labels l = find(pc.containerExtras, name, value);
     if (l == null) {
@@ -148,8 +150,7 @@ public final class LabelSets {
    * client_java does through a UTF-8 encoder per name) happens once per distinct set, not once per
    * scrape. The arrays must not be modified after the call.
    */
-  public static Labels containerWithAll(
-      String node, ContainerState c, String[] names, String[] values) {
+  public Labels containerWithAll(String node, ContainerState c, String[] names, String[] values) {
     PerContainer pc = entry(node, c);
     Multi[] multis = pc.containerMultis;
     for (Multi m : multis) {
@@ -168,7 +169,7 @@ public final class LabelSets {
   }
 
   /** {@link #device} plus one extra label (e.g. kind="context"), cached. */
-  public static Labels deviceWith(
+  public Labels deviceWith(
       String node, ContainerState c, DeviceUsageSummary d, String name, String value) {
     PerDevice pd = entry(node, c).device(d);
     Labels l = find(pd.extras, name, value);
@@ -179,10 +180,8 @@ public final class LabelSets {
     return l;
   }
 
-  private LabelSets() {}
-
   /** {node, namespace, pod, container, pod_uid}. */
-  public static Labels container(String node, ContainerState c) {
+  public Labels container(String node, ContainerState c) {
     PerContainer pc = entry(node, c);
     Labels l = pc.container;
     if (l == null) {
@@ -198,7 +197,7 @@ public final class LabelSets {
   }
 
   /** {node, namespace, pod, container, pod_uid, device_index, device_uuid}. */
-  public static Labels device(String node, ContainerState c, DeviceUsageSummary d) {
+  public Labels device(String node, ContainerState c, DeviceUsageSummary d) {
     PerDevice pd = entry(node, c).device(d);
     Labels l = pd.device;
     if (l == null) {
@@ -223,7 +222,7 @@ public final class LabelSets {
    * HAMi's container labels: {namespace, pod, container, vdevice_index, device_uuid, zone}. HAMi's
    * set has no node label, so any node's entry serves.
    */
-  public static Labels hami(ContainerState c, DeviceUsageSummary d) {
+  public Labels hami(ContainerState c, DeviceUsageSummary d) {
     PerDevice pd = entry(null, c).device(d);
     Labels l = pd.hami;
     if (l == null) {

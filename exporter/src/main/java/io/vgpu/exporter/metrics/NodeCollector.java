@@ -56,14 +56,13 @@ public final class NodeCollector extends VgpuCollector {
       return;
     }
     Labels l = LabelSets.node(state.node());
-    var age = new Families.Gauge(NODE_HANDSHAKE_AGE, DESCRIPTORS.get(0).getMetadata().getHelp());
+    var age = families.gauge(NODE_HANDSHAKE_AGE, DESCRIPTORS.get(0).getMetadata().getHelp());
     m.handshake()
         .ifPresent(
             t -> age.add(Math.max(0, Duration.between(t, state.at()).toMillis() / 1000.0), l));
-    var reg =
-        new Families.Gauge(NODE_REGISTERED_DEVICES, DESCRIPTORS.get(1).getMetadata().getHelp());
+    var reg = families.gauge(NODE_REGISTERED_DEVICES, DESCRIPTORS.get(1).getMetadata().getHelp());
     m.registeredDevices().ifPresent(n -> reg.add(n, l));
-    var mutex = new Families.Gauge(NODE_MUTEX_LOCKED, DESCRIPTORS.get(2).getMetadata().getHelp());
+    var mutex = families.gauge(NODE_MUTEX_LOCKED, DESCRIPTORS.get(2).getMetadata().getHelp());
     mutex.add(m.mutexLocked() ? 1 : 0, l);
     RegionUsageCollector.addIf(out, NODE_HANDSHAKE_AGE, age.build());
     RegionUsageCollector.addIf(out, NODE_REGISTERED_DEVICES, reg.build());

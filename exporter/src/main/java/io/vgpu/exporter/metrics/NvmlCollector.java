@@ -102,12 +102,11 @@ public final class NvmlCollector extends VgpuCollector {
   protected void collect(NodeState state, Sink out) {
     NvmlSnapshot snap = sampler.latest();
     String node = state.node();
-    var used = new Families.Gauge(GPU_MEMORY_USED, descriptors.get(0).getMetadata().getHelp());
-    var total = new Families.Gauge(GPU_MEMORY_TOTAL, descriptors.get(1).getMetadata().getHelp());
-    var util = new Families.Gauge(GPU_UTILIZATION, descriptors.get(2).getMetadata().getHelp());
-    var up = new Families.Gauge(EXPORTER_NVML_UP, descriptors.get(3).getMetadata().getHelp());
-    var errors =
-        new Families.Counter(EXPORTER_NVML_ERRORS, descriptors.get(4).getMetadata().getHelp());
+    var used = families.gauge(GPU_MEMORY_USED, descriptors.get(0).getMetadata().getHelp());
+    var total = families.gauge(GPU_MEMORY_TOTAL, descriptors.get(1).getMetadata().getHelp());
+    var util = families.gauge(GPU_UTILIZATION, descriptors.get(2).getMetadata().getHelp());
+    var up = families.gauge(EXPORTER_NVML_UP, descriptors.get(3).getMetadata().getHelp());
+    var errors = families.counter(EXPORTER_NVML_ERRORS, descriptors.get(4).getMetadata().getHelp());
     for (GpuSnapshot g : snap.gpus()) {
       Labels l = gpuLabels(node, g);
       g.memory()
@@ -129,11 +128,11 @@ public final class NvmlCollector extends VgpuCollector {
     out.add(errors.build());
     if (hamiCompat) {
       var hUsed =
-          new Families.Gauge(HAMI_HOST_GPU_MEMORY_USED, descriptors.get(5).getMetadata().getHelp());
+          families.gauge(HAMI_HOST_GPU_MEMORY_USED, descriptors.get(5).getMetadata().getHelp());
       var hUtil =
-          new Families.Gauge(HAMI_HOST_GPU_UTILIZATION, descriptors.get(6).getMetadata().getHelp());
+          families.gauge(HAMI_HOST_GPU_UTILIZATION, descriptors.get(6).getMetadata().getHelp());
       var hMem =
-          new Families.Gauge(
+          families.gauge(
               HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
               descriptors.get(7).getMetadata().getHelp());
       for (GpuSnapshot g : snap.gpus()) {

@@ -94,38 +94,32 @@ public final class RegionUsageCollector extends VgpuCollector {
 
   @Override
   protected void collect(NodeState state, Sink out) {
-    var used =
-        new Families.Gauge(CONTAINER_MEMORY_USED, DESCRIPTORS.get(0).getMetadata().getHelp());
-    var limit =
-        new Families.Gauge(CONTAINER_MEMORY_LIMIT, DESCRIPTORS.get(1).getMetadata().getHelp());
+    var used = families.gauge(CONTAINER_MEMORY_USED, DESCRIPTORS.get(0).getMetadata().getHelp());
+    var limit = families.gauge(CONTAINER_MEMORY_LIMIT, DESCRIPTORS.get(1).getMetadata().getHelp());
     var breakdown =
-        new Families.Gauge(CONTAINER_MEMORY_BREAKDOWN, DESCRIPTORS.get(2).getMetadata().getHelp());
-    var smLimit =
-        new Families.Gauge(CONTAINER_SM_LIMIT, DESCRIPTORS.get(3).getMetadata().getHelp());
+        families.gauge(CONTAINER_MEMORY_BREAKDOWN, DESCRIPTORS.get(2).getMetadata().getHelp());
+    var smLimit = families.gauge(CONTAINER_SM_LIMIT, DESCRIPTORS.get(3).getMetadata().getHelp());
     var smUtil =
-        new Families.Gauge(
-            CONTAINER_REGION_SM_UTILIZATION, DESCRIPTORS.get(4).getMetadata().getHelp());
+        families.gauge(CONTAINER_REGION_SM_UTILIZATION, DESCRIPTORS.get(4).getMetadata().getHelp());
     var monitor =
-        new Families.Gauge(
+        families.gauge(
             CONTAINER_REGION_NVML_MEMORY_USED, DESCRIPTORS.get(5).getMetadata().getHelp());
     var oom =
-        new Families.Counter(CONTAINER_OOM_REJECTIONS, DESCRIPTORS.get(6).getMetadata().getHelp());
+        families.counter(CONTAINER_OOM_REJECTIONS, DESCRIPTORS.get(6).getMetadata().getHelp());
     var throttled =
-        new Families.Counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
+        families.counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
     var delayed =
-        new Families.Counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
+        families.counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
     boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
     for (ContainerState c : state.containers()) {
       for (DeviceUsageSummary d : c.devices()) {
-        Labels l = LabelSets.device(state.node(), c, d);
+        Labels l = labels.device(state.node(), c, d);
         used.add(d.usedBytes(), l);
         limit.add(d.limitBytes(), l);
         if (wantBreakdown) {
-          breakdown.add(
-              d.contextBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "context"));
-          breakdown.add(
-              d.moduleBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "module"));
-          breakdown.add(d.dataBytes(), LabelSets.deviceWith(state.node(), c, d, "kind", "data"));
+          breakdown.add(d.contextBytes(), labels.deviceWith(state.node(), c, d, "kind", "context"));
+          breakdown.add(d.moduleBytes(), labels.deviceWith(state.node(), c, d, "kind", "module"));
+          breakdown.add(d.dataBytes(), labels.deviceWith(state.node(), c, d, "kind", "data"));
         }
         smLimit.add(d.smLimitRatio(), l);
         smUtil.add(d.regionSmUtilPercent() / 100.0, l);

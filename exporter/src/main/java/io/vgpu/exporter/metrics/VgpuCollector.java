@@ -19,6 +19,12 @@ import java.util.function.Predicate;
 public abstract class VgpuCollector implements MultiCollector {
   private final NodeStateProvider states;
 
+  /** This collector's label sets (cached per container, so families join and repeat cheaply). */
+  protected final LabelSets labels = new LabelSets();
+
+  /** This collector's family builders (metadata and last label order remembered per family). */
+  protected final Families families = new Families();
+
   protected VgpuCollector(NodeStateProvider states) {
     this.states = states;
   }
