@@ -64,7 +64,7 @@ public final class Cli {
       Object cmd = e.getValue().get();
       CommandLine sub = new CommandLine(cmd);
       if (cmd instanceof FlagOptions.Host host) {
-        FlagOptions.addTo(sub.getCommandSpec(), host.includeListenFlags());
+        FlagOptions.addTo(sub.getCommandSpec(), host);
       }
       cl.addSubcommand(e.getKey(), sub);
     }

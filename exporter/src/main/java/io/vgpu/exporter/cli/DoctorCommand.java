@@ -2,6 +2,9 @@ package io.vgpu.exporter.cli;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.vgpu.exporter.config.ConfigException;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.doctor.Doctor;
 import io.vgpu.exporter.doctor.DoctorReport;
 import io.vgpu.exporter.k8s.NodeAnnotations;
@@ -31,9 +34,15 @@ import picocli.CommandLine.Option;
       "Walk the HAMi debugging decision trees on this node: 16 checks, each with a verdict, the",
       "evidence and the fix. Exit: 0 ok, 1 warnings, 2 failures, 3 could not run."
     })
-public final class DoctorCommand implements Callable<Integer> {
+public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
   @Mixin NodeOptions node = new NodeOptions();
+
+  /** Paths, NVML ({@code --nvml=false} or {@code --no-nvml} skips it) and the node name. */
+  @Override
+  public List<io.vgpu.exporter.config.Flag<?>> flags() {
+    return NodeOptions.PATHS_NVML_NODE;
+  }
 
   @Option(names = "--pod", description = "Only this pod (name; needs API access via --node).")
   String podName;
@@ -44,21 +53,8 @@ public final class DoctorCommand implements Callable<Integer> {
       description = "Time between the two samples (default ${DEFAULT-VALUE}).")
   String window;
 
-  @Option(
-      names = "--nvml-library",
-      defaultValue = "libnvidia-ml.so.1",
-      description = "NVML library (default ${DEFAULT-VALUE}).")
-  String nvmlLibrary;
-
   @Option(names = "--no-nvml", description = "Do not query NVML (checks that need it are skipped).")
   boolean noNvml;
-
-  @Option(
-      names = "--node",
-      defaultValue = "${env:NODE_NAME}",
-      description =
-          "Node name: read its HAMi annotations from the API server (default $NODE_NAME).")
-  String nodeName;
 
   @Option(
       names = "--annotation",
@@ -69,6 +65,17 @@ public final class DoctorCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     var err = spec.commandLine().getErr();
+    ExporterConfig config;
+    try {
+      config = node.config();
+    } catch (ConfigException e) {
+      e.problems().forEach(p -> err.println("error: " + p));
+      err.flush();
+      return 3;
+    }
+    String nodeName = config.get(Flags.NODE_NAME);
+    boolean skipNvml = noNvml || !config.get(Flags.NVML);
+    String nvmlLibrary = config.get(Flags.NVML_LIBRARY);
     Duration w;
     try {
       w = io.vgpu.exporter.config.Parsers.duration(window);
@@ -76,10 +83,10 @@ public final class DoctorCommand implements Callable<Integer> {
       err.println("error: --window: " + e.getMessage());
       return 3;
     }
-    Optional<NodeMeta> meta = nodeMeta(err);
+    Optional<NodeMeta> meta = nodeMeta(nodeName, err);
     String uid = node.uid;
     if (podName != null) {
-      Optional<String> found = podUid(podName, err);
+      Optional<String> found = podUid(nodeName, podName, err);
       if (found.isEmpty()) {
         err.println(
             "error: pod "
@@ -97,7 +104,7 @@ public final class DoctorCommand implements Callable<Integer> {
         new EvidenceCollector(
             node.procFs(),
             () ->
-                noNvml
+                skipNvml
                     ? NvmlSnapshot.unavailable(
                         Clock.systemUTC().instant(), NodeEvidence.NVML_NOT_QUERIED)
                     : NodeOptions.sampleNvml(nvmlLibrary, sampleWindow),
@@ -106,7 +113,7 @@ public final class DoctorCommand implements Callable<Integer> {
             sampleWindow,
             d -> Thread.sleep(d.toMillis()),
             NodeEvidence.Thresholds.defaults());
-    NodeEvidence e = collector.collect(List.of(node.cacheRoot));
+    NodeEvidence e = collector.collect(List.of(node.cacheRoot()));
     if (uid != null) {
       e = e.forPod(uid);
     }
@@ -117,7 +124,7 @@ public final class DoctorCommand implements Callable<Integer> {
     return report.exitCode();
   }
 
-  private Optional<NodeMeta> nodeMeta(java.io.PrintWriter err) {
+  private Optional<NodeMeta> nodeMeta(String nodeName, java.io.PrintWriter err) {
     if (!annotations.isEmpty()) {
       return Optional.of(NodeAnnotations.decode(annotations));
     }
@@ -137,7 +144,7 @@ public final class DoctorCommand implements Callable<Integer> {
     }
   }
 
-  private Optional<String> podUid(String name, java.io.PrintWriter err) {
+  private Optional<String> podUid(String nodeName, String name, java.io.PrintWriter err) {
     if (nodeName == null || nodeName.isBlank()) {
       return Optional.empty();
     }

@@ -21,16 +21,21 @@ import picocli.CommandLine.Parameters;
       "directory or a cache root (default: --cache-root). Reads HAMi-core and libvgpu files alike.",
       "Exit: 0 ok, 3 nothing readable found."
     })
-public final class InspectCommand implements Callable<Integer> {
+public final class InspectCommand implements Callable<Integer>, FlagOptions.Host {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
   @Mixin NodeOptions node = new NodeOptions();
+
+  @Override
+  public List<io.vgpu.exporter.config.Flag<?>> flags() {
+    return NodeOptions.PATHS;
+  }
 
   @Parameters(arity = "0..*", paramLabel = "PATH", description = "Files or directories to inspect.")
   List<Path> paths = List.of();
 
   @Override
   public Integer call() {
-    NodeEvidence e = node.filesOnly().collect(paths.isEmpty() ? List.of(node.cacheRoot) : paths);
+    NodeEvidence e = node.filesOnly().collect(paths.isEmpty() ? List.of(node.cacheRoot()) : paths);
     if (node.uid != null) {
       e = e.forPod(node.uid);
     }

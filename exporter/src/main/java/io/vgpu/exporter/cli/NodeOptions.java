@@ -1,5 +1,8 @@
 package io.vgpu.exporter.cli;
 
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.config.Flag;
+import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.nvml.JnaNvmlClient;
@@ -9,22 +12,28 @@ import io.vgpu.hostpid.ProcFs;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
-/** Options the node-side commands share (a picocli mixin). */
+/**
+ * What the node-side commands share (a picocli mixin): {@code --json} and {@code --uid}, and the
+ * configuration resolved from the same {@link Flags} as {@code serve} ({@code --path.cache-root},
+ * {@code --path.procfs}, the NVML flags; {@code --cache-root} and {@code --proc-root} stay as
+ * aliases), command line first, then {@code VGPU_EXPORTER_*}, then the default.
+ */
 public final class NodeOptions {
-  @Option(
-      names = "--cache-root",
-      description = "Cache root with <podUID>_<container>/ directories (default ${DEFAULT-VALUE}).",
-      defaultValue = "${env:VGPU_EXPORTER_PATH_CACHE_ROOT:-/usr/local/vgpu/containers}")
-  Path cacheRoot;
+  /** The exporter flags every node command takes: where the node's files are. */
+  static final List<Flag<?>> PATHS = List.of(Flags.CACHE_ROOT, Flags.PROCFS);
 
-  @Option(
-      names = "--proc-root",
-      description = "The host's procfs (default ${DEFAULT-VALUE}).",
-      defaultValue = "${env:VGPU_EXPORTER_PATH_PROCFS:-/proc}")
-  Path procRoot;
+  /** {@link #PATHS} plus NVML and the node name (doctor). */
+  static final List<Flag<?>> PATHS_NVML_NODE =
+      List.of(Flags.CACHE_ROOT, Flags.PROCFS, Flags.NVML, Flags.NVML_LIBRARY, Flags.NODE_NAME);
+
+  @Spec(Spec.Target.MIXEE)
+  CommandSpec command;
 
   @Option(names = "--json", description = "Machine-readable output.")
   boolean json;
@@ -32,8 +41,28 @@ public final class NodeOptions {
   @Option(names = "--uid", description = "Only this pod (UID).")
   String uid;
 
+  private ExporterConfig config;
+
+  /**
+   * The command's configuration (the exporter flags it was given, the environment, defaults).
+   *
+   * @throws io.vgpu.exporter.config.ConfigException naming every bad value
+   */
+  ExporterConfig config() {
+    if (config == null) {
+      config =
+          ExporterConfig.resolve(
+              FlagOptions.values(command.commandLine().getParseResult()), System.getenv());
+    }
+    return config;
+  }
+
+  Path cacheRoot() {
+    return config().cacheRoot();
+  }
+
   ProcFs procFs() {
-    return new ProcFs(procRoot);
+    return new ProcFs(config().procfs());
   }
 
   /** Evidence from the filesystem and procfs only (no NVML, no API server), one sample. */

@@ -9,7 +9,7 @@ import java.util.List;
 import picocli.CommandLine;
 
 /** The shared body of {@code cleanup} and {@code unlock}: plan, print, apply only with --apply. */
-abstract class RepairCommand {
+abstract class RepairCommand implements FlagOptions.Host {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
   @CommandLine.Mixin NodeOptions node = new NodeOptions();
 
@@ -25,11 +25,16 @@ abstract class RepairCommand {
           "The shrreg-tool binary that applies changes under the region lock (default ${DEFAULT-VALUE}).")
   Path tool;
 
+  @Override
+  public List<io.vgpu.exporter.config.Flag<?>> flags() {
+    return NodeOptions.PATHS;
+  }
+
   abstract RepairPlan plan(NodeEvidence e);
 
   /** 0: nothing to do or all applied; 1: dry run found work; 2: an action failed. */
   int run() {
-    NodeEvidence e = node.filesOnly().collect(List.of(node.cacheRoot));
+    NodeEvidence e = node.filesOnly().collect(List.of(node.cacheRoot()));
     if (node.uid != null) {
       e = e.forPod(node.uid);
     }

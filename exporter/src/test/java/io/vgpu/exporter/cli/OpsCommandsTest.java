@@ -93,6 +93,48 @@ class OpsCommandsTest {
         .contains("GONE");
   }
 
+  /**
+   * The node commands read serve's flag definitions: {@code --path.cache-root} and {@code
+   * --path.procfs} (and the NVML flags for doctor) give the same result as the old spellings.
+   */
+  @Test
+  void nodeCommands_takeServesPathFlags_oldSpellingsStayAliases() {
+    Path region = fx.region(UID_A, "main", spec(Layout.V1_2));
+    fx.process(1007, 7).gpu(region).write();
+    String[] shared = {
+      "--path.cache-root", fx.cacheRoot.toString(), "--path.procfs=" + fx.proc, "--json"
+    };
+    Result inspect = cli(concat(new String[] {"inspect"}, shared));
+    assertThat(inspect.code()).as(inspect.err()).isZero();
+    assertThat(withoutTime(inspect.out()))
+        .contains("\"pid\":7,\"hostpid\":1007,\"resolved_host_pid\":1007,\"alive\":true")
+        .isEqualTo(withoutTime(cli(node("inspect", "--json")).out()));
+    for (String cmd : List.of("cleanup", "unlock")) {
+      Result r = cli(concat(new String[] {cmd}, shared));
+      assertThat(r.err()).as(cmd).doesNotContain("Unknown option");
+      assertThat(r.code()).as(cmd + ": " + r.err()).isEqualTo(cli(node(cmd, "--json")).code());
+    }
+    Result doctor =
+        cli(
+            concat(
+                new String[] {"doctor", "--nvml=false", "--window", "0s", "--node-name", ""},
+                shared));
+    assertThat(doctor.err()).doesNotContain("Unknown option");
+    assertThat(doctor.out()).contains("NVML not queried");
+    assertThat(doctor.code())
+        .isEqualTo(cli(node("doctor", "--no-nvml", "--window", "0s", "--json")).code());
+  }
+
+  private static String withoutTime(String json) {
+    return json.replaceFirst("\"at\":\"[^\"]*\"", "");
+  }
+
+  private static String[] concat(String[] a, String[] b) {
+    List<String> all = new ArrayList<>(List.of(a));
+    all.addAll(List.of(b));
+    return all.toArray(String[]::new);
+  }
+
   @Test
   void inspect_hostPidEqualsContainerPid_flaggedWrong() {
     Path region =
