@@ -252,14 +252,15 @@ public final class ExporterApp implements AutoCloseable {
     nvml.ifPresent(NvmlSampler::start);
     attribution.ifPresent(AttributionService::start);
     http.start();
-    LOG.info(
-        "msg=\"serving\" address={} port={} cache_root=\"{}\" node={} kubernetes={} hami_compat={}",
-        config.bindAddress(),
-        http.port(),
-        config.cacheRoot(),
-        config.nodeName(),
-        metadata.health().enabled(),
-        config.hamiCompat());
+    LOG.atInfo()
+        .setMessage("serving")
+        .addKeyValue("address", config.bindAddress())
+        .addKeyValue("port", http.port())
+        .addKeyValue("cache_root", config.cacheRoot())
+        .addKeyValue("node", config.nodeName())
+        .addKeyValue("kubernetes", metadata.health().enabled())
+        .addKeyValue("hami_compat", config.hamiCompat())
+        .log();
     return this;
   }
 
@@ -310,7 +311,11 @@ public final class ExporterApp implements AutoCloseable {
     try {
       c.close();
     } catch (Exception e) {
-      LOG.warn("msg=\"close failed\" part={} error=\"{}\"", what, e.toString());
+      LOG.atWarn()
+          .setMessage("close failed")
+          .addKeyValue("part", what)
+          .addKeyValue("error", e.toString())
+          .log();
     }
   }
 

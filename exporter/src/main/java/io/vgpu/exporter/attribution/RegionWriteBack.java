@@ -114,20 +114,31 @@ public final class RegionWriteBack implements AutoCloseable {
         store(() -> file.writer().setRecentKernel(v));
         count(RECENT_KERNEL);
         if (v < 0) {
-          LOG.info(
-              "region write {} recent_kernel={} (blocked by higher priority): {}",
-              who,
-              v,
-              TenantText.clean(d.region()));
+          LOG.atInfo()
+              .setMessage("region write (blocked by higher priority)")
+              .addKeyValue("by", who)
+              .addKeyValue("recent_kernel", v)
+              .addKeyValue("file", d.region())
+              .log();
         } else {
-          LOG.debug("region write {} recent_kernel={}: {}", who, v, TenantText.clean(d.region()));
+          LOG.atDebug()
+              .setMessage("region write")
+              .addKeyValue("by", who)
+              .addKeyValue("recent_kernel", v)
+              .addKeyValue("file", d.region())
+              .log();
         }
       }
       if (d.utilizationSwitch().isPresent()) {
         int v = d.utilizationSwitch().getAsInt();
         store(() -> file.writer().setUtilizationSwitch(v));
         count(UTILIZATION_SWITCH);
-        LOG.info("region write {} utilization_switch={}: {}", who, v, TenantText.clean(d.region()));
+        LOG.atInfo()
+            .setMessage("region write")
+            .addKeyValue("by", who)
+            .addKeyValue("utilization_switch", v)
+            .addKeyValue("file", d.region())
+            .log();
       }
       succeeded(d.region());
       return true;
@@ -163,14 +174,15 @@ public final class RegionWriteBack implements AutoCloseable {
           store(() -> file.writer().setHostPid(s.slotIndex(), hostPid));
           count(HOSTPID);
           succeeded(region);
-          LOG.info(
-              "region write {} hostpid {} -> {} for pid {} (slot {}): {}",
-              who,
-              s.hostPid(),
-              hostPid,
-              pid,
-              s.slotIndex(),
-              TenantText.clean(region));
+          LOG.atInfo()
+              .setMessage("region write: hostpid repaired")
+              .addKeyValue("by", who)
+              .addKeyValue("hostpid_was", s.hostPid())
+              .addKeyValue("hostpid", hostPid)
+              .addKeyValue("pid", pid)
+              .addKeyValue("slot", s.slotIndex())
+              .addKeyValue("file", region)
+              .log();
           return true;
         }
       }
@@ -208,25 +220,29 @@ public final class RegionWriteBack implements AutoCloseable {
     errors.get(reason).increment();
     String before = failing.put(region, reason);
     if (!reason.equals(before)) {
-      LOG.warn(
-          "msg=\"region write failed\" file=\"{}\" reason=\"{}\" detail=\"{}\" (retried on the"
-              + " next pass; logged again only when the reason changes)",
-          TenantText.clean(region),
-          reason,
-          FAULT.equals(reason)
-              ? "the store faulted (SIGBUS) although the file kept its size: no space for a"
-                  + " not-yet-allocated page of a sparse file (filesystem full?)"
-              : TenantText.clean(message));
+      LOG.atWarn()
+          .setMessage("region write failed")
+          .addKeyValue("file", TenantText.clean(region))
+          .addKeyValue("reason", reason)
+          .addKeyValue("retry", "next pass; logged again when the reason changes")
+          .addKeyValue(
+              "detail",
+              FAULT.equals(reason)
+                  ? "the store faulted (SIGBUS) although the file kept its size: no space for a"
+                      + " not-yet-allocated page of a sparse file (filesystem full?)"
+                  : TenantText.clean(message))
+          .log();
     }
   }
 
   private void succeeded(Path region) {
     String before = failing.remove(region);
     if (before != null) {
-      LOG.info(
-          "msg=\"region writes succeed again\" file=\"{}\" was=\"{}\"",
-          TenantText.clean(region),
-          before);
+      LOG.atInfo()
+          .setMessage("region writes succeed again")
+          .addKeyValue("file", TenantText.clean(region))
+          .addKeyValue("was", before)
+          .log();
     }
   }
 

@@ -185,7 +185,10 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
             }
           } catch (java.io.IOException | RuntimeException e) {
             org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
-                .warn("msg=\"demo tick failed\" error=\"{}\"", e.toString());
+                .atWarn()
+                .setMessage("demo tick failed")
+                .addKeyValue("error", e.toString())
+                .log();
           }
         },
         tickMillis,

@@ -2,23 +2,18 @@ package io.vgpu.exporter.cli;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
-import ch.qos.logback.classic.PatternLayout;
-import ch.qos.logback.classic.encoder.JsonEncoder;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.ConsoleAppender;
 import ch.qos.logback.core.encoder.Encoder;
-import ch.qos.logback.core.encoder.LayoutWrappingEncoder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Configures logback from {@code --log.level} and {@code --log.format}: one line per event on
- * stderr.
+ * stderr, key-value pairs as fields ({@link LogLine}). Code logs through SLF4J's fluent API, e.g.
+ * {@code LOG.atWarn().setMessage("region write failed").addKeyValue("file", f).log()}.
  */
 public final class LogSetup {
-  static final String LOGFMT_PATTERN =
-      "ts=%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX,UTC} level=%level logger=%logger{0} %safemsg%n";
-
   private LogSetup() {}
 
   public static void configure(String level, String format) {
@@ -31,24 +26,10 @@ public final class LogSetup {
   /** Configures {@code ctx}; also the start-up configuration ({@link StartupLogConfigurator}). */
   static void configure(LoggerContext ctx, String level, String format) {
     ctx.reset();
-    Encoder<ILoggingEvent> encoder;
-    if (format.equals("json")) {
-      JsonEncoder json = new JsonEncoder();
-      json.setContext(ctx);
-      json.start();
-      encoder = json;
-    } else {
-      PatternLayout layout = new PatternLayout();
-      layout.getInstanceConverterMap().put("safemsg", SafeMessageConverter::new);
-      layout.setContext(ctx);
-      layout.setPattern(LOGFMT_PATTERN);
-      layout.start();
-      LayoutWrappingEncoder<ILoggingEvent> wrapping = new LayoutWrappingEncoder<>();
-      wrapping.setContext(ctx);
-      wrapping.setLayout(layout);
-      wrapping.start();
-      encoder = wrapping;
-    }
+    Encoder<ILoggingEvent> encoder =
+        format.equals("json") ? new LogLine.Json() : new LogLine.Logfmt();
+    encoder.setContext(ctx);
+    encoder.start();
     ConsoleAppender<ILoggingEvent> appender = new ConsoleAppender<>();
     appender.setContext(ctx);
     appender.setTarget("System.err");

@@ -140,12 +140,13 @@ public final class DemoNode implements AutoCloseable {
     Files.createDirectories(root);
     boolean ns = pidNamespaces && canUseNamespaces();
     DemoNode node = new DemoNode(root, ns, gpus);
-    LOG.info(
-        "msg=\"demo node\" root=\"{}\" containers={} gpus={} pid_namespaces={}",
-        root,
-        containers,
-        gpus,
-        ns);
+    LOG.atInfo()
+        .setMessage("demo node")
+        .addKeyValue("root", root)
+        .addKeyValue("containers", containers)
+        .addKeyValue("gpus", gpus)
+        .addKeyValue("pid_namespaces", ns)
+        .log();
     String[][] names = {
       {"ml", "train-resnet-0", "trainer"},
       {"ml", "train-resnet-0", "sidecar-logger"},
@@ -526,7 +527,11 @@ public final class DemoNode implements AutoCloseable {
     try (Stream<Path> walk = Files.walk(root)) {
       walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException e) {
-      LOG.warn("msg=\"demo cleanup incomplete\" root=\"{}\" error=\"{}\"", root, e.toString());
+      LOG.atWarn()
+          .setMessage("demo cleanup incomplete")
+          .addKeyValue("root", root)
+          .addKeyValue("error", e.toString())
+          .log();
     }
   }
 }

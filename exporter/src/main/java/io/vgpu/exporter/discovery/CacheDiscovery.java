@@ -202,8 +202,10 @@ public final class CacheDiscovery implements AutoCloseable {
       watchThread =
           Thread.ofPlatform().daemon().name("vgpu-discovery-watch").start(this::superviseWatchLoop);
     } catch (IOException e) {
-      LOG.warn(
-          "msg=\"inotify unavailable, relying on periodic rescan\" error=\"{}\"", e.toString());
+      LOG.atWarn()
+          .setMessage("inotify unavailable, relying on periodic rescan")
+          .addKeyValue("error", e.toString())
+          .log();
     }
     executor.scheduleWithFixedDelay(
         this::safeRescan, 0, rescanInterval.toMillis(), TimeUnit.MILLISECONDS);
@@ -249,7 +251,10 @@ public final class CacheDiscovery implements AutoCloseable {
         return;
       } catch (Throwable t) { // an Error must not end inotify-driven discovery
         try {
-          LOG.error("msg=\"discovery watch loop failed; restarting\" error=\"{}\"", t.toString());
+          LOG.atError()
+              .setMessage("discovery watch loop failed; restarting")
+              .addKeyValue("error", t.toString())
+              .log();
           requestRescan();
           Thread.sleep(1000);
         } catch (InterruptedException e) {
@@ -310,11 +315,12 @@ public final class CacheDiscovery implements AutoCloseable {
         }
         int skipped = listed - chosen.size();
         if (skipped > 0 && skipped != skippedContainers) {
-          LOG.warn(
-              "msg=\"container directories skipped\" root=\"{}\" listed={} read={}",
-              root,
-              listed,
-              chosen.size());
+          LOG.atWarn()
+              .setMessage("container directories skipped")
+              .addKeyValue("root", root)
+              .addKeyValue("listed", listed)
+              .addKeyValue("read", chosen.size())
+              .log();
         }
         skippedContainers = skipped;
         List<Path> ordered = new ArrayList<>(chosen);
@@ -361,7 +367,10 @@ public final class CacheDiscovery implements AutoCloseable {
       try {
         l.accept(snap);
       } catch (RuntimeException e) {
-        LOG.warn("msg=\"discovery listener failed\" error=\"{}\"", e.toString());
+        LOG.atWarn()
+            .setMessage("discovery listener failed")
+            .addKeyValue("error", e.toString())
+            .log();
       }
     }
     return snap;
@@ -400,7 +409,11 @@ public final class CacheDiscovery implements AutoCloseable {
       }
     } catch (IOException | java.nio.file.DirectoryIteratorException e) {
       // Vanished or unreadable mid-pass: report what we have, the next pass settles it.
-      LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+      LOG.atDebug()
+          .setMessage("container dir unreadable")
+          .addKeyValue("dir", dir)
+          .addKeyValue("error", e.toString())
+          .log();
     }
     if (listed > chosen.size()) {
       excessNow.put(dir, countExcess(dir, listed - chosen.size()));
@@ -434,7 +447,11 @@ public final class CacheDiscovery implements AutoCloseable {
         names.add(file.getFileName().toString());
       }
     } catch (IOException | java.nio.file.DirectoryIteratorException e) {
-      LOG.debug("msg=\"container dir unreadable\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+      LOG.atDebug()
+          .setMessage("container dir unreadable")
+          .addKeyValue("dir", dir)
+          .addKeyValue("error", e.toString())
+          .log();
     }
     names.sort(null);
     List<DegradedMark> marks = new ArrayList<>();
@@ -465,11 +482,12 @@ public final class CacheDiscovery implements AutoCloseable {
     int grew = excess - (before == null ? 0 : before);
     if (grew > 0) {
       errors.incrementTooManyFiles(grew);
-      LOG.warn(
-          "msg=\"cache files not mapped\" dir=\"{}\" files={} reason={}",
-          dir,
-          excess,
-          ParseErrors.TOO_MANY_FILES);
+      LOG.atWarn()
+          .setMessage("cache files not mapped")
+          .addKeyValue("dir", dir)
+          .addKeyValue("files", excess)
+          .addKeyValue("reason", ParseErrors.TOO_MANY_FILES)
+          .log();
     }
     return excess;
   }
@@ -500,10 +518,18 @@ public final class CacheDiscovery implements AutoCloseable {
     if (next.region == null) {
       if (!repeated) {
         errors.increment(next.error);
-        LOG.warn("msg=\"cache file not mapped\" file=\"{}\" reason={}", file, next.error.label());
+        LOG.atWarn()
+            .setMessage("cache file not mapped")
+            .addKeyValue("file", file)
+            .addKeyValue("reason", next.error.label())
+            .log();
       }
     } else {
-      LOG.debug("msg=\"mapped\" file=\"{}\" layout={}", file, next.region.identity());
+      LOG.atDebug()
+          .setMessage("mapped")
+          .addKeyValue("file", file)
+          .addKeyValue("layout", next.region.identity())
+          .log();
     }
     files.put(file, next);
     return next.asDiscovered(file);
@@ -529,7 +555,11 @@ public final class CacheDiscovery implements AutoCloseable {
     } catch (RegionException e) {
       return new FileState(key, null, e.reason());
     } catch (RuntimeException e) {
-      LOG.debug("msg=\"open failed\" file=\"{}\" error=\"{}\"", file, e.toString());
+      LOG.atDebug()
+          .setMessage("open failed")
+          .addKeyValue("file", file)
+          .addKeyValue("error", e.toString())
+          .log();
       return new FileState(key, null, RegionException.Reason.IO_ERROR);
     }
   }
@@ -542,13 +572,21 @@ public final class CacheDiscovery implements AutoCloseable {
     try {
       watchedDirs.put(dir, dir.register(ws, ENTRY_CREATE, ENTRY_DELETE, ENTRY_MODIFY));
     } catch (IOException | ClosedWatchServiceException e) {
-      LOG.debug("msg=\"cannot watch\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+      LOG.atDebug()
+          .setMessage("cannot watch")
+          .addKeyValue("dir", dir)
+          .addKeyValue("error", e.toString())
+          .log();
     }
   }
 
   private void reportOnce(String name, String why) {
     if (reportedBadDirs.add(name)) {
-      LOG.warn("msg=\"skipping entry in cache root\" entry=\"{}\" reason=\"{}\"", name, why);
+      LOG.atWarn()
+          .setMessage("skipping entry in cache root")
+          .addKeyValue("entry", name)
+          .addKeyValue("reason", why)
+          .log();
     }
   }
 
@@ -573,10 +611,14 @@ public final class CacheDiscovery implements AutoCloseable {
       }
       Files.deleteIfExists(dir);
     } catch (IOException e) {
-      LOG.warn("msg=\"stale directory not removed\" dir=\"{}\" error=\"{}\"", dir, e.toString());
+      LOG.atWarn()
+          .setMessage("stale directory not removed")
+          .addKeyValue("dir", dir)
+          .addKeyValue("error", e.toString())
+          .log();
       return false;
     }
-    LOG.info("msg=\"removed stale directory\" dir=\"{}\"", dir);
+    LOG.atInfo().setMessage("removed stale directory").addKeyValue("dir", dir).log();
     requestRescan();
     return true;
   }
@@ -617,7 +659,10 @@ public final class CacheDiscovery implements AutoCloseable {
       try {
         watcher.close();
       } catch (IOException e) {
-        LOG.debug("msg=\"watch service close failed\" error=\"{}\"", e.toString());
+        LOG.atDebug()
+            .setMessage("watch service close failed")
+            .addKeyValue("error", e.toString())
+            .log();
       }
     }
     if (watchThread != null) {

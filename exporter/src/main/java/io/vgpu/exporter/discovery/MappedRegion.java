@@ -74,7 +74,7 @@ public final class MappedRegion {
       return faulted(f);
     }
     if (lastReadError.getAndSet(null) != null) {
-      LOG.info("msg=\"region readable again\" file=\"{}\"", path);
+      LOG.atInfo().setMessage("region readable again").addKeyValue("file", path).log();
     }
     if (s.bestEffort()) {
       errors.incrementBestEffortRead();
@@ -94,11 +94,14 @@ public final class MappedRegion {
     RegionException.Reason before = lastReadError.get();
     Read r = fail(RegionException.Reason.IO_ERROR);
     if (before != RegionException.Reason.IO_ERROR) {
-      LOG.warn(
-          "msg=\"region read faulted\" file=\"{}\" reason=\"io_error\" detail=\"the file kept its"
-              + " size; a page the filesystem cannot provide (a hole of a sparse file on a full"
-              + " tmpfs?)\"",
-          path);
+      LOG.atWarn()
+          .setMessage("region read faulted")
+          .addKeyValue("file", path)
+          .addKeyValue("reason", "io_error")
+          .addKeyValue(
+              "detail",
+              "the file kept its size; a page the filesystem cannot provide (a hole of a sparse file on a full tmpfs?)")
+          .log();
     }
     return r;
   }

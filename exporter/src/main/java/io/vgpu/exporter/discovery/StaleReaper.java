@@ -27,10 +27,11 @@ public final class StaleReaper implements Consumer<DiscoverySnapshot> {
   public void accept(DiscoverySnapshot snapshot) {
     for (DiscoveredContainer c : snapshot.containers()) {
       if (stale.test(c)) {
-        LOG.info(
-            "msg=\"removing stale cache directory\" pod_uid={} container={}",
-            c.key().podUid(),
-            c.key().containerName());
+        LOG.atInfo()
+            .setMessage("removing stale cache directory")
+            .addKeyValue("pod_uid", c.key().podUid())
+            .addKeyValue("container", c.key().containerName())
+            .log();
         discovery.removeDirectory(c.key());
       }
     }

@@ -58,8 +58,11 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
     p.exceptionHandler(
         (started, t) -> {
           podProblem = describe("pods", t);
-          LOG.warn(
-              "msg=\"pod informer error, retrying\" node={} error=\"{}\"", nodeName, podProblem);
+          LOG.atWarn()
+              .setMessage("pod informer error, retrying")
+              .addKeyValue("node", nodeName)
+              .addKeyValue("error", podProblem)
+              .log();
           return true;
         });
     SharedIndexInformer<Node> n =
@@ -67,8 +70,11 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
     n.exceptionHandler(
         (started, t) -> {
           nodeProblem = describe("nodes", t);
-          LOG.warn(
-              "msg=\"node informer error, retrying\" node={} error=\"{}\"", nodeName, nodeProblem);
+          LOG.atWarn()
+              .setMessage("node informer error, retrying")
+              .addKeyValue("node", nodeName)
+              .addKeyValue("error", nodeProblem)
+              .log();
           return true;
         });
     pods = p;
@@ -78,10 +84,11 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
             (v, t) -> {
               if (t == null) {
                 podProblem = "";
-                LOG.info(
-                    "msg=\"pod informer synced\" node={} pods={}",
-                    nodeName,
-                    p.getStore().list().size());
+                LOG.atInfo()
+                    .setMessage("pod informer synced")
+                    .addKeyValue("node", nodeName)
+                    .addKeyValue("pods", p.getStore().list().size())
+                    .log();
               }
             });
     n.start().whenComplete((v, t) -> nodeProblem = t == null ? "" : describe("nodes", t));

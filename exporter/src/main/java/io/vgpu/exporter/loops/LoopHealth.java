@@ -59,8 +59,12 @@ public final class LoopHealth {
       }
       failure = t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + oneLine(t));
       try {
-        LOG.error(
-            "msg=\"{} pass failed; retrying on its schedule\" error=\"{}\"", name, failure, t);
+        LOG.atError()
+            .setMessage("pass failed; retrying on its schedule")
+            .addKeyValue("loop", name)
+            .addKeyValue("reason", failure)
+            .setCause(t)
+            .log();
       } catch (Throwable logging) { // logging itself may fail when memory is short
         // nothing else to do; the readiness reason carries the failure
       }

@@ -56,11 +56,15 @@ final class InstrumentedCollector implements MultiCollector {
       stats.record(name, true, System.nanoTime() - start);
       return s;
     } catch (CollectorUnavailableException e) {
-      LOG.debug("msg=\"collector unavailable\" collector={} reason=\"{}\"", name, e.getMessage());
+      LOG.atDebug()
+          .setMessage("collector unavailable")
+          .addKeyValue("collector", name)
+          .addKeyValue("reason", e.getMessage())
+          .log();
       stats.record(name, false, System.nanoTime() - start);
       return new MetricSnapshots();
     } catch (RuntimeException e) {
-      LOG.error("msg=\"collector failed\" collector={} error=\"{}\"", name, e.toString(), e);
+      LOG.atError().setMessage("collector failed").addKeyValue("collector", name).setCause(e).log();
       stats.record(name, false, System.nanoTime() - start);
       return new MetricSnapshots();
     }

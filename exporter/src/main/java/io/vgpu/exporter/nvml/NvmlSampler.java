@@ -159,7 +159,7 @@ public final class NvmlSampler implements AutoCloseable {
     } catch (Throwable e) {
       // A JNA or driver surprise, or an Error such as OutOfMemoryError, must not end the periodic
       // poll (an executor drops a task that throws): treat it as an unknown error.
-      LOG.warn("NVML poll failed unexpectedly", e);
+      LOG.atWarn().setMessage("NVML poll failed unexpectedly").setCause(e).log();
       synchronized (this) {
         count(NvmlReturn.UNKNOWN);
         goDown(clock.instant(), "poll", NvmlReturn.UNKNOWN);
@@ -177,7 +177,10 @@ public final class NvmlSampler implements AutoCloseable {
     try {
       collectProcessSamples();
     } catch (Throwable e) { // as safePoll: nothing may end the periodic collection
-      LOG.debug("collecting NVML process samples failed; the next poll reports it", e);
+      LOG.atDebug()
+          .setMessage("collecting NVML process samples failed; the next poll reports it")
+          .setCause(e)
+          .log();
     }
   }
 
@@ -267,7 +270,11 @@ public final class NvmlSampler implements AutoCloseable {
       return;
     }
     if (!latest.status().up()) {
-      LOG.info("NVML up: driver {}, {} GPU(s)", driverVersion.orElse("?"), gpus.size());
+      LOG.atInfo()
+          .setMessage("NVML up")
+          .addKeyValue("driver", driverVersion.orElse("?"))
+          .addKeyValue("gpus", gpus.size())
+          .log();
     }
     consecutiveFailures = 0;
     latest = new NvmlSnapshot(now, NvmlStatus.up(driverVersion), gpus);
@@ -359,7 +366,10 @@ public final class NvmlSampler implements AutoCloseable {
     String reason =
         "nvml: " + function + " returned " + code + ", retrying in " + backoff.toMillis() + " ms";
     if (latest.status().up() || consecutiveFailures == 1) {
-      LOG.warn("NVML down, exporting region-only metrics: {}", reason);
+      LOG.atWarn()
+          .setMessage("NVML down, exporting region-only metrics")
+          .addKeyValue("reason", reason)
+          .log();
     }
     latest = new NvmlSnapshot(now, NvmlStatus.down(reason, Optional.of(code)), List.of());
   }
