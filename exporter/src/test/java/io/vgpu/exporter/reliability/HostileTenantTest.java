@@ -315,10 +315,13 @@ class HostileTenantTest {
     flags.put("collectors.disabled", "");
     ex = LiveExporter.start(root, flags);
 
-    // Wait for a feedback pass that wrote (the victim decays 2 -> 1 without libvgpu running).
+    // Wait for a feedback pass that wrote both regions (the victim decays 2 -> 1 without libvgpu
+    // running; the claiming region is written back within range). One pass writes them one after
+    // the other, so waiting for the victim alone read the claim mid-pass under load.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     int victimRk = read(victim).recentKernel();
-    while (System.nanoTime() < deadline && victimRk == 2) {
+    while (System.nanoTime() < deadline
+        && (victimRk == 2 || read(claim).recentKernel() == Integer.MAX_VALUE)) {
       Thread.sleep(20);
       victimRk = read(victim).recentKernel();
     }
