@@ -110,17 +110,21 @@ class SeriesBudgetTest {
   }
 
   /**
-   * Rescans, then scrapes until NVML reports every GPU, the background attribution pass covers
-   * every running container, and two scrapes in a row agree.
+   * Rescans, then scrapes until NVML reports every GPU, a background attribution pass that started
+   * after the rescan has published (two agreeing scrapes alone settled before it under load, and
+   * counted the new containers without their attribution series), and two scrapes in a row agree.
    */
   private static Set<String> settledScrape(ExporterApp app, int gpus, int running)
       throws Exception {
     app.discovery().rescan();
+    java.time.Instant rescanned = java.time.Instant.now();
     long deadline = System.nanoTime() + SETTLE.toNanos();
     Set<String> last = Set.of();
     while (System.nanoTime() < deadline) {
+      boolean passAfterRescan = app.attribution().orElseThrow().latest().at().isAfter(rescanned);
       Set<String> now = scrape(app);
-      if (now.equals(last)
+      if (passAfterRescan
+          && now.equals(last)
           && count(now, "vgpu_gpu_memory_total_bytes") == gpus
           && count(now, "vgpu_container_memory_idle_seconds") == running) {
         return now;
