@@ -29,10 +29,17 @@ public final class OpsShrregTool {
                 "-O1",
                 "-D_GNU_SOURCE",
                 "-I../libvgpu/include",
+                "-I../libvgpu/src",
                 "-o",
                 out.toString(),
                 src.toString(),
-                "-lpthread")
+                // the tool links the region unit (as libvgpu's Makefile does)
+                "../libvgpu/src/region.c",
+                "../libvgpu/src/log.c",
+                "../libvgpu/src/config.c",
+                "-ldl",
+                "-lpthread",
+                "-lm")
             .redirectErrorStream(true)
             .start();
     String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
