@@ -146,7 +146,7 @@ public final class Flags {
           "discovery.max-containers",
           "At most this many container directories are read (the first by name); the rest are"
               + " skipped and named in /readyz, so thousands of leftover directories cannot exhaust"
-              + " the heap (2 000 fit the default -Xmx96m with room; README: Footprint).",
+              + " the heap (2 000 fit the default -Xmx48m; README: Footprint).",
           "2000",
           List.of(),
           raw -> {
