@@ -54,7 +54,7 @@ public final class InspectCommand implements Callable<Integer>, FlagOptions.Host
     } else {
       if (e.containers().isEmpty()) {
         out.println(
-            "no <podUID>_<container> directories or cache files found in "
+            "no container directories (<podUID>_<container>) or cache files found in "
                 + TenantText.clean(targets));
       }
       out.print(Inspection.text(e, report));

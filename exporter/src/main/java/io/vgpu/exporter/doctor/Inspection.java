@@ -122,9 +122,9 @@ public final class Inspection {
       pm.put("pid", p.pid());
       pm.put("hostpid", p.hostPid());
       pm.put("resolved_host_pid", live.map(NodeEvidence.PodProcess::hostPid));
-      pm.put("fate", j.fate().name());
       pm.put("alive", live.isPresent());
       pm.put("hostpid_correct", live.map(x -> x.hostPid() == p.hostPid()));
+      pm.put("fate", j.fate().name());
       pm.put("status", p.status());
       List<Object> usage = new ArrayList<>();
       for (DeviceUsage u : p.devices()) {

@@ -119,7 +119,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
                     + s.slotIndex()
                     + " (pid "
                     + s.pid()
-                    + ") UNKNOWN: alive or gone cannot be told here; kept");
+                    + ") UNKNOWN: cannot be judged here; kept");
           } else if (j.fate() == NodeEvidence.SlotFate.GONE) {
             pids.add(s.pid());
             guards.add(
@@ -188,7 +188,9 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
         Judgment.Lock lock = judged.lock().orElseThrow();
         switch (lock.state()) {
           case FREE -> {}
-          case HELD_LIVE -> skipped.add(r.path() + ": lock " + lock.describe() + "; not touched");
+          case HELD_LIVE ->
+              skipped.add(
+                  r.path() + ": lock " + lock.describe() + ": the holder is alive; not touched");
           case HELD_DEAD -> {
             LockHolder h = lock.holder().orElseThrow();
             actions.add(

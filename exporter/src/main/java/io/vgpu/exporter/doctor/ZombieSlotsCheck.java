@@ -61,7 +61,7 @@ public final class ZombieSlotsCheck implements DoctorCheck {
                 finding(
                     Severity.WARN,
                     Checks.container(c),
-                    unknown.size() + " slot(s) UNKNOWN: alive or gone cannot be told here",
+                    unknown.size() + " slot(s) UNKNOWN: cannot be judged here (alive or gone)",
                     unknown,
                     "Run the doctor where the host's /proc is visible: in the exporter pod (the chart sets hostPID: true), or on the node with --path.procfs=/proc; check 9 covers the wrong host pid. cleanup keeps UNKNOWN slots."));
             return;
