@@ -93,7 +93,7 @@ public final class HostPidWrongCheck implements DoctorCheck {
                     subject,
                     "hostpid == container pid: probably the zero-utilization bug (the process itself is not visible to confirm)",
                     suspect,
-                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (host pid from NSpid) or the exporter's host-pid write-back."));
+                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (host pid from NSpid) or turn on the exporter's host-pid write-back (chart value exporter.writeBack.hostPidRepair=true, flag --attribution.repair-hostpid=true)."));
           } else if (!unknown.isEmpty()) {
             out.add(
                 finding(
