@@ -132,6 +132,9 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   public Integer call() throws Exception {
     Map<String, String> values =
         new HashMap<>(FlagOptions.values(spec.commandLine().getParseResult()));
+    // What the user chose, before the demo's own defaults are filled in below.
+    boolean nvmlChosen = values.containsKey(Flags.NVML.name());
+    boolean procfsChosen = values.containsKey(Flags.PROCFS.name());
     Path tmp = Files.createTempDirectory("vgpu-demo-");
     Path root = tmp.resolve("containers");
     values.putIfAbsent(Flags.CACHE_ROOT.name(), root.toString());
@@ -161,12 +164,11 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     // The demo's processes only: a procfs that shows its children as pod processes and nothing
     // else of this machine (no real process, no real pod on it is ever judged or attributed).
     Path procfs = tmp.resolve("proc");
-    if (!values.containsKey(Flags.PROCFS.name())) {
+    if (!procfsChosen) {
       node.writeProcfs(procfs);
       config = config.with(Flags.PROCFS, procfs);
     }
-    Optional<Path> fakeLibrary =
-        values.containsKey(Flags.NVML.name()) ? Optional.empty() : fakeNvmlLibrary(fakeNvml);
+    Optional<Path> fakeLibrary = nvmlChosen ? Optional.empty() : fakeNvmlLibrary(fakeNvml);
     if (fakeLibrary.isPresent()) {
       if (fakeNvmlConfig == null) {
         fakeNvmlConfig = tmp.resolve("fake-nvml.conf");
@@ -178,7 +180,7 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
               .with(Flags.NVML, true)
               .with(Flags.NVML_LIBRARY, fakeLibrary.get().toString())
               .with(Flags.NVML_SAMPLE_INTERVAL, Duration.ofSeconds(1));
-    } else if (!values.containsKey(Flags.NVML.name()) && !"off".equals(fakeNvml)) {
+    } else if (!nvmlChosen && !"off".equals(fakeNvml)) {
       org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
           .atWarn()
           .setMessage(
