@@ -68,11 +68,21 @@ public record StatusModel(
    *
    * @param state what the exporter read (pod metadata, per-device sums)
    * @param judged the one judgment about it: regions, slots, verdict and findings
+   * @param nvmlSmUtilization per GPU UUID, NVML's SM utilization (0-1) summed over the container's
+   *     ALIVE processes; empty without NVML per-process utilization
    */
-  public record Row(ContainerState state, Judgment.Container judged) {
+  public record Row(
+      ContainerState state, Judgment.Container judged, Map<String, Double> nvmlSmUtilization) {
     public Row {
       Objects.requireNonNull(state, "state");
       Objects.requireNonNull(judged, "judged");
+      nvmlSmUtilization = Map.copyOf(nvmlSmUtilization);
+    }
+
+    /** NVML's SM utilization of this container on one GPU, when NVML measured it. */
+    public OptionalDouble nvmlSmUtilization(String uuid) {
+      Double v = nvmlSmUtilization.get(uuid);
+      return v == null ? OptionalDouble.empty() : OptionalDouble.of(v);
     }
 
     public String status() {
@@ -144,7 +154,7 @@ public record StatusModel(
             report.findings().stream().filter(f -> Judgment.about(f, c.key())).toList();
         j = new Judgment.Container(c.key(), List.of(), Judgment.worst(mine), mine);
       }
-      rows.add(new Row(c, j));
+      rows.add(new Row(c, j, nvmlSm(j, evidence)));
     }
     // Problems first, so an operator sees what needs them without scrolling.
     rows.sort(
@@ -160,6 +170,47 @@ public record StatusModel(
         report,
         writes,
         gpus(rows, evidence));
+  }
+
+  /**
+   * NVML's per-process SM utilization summed over the container's ALIVE slots, per GPU UUID the
+   * slot's region names: the same processes the judgment calls alive, measured by the driver.
+   */
+  private static Map<String, Double> nvmlSm(Judgment.Container j, NodeEvidence evidence) {
+    Map<String, GpuSnapshot> byUuid = new LinkedHashMap<>();
+    for (GpuSnapshot g : evidence.nvml().gpus()) {
+      if (g.processUtilizationAvailable()) {
+        byUuid.put(g.identity().uuid(), g);
+      }
+    }
+    Map<String, Double> out = new LinkedHashMap<>();
+    if (byUuid.isEmpty()) {
+      return out;
+    }
+    for (Judgment.Region r : j.regions()) {
+      if (r.snapshot().isEmpty()) {
+        continue;
+      }
+      var devices = r.snapshot().get().devices();
+      for (Judgment.Slot s : r.slots()) {
+        if (s.process().isEmpty()) {
+          continue;
+        }
+        int hostPid = s.process().get().hostPid();
+        java.util.Set<String> counted = new java.util.HashSet<>();
+        for (var u : s.slot().devices()) {
+          if (u.deviceIndex() < 0 || u.deviceIndex() >= devices.size()) {
+            continue;
+          }
+          String uuid = devices.get(u.deviceIndex()).uuid();
+          GpuSnapshot g = byUuid.get(uuid);
+          if (g != null && counted.add(uuid)) {
+            out.merge(uuid, g.smUtilizationOf(hostPid).orElse(0), Double::sum);
+          }
+        }
+      }
+    }
+    return out;
   }
 
   private static List<Gpu> gpus(List<Row> rows, NodeEvidence evidence) {

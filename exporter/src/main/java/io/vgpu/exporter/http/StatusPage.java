@@ -261,8 +261,8 @@ public final class StatusPage {
               .append("</td><td>")
               .append(smLimit(d))
               .append("</td><td class=\"sm-util\">")
-              .append(d.regionSmUtilPercent())
-              .append("%</td>");
+              .append(smUtil(row, d))
+              .append("</td>");
         }
         if (i == 0) {
           b.append(cell(span, row.judged().processes())).append(cell(span, row.status()));
@@ -320,8 +320,8 @@ public final class StatusPage {
             .append("</td><td>")
             .append(smLimit(s.device()))
             .append("</td><td class=\"sm-util\">")
-            .append(s.device().regionSmUtilPercent())
-            .append("%</td><td class=\"sev-")
+            .append(smUtil(s.row(), s.device()))
+            .append("</td><td class=\"sev-")
             .append(s.row().verdict().label())
             .append("\">")
             .append(s.row().verdict().name())
@@ -332,6 +332,18 @@ public final class StatusPage {
       b.append("<tr><td colspan=\"6\">no GPU named by a region or NVML</td></tr>");
     }
     b.append("</table>");
+  }
+
+  /**
+   * The container's SM utilization on one GPU: what its region reports (the library's own
+   * measurement) and, when NVML measured its processes, the driver's number.
+   */
+  private static String smUtil(StatusModel.Row row, DeviceUsageSummary d) {
+    String region = d.regionSmUtilPercent() + "% (region)";
+    var nvml = row.nvmlSmUtilization(d.uuid());
+    return nvml.isPresent()
+        ? String.format(Locale.ROOT, "%.0f%% (NVML)<br>", nvml.getAsDouble() * 100) + region
+        : region;
   }
 
   private static String smLimit(DeviceUsageSummary d) {

@@ -155,6 +155,11 @@ class BrokenRegionsGoldenTest {
       assertThat(fromInspect.get(broken)).as(broken).isEqualTo("FAIL");
     }
     assertThat(problems.out()).doesNotContain("[OK  ]").doesNotContain(HEALTHY + "_main: OK");
+    // Fix texts name commands that run where the output is read: in the exporter pod.
+    assertThat(doctor.out())
+        .contains("fix: Release it: `kubectl -n $NS exec $POD -- vgpu-exporter unlock --uid")
+        .contains("fix: Free them: `kubectl -n $NS exec $POD -- vgpu-exporter cleanup --uid")
+        .doesNotContain("--apply` on the node or `shrreg-tool");
     assertThat(doctor.out())
         .contains("region cannot be read: unknown_version")
         .contains("region cannot be read: unknown_size")

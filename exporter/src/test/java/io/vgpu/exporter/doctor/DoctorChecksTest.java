@@ -269,6 +269,14 @@ class DoctorChecksTest {
     RepairPlan plan = RepairPlan.cleanup(fx.evidence());
     assertThat(plan.actions()).isEmpty();
     assertThat(plan.skipped()).anyMatch(l -> l.contains("cannot be judged"));
+    // The same word on every surface: inspect called this slot GONE while doctor could not judge
+    // it and cleanup kept it.
+    assertThat(fx.findings(8).getFirst().summary()).contains("UNKNOWN");
+    assertThat(plan.skipped()).anyMatch(l -> l.contains("UNKNOWN"));
+    assertThat(Inspection.text(fx.evidence()))
+        .contains("UNKNOWN")
+        .doesNotContain("GONE")
+        .contains("container main: WARN");
   }
 
   @Test
