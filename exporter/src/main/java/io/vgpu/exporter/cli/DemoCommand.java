@@ -202,12 +202,8 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
           ticker.shutdownNow();
           app.close();
           node.close();
-          deleteTree(procfs);
-          try {
-            Files.deleteIfExists(tmp);
-          } catch (java.io.IOException e) {
-            // a leftover empty temp directory is harmless
-          }
+          // The demo's own temp tree: its procfs, the fake NVML script, the default cache root.
+          deleteTree(tmp);
         };
     Thread hook = new Thread(shutdown, "vgpu-demo-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
