@@ -39,12 +39,21 @@ public final class Checks {
         + " --path.cache-root=DIR --path.procfs=/proc`)";
   }
 
+  /**
+   * {@code word} when it can be pasted into a shell as one argument unchanged (letters, digits and
+   * {@code . _ / : @ + = , -}), else {@code placeholder}. Directory and file names are the
+   * tenant's: a fix text must never hand an operator a command line a name can extend.
+   */
+  public static String shellWord(String word, String placeholder) {
+    return word.matches("[A-Za-z0-9._/:@+=,-]{1,4096}") ? word : placeholder;
+  }
+
   /** What {@code --apply} needs, and the way without it ({@code shrreg-tool} in the container). */
   static String applyNeedsWriteMode(NodeEvidence.Container c, String shrregArgs) {
     return " --apply needs a chart mode that mounts the cache root read-write"
         + " (values-hami-replacement.yaml, or any exporter.writeBack.* value true); in the"
         + " read-only and installer modes run `kubectl -n TENANT_NS exec TENANT_POD -c "
-        + c.key().containerName()
+        + shellWord(c.key().containerName(), "CONTAINER")
         + " -- /usr/local/vgpu/shrreg-tool "
         + shrregArgs
         + "` (where the installer mode placed it), or restart the container.";

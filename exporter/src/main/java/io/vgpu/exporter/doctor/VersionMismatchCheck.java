@@ -99,12 +99,14 @@ public final class VersionMismatchCheck implements DoctorCheck {
 
   /** What to do about a file the codec cannot read, by its reason. */
   static String unreadableFix(String reason, NodeEvidence.Container c, NodeEvidence.Region r) {
+    String file = Checks.shellWord(r.path().toString(), "FILE");
     String look =
         " See what it holds with "
-            + Checks.inExporterPod("inspect " + r.path())
+            + Checks.inExporterPod("inspect " + file)
             + " or `shrreg-tool --inspect --host --file "
-            + r.path()
-            + "` the same way.";
+            + file
+            + "` the same way"
+            + (file.equals("FILE") ? " (FILE: the path above, quoted)." : ".");
     return switch (reason) {
       case "unknown_version", "unknown_size" ->
           "A library version this exporter does not know wrote it (the file's version fields or"

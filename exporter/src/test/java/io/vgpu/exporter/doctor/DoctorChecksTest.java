@@ -280,6 +280,16 @@ class DoctorChecksTest {
   }
 
   @Test
+  void fixTexts_tenantNamesThatAreNotOneShellWord_neverBecomePartOfACommand() {
+    // The directory and file names are the tenant's; a pasted fix must not run "touch x".
+    fx.region(
+        UID_A, "main;touch x", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
+    String fix = fx.findings(8).getFirst().fix();
+    assertThat(fix).contains("cleanup --uid " + UID_A + " --apply").contains("-c CONTAINER ");
+    assertThat(fix).doesNotContain("touch");
+  }
+
+  @Test
   void zombieSlots_hostNamespaceProcessWithSamePid_notMistakenForTheSlot() {
     // pid 5 exists in the host namespace, but a host process never verifies a slot (pid == hostpid
     // trivially).
