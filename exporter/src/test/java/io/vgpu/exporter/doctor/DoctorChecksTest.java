@@ -280,6 +280,17 @@ class DoctorChecksTest {
   }
 
   @Test
+  void inspect_procNumAboveTheListedSlots_saysHowManyAreLiveAndWhatProcNumSays() {
+    // HAMi-core leaves proc_num high after a process exits without compaction: inspect printed
+    // "2 slot(s) in use" and listed one.
+    fx.region(
+        UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).procNum(2).build());
+    String text = Inspection.text(fx.evidence());
+    assertThat(text).contains("1 live slot(s) (proc_num 2)").doesNotContain("2 slot(s) in use");
+    assertThat(text.lines().filter(l -> l.trim().startsWith("slot "))).hasSize(1);
+  }
+
+  @Test
   void fixTexts_tenantNamesThatAreNotOneShellWord_neverBecomePartOfACommand() {
     // The directory and file names are the tenant's; a pasted fix must not run "touch x".
     fx.region(
