@@ -120,6 +120,7 @@ public final class ExporterApp implements AutoCloseable {
         new CollectorContext(config, states, errors, stats, build, nvml, attribution), registry);
 
     this.readiness = new Readiness();
+    readiness.note(io.vgpu.exporter.config.RegionWrites.of(config).summary());
     readiness.add(AppHealthChecks.discovery(discovery));
     readiness.add(HealthCheck.of(discovery.loopHealth()));
     readiness.add(AppHealthChecks.skippedContainers(discovery));
@@ -260,6 +261,11 @@ public final class ExporterApp implements AutoCloseable {
         .addKeyValue("node", config.nodeName())
         .addKeyValue("kubernetes", metadata.health().enabled())
         .addKeyValue("hami_compat", config.hamiCompat())
+        .log();
+    io.vgpu.exporter.config.RegionWrites writes = io.vgpu.exporter.config.RegionWrites.of(config);
+    LOG.atInfo()
+        .setMessage(writes.any() ? "the exporter writes into the node" : "the exporter only reads")
+        .addKeyValue("writes", writes.summary())
         .log();
     return this;
   }

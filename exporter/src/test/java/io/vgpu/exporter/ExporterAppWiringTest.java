@@ -96,7 +96,9 @@ class ExporterAppWiringTest {
                     .body();
             return page[0].contains("NVML is not usable");
           });
-      assertThat(page[0]).contains("1/1 attributed").doesNotContain("not found");
+      // The slot is judged ALIVE through the app's procfs (the environment's /proc would not show
+      // it).
+      assertThat(page[0]).contains(">1 ALIVE<").doesNotContain("GONE").doesNotContain("UNKNOWN");
     }
   }
 }

@@ -219,6 +219,25 @@ public final class RegionFile implements AutoCloseable {
   }
 
   /**
+   * The value of HAMi-core's slot-table semaphore: 1 when free, 0 while taken (a process-shared
+   * glibc {@code sem_t} keeps its value in the low 32 bits of its first word, on x86_64 and aarch64
+   * alike). A semaphore that is taken while {@code owner_pid} records no holder is either a holder
+   * between its wait and its store (microseconds) or HAMi's lost post after a killed holder (HAMi
+   * #2500), which blocks every process of the container until it is posted.
+   *
+   * @throws RegionIoException TRUNCATED when the file shrank below the mapping
+   * @throws IllegalStateException after {@link #close()}
+   */
+  public int semaphoreValue() {
+    checkSize();
+    try {
+      return Access.intAcquire(segment, geometry.semOffset);
+    } catch (InternalError e) {
+      throw truncated(e);
+    }
+  }
+
+  /**
    * The writer for single-field updates.
    *
    * @throws IllegalStateException when the file was opened read-only

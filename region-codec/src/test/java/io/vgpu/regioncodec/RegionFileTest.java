@@ -38,6 +38,24 @@ class RegionFileTest {
     return path;
   }
 
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(Layout.class)
+  void semaphoreValue_freeAfterCreate_zeroOnceTaken(Layout layout) throws IOException {
+    Path path = write("sem-" + layout.label() + ".cache", Fixtures.typical(layout));
+    int semOffset = io.vgpu.regioncodec.internal.Geometry.of(layout).semOffset;
+    try (RegionFile f = RegionFile.openReadOnly(path)) {
+      assertThat(f.semaphoreValue()).as("sem_init(value 1)").isEqualTo(1);
+    }
+    // What a sem_wait leaves behind: the value word 0 (HAMi #2500 when nobody posts it again).
+    try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
+      raf.seek(semOffset);
+      raf.write(new byte[4]);
+    }
+    try (RegionFile f = RegionFile.openReadOnly(path)) {
+      assertThat(f.semaphoreValue()).isZero();
+    }
+  }
+
   static Stream<Arguments> layoutsAndSizes() {
     return Arrays.stream(Layout.values())
         .flatMap(

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -73,6 +74,16 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   int idleContainers;
 
   @Option(
+      names = "--fake-nvml",
+      description =
+          "Serve with the repository's fake libnvidia-ml (built by make demo) scripted to match"
+              + " the simulation, so per-container SM utilization, attribution and the host GPU"
+              + " families have data: auto (default: when the library is found), off, or the"
+              + " library's path. An explicit --nvml flag wins.",
+      defaultValue = "auto")
+  String fakeNvml;
+
+  @Option(
       names = "--fake-nvml-config",
       description =
           "Keep this file a script for the repository's fake libnvidia-ml matching the simulation"
@@ -121,6 +132,9 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   public Integer call() throws Exception {
     Map<String, String> values =
         new HashMap<>(FlagOptions.values(spec.commandLine().getParseResult()));
+    // What the user chose, before the demo's own defaults are filled in below.
+    boolean nvmlChosen = values.containsKey(Flags.NVML.name());
+    boolean procfsChosen = values.containsKey(Flags.PROCFS.name());
     Path tmp = Files.createTempDirectory("vgpu-demo-");
     Path root = tmp.resolve("containers");
     values.putIfAbsent(Flags.CACHE_ROOT.name(), root.toString());
@@ -147,6 +161,34 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
             processesPerContainer,
             idleContainers,
             pidNamespaces);
+    // The demo's processes only: a procfs that shows its children as pod processes and nothing
+    // else of this machine (no real process, no real pod on it is ever judged or attributed).
+    Path procfs = tmp.resolve("proc");
+    if (!procfsChosen) {
+      node.writeProcfs(procfs);
+      config = config.with(Flags.PROCFS, procfs);
+    }
+    Optional<Path> fakeLibrary = nvmlChosen ? Optional.empty() : fakeNvmlLibrary(fakeNvml);
+    if (fakeLibrary.isPresent()) {
+      if (fakeNvmlConfig == null) {
+        fakeNvmlConfig = tmp.resolve("fake-nvml.conf");
+      }
+      // The fake reads FAKE_NVML_CONFIG with getenv on every call: set it in this process.
+      LibC.INSTANCE.setenv("FAKE_NVML_CONFIG", fakeNvmlConfig.toString(), 1);
+      config =
+          config
+              .with(Flags.NVML, true)
+              .with(Flags.NVML_LIBRARY, fakeLibrary.get().toString())
+              .with(Flags.NVML_SAMPLE_INTERVAL, Duration.ofSeconds(1));
+    } else if (!nvmlChosen && !"off".equals(fakeNvml)) {
+      org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
+          .atWarn()
+          .setMessage(
+              "fake NVML not found: the demo runs without NVML (no NVML SM utilization,"
+                  + " attribution or host GPU families); build it with make -C libvgpu fakes")
+          .addKeyValue("looked_for", FAKE_LIBRARY)
+          .log();
+    }
     if (fakeNvmlConfig != null) {
       node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
     }
@@ -160,11 +202,8 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
           ticker.shutdownNow();
           app.close();
           node.close();
-          try {
-            Files.deleteIfExists(tmp);
-          } catch (java.io.IOException e) {
-            // a leftover empty temp directory is harmless
-          }
+          // The demo's own temp tree: its procfs, the fake NVML script, the default cache root.
+          deleteTree(tmp);
         };
     Thread hook = new Thread(shutdown, "vgpu-demo-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
@@ -208,6 +247,48 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
       shutdown.run();
     }
     return 0;
+  }
+
+  /** The fake library as make builds it, relative to the repository root. */
+  static final Path FAKE_LIBRARY = Path.of("libvgpu", "build", "fake", "libnvidia-ml.so.1");
+
+  private interface LibC extends com.sun.jna.Library {
+    LibC INSTANCE = com.sun.jna.Native.load("c", LibC.class);
+
+    int setenv(String name, String value, int overwrite);
+  }
+
+  /**
+   * The fake libnvidia-ml to serve the demo with: {@code auto} looks in the working directory and
+   * the directories above it (make demo runs at the repository root), {@code off} none, anything
+   * else is the library's path.
+   */
+  static Optional<Path> fakeNvmlLibrary(String choice) {
+    if ("off".equals(choice)) {
+      return Optional.empty();
+    }
+    if (!"auto".equals(choice)) {
+      Path p = Path.of(choice);
+      if (!Files.isRegularFile(p)) {
+        throw new io.vgpu.exporter.config.ConfigException("--fake-nvml: no library at " + p);
+      }
+      return Optional.of(p.toAbsolutePath());
+    }
+    for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+      Path p = dir.resolve(FAKE_LIBRARY);
+      if (Files.isRegularFile(p)) {
+        return Optional.of(p);
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static void deleteTree(Path dir) {
+    try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+      walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (java.io.IOException e) {
+      // nothing written there, or already gone
+    }
   }
 
   static String rootMessage(Throwable t) {

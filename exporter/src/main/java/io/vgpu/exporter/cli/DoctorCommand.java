@@ -7,6 +7,7 @@ import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.doctor.Doctor;
 import io.vgpu.exporter.doctor.DoctorReport;
+import io.vgpu.exporter.doctor.Judgment;
 import io.vgpu.exporter.k8s.NodeAnnotations;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.node.EvidenceCollector;
@@ -32,7 +33,8 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "Walk the HAMi debugging decision trees on this node: 16 checks, each with a verdict, the",
-      "evidence and the fix. Exit: 0 ok, 1 warnings, 2 failures, 3 could not run."
+      "evidence and the fix, grouped per container after a one-line summary of each.",
+      "Exit: 0 ok, 1 warnings, 2 failures, 3 could not run."
     })
 public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -43,6 +45,11 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
   public List<io.vgpu.exporter.config.Flag<?>> flags() {
     return NodeOptions.PATHS_NVML_NODE;
   }
+
+  @Option(
+      names = "--problems",
+      description = "Only WARN and FAIL findings, and only containers that have one.")
+  boolean problemsOnly;
 
   @Option(names = "--pod", description = "Only this pod (name; needs API access via --node).")
   String podName;
@@ -99,6 +106,9 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
       }
       uid = found.get();
     }
+    if (!NodeOptions.targetsExist(List.of(node.cacheRoot()), true, err)) {
+      return 3;
+    }
     Duration sampleWindow = w;
     EvidenceCollector collector =
         new EvidenceCollector(
@@ -119,7 +129,8 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
     }
     DoctorReport report = Doctor.standard().run(e);
     var out = spec.commandLine().getOut();
-    out.print(node.json ? report.toJson() : report.toText());
+    List<Judgment.Container> judged = List.copyOf(Judgment.containers(e, report).values());
+    out.print(node.json ? report.toJson(judged) : report.toText(judged, problemsOnly));
     out.flush();
     return report.exitCode();
   }

@@ -8,6 +8,7 @@ import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.nvml.JnaNvmlClient;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.exporter.text.TenantText;
 import io.vgpu.hostpid.ProcFs;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -55,6 +56,29 @@ public final class NodeOptions {
               FlagOptions.values(command.commandLine().getParseResult()), System.getenv());
     }
     return config;
+  }
+
+  /**
+   * Checks that every target exists; prints why not to {@code err}. A missing cache root is an
+   * error, not an empty node: "nothing to do" there would hide a wrong path.
+   */
+  static boolean targetsExist(List<Path> targets, boolean defaultRoot, java.io.PrintWriter err) {
+    for (Path t : targets) {
+      if (!java.nio.file.Files.exists(t, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        err.println(
+            "error: "
+                + TenantText.clean(t)
+                + " does not exist"
+                + (defaultRoot
+                    ? " (the cache root: set --path.cache-root=DIR or"
+                        + " VGPU_EXPORTER_PATH_CACHE_ROOT to the directory that holds the"
+                        + " <podUID>_<container> directories)"
+                    : ""));
+        err.flush();
+        return false;
+      }
+    }
+    return true;
   }
 
   Path cacheRoot() {

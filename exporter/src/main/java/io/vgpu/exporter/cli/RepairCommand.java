@@ -32,8 +32,14 @@ abstract class RepairCommand implements FlagOptions.Host {
 
   abstract RepairPlan plan(NodeEvidence e);
 
-  /** 0: nothing to do or all applied; 1: dry run found work; 2: an action failed. */
+  /**
+   * 0: nothing to do or all applied; 1: dry run found work; 2: an action failed; 3: could not run
+   * (the cache root does not exist).
+   */
   int run() {
+    if (!NodeOptions.targetsExist(List.of(node.cacheRoot()), true, spec.commandLine().getErr())) {
+      return 3;
+    }
     NodeEvidence e = node.filesOnly().collect(List.of(node.cacheRoot()));
     if (node.uid != null) {
       e = e.forPod(node.uid);

@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
     description = {
       "Release region slot-table locks whose holder is gone. Never touches a live holder's lock.",
       "Dry run unless --apply; changes go through shrreg-tool --force-unlock --holder PID.",
-      "Exit: 0 nothing to do / applied, 1 dry run found work, 2 an action failed."
+      "Exit: 0 nothing to do / applied, 1 dry run found work, 2 an action failed, 3 could not run."
     })
 public final class UnlockCommand extends RepairCommand implements Callable<Integer> {
   @Override

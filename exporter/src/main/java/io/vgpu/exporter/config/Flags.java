@@ -233,8 +233,10 @@ public final class Flags {
   public static final Flag<Boolean> ATTRIBUTION_FEEDBACK =
       new Flag<>(
           "attribution.feedback",
-          "HAMi parity: priority blocking and utilization_switch writes, as HAMi's monitor does.",
-          "true",
+          "HAMi monitor parity: priority blocking (recent_kernel) and utilization_switch writes into"
+              + " the regions. Off by default: the exporter writes nothing unless asked (the chart's"
+              + " HAMi-replacement mode turns it on).",
+          "false",
           List.of(),
           Parsers::bool,
           "BOOL");

@@ -79,6 +79,7 @@ public final class CacheDiscovery implements AutoCloseable {
   private final Map<Path, FileState> files = new HashMap<>();
   private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
   private final Set<String> reportedBadDirs = new HashSet<>();
+  private Optional<String> lastRootProblem = Optional.empty(); // guarded by this
 
   /**
    * Unmapped excess files per container directory at its last pass; rebuilt every pass (so a
@@ -360,6 +361,7 @@ public final class CacheDiscovery implements AutoCloseable {
 
   private DiscoverySnapshot publish(
       Optional<String> rootProblem, List<DiscoveredContainer> containers) {
+    logRootProblemChange(rootProblem);
     DiscoverySnapshot snap =
         new DiscoverySnapshot(++generation, clock.instant(), rootProblem, containers);
     current = snap;
@@ -374,6 +376,26 @@ public final class CacheDiscovery implements AutoCloseable {
       }
     }
     return snap;
+  }
+
+  /**
+   * Logs a cache-root problem when it appears or changes and once when it clears, not on every
+   * pass: an operator whose --path.cache-root points nowhere sees why nothing is exported.
+   */
+  private void logRootProblemChange(Optional<String> rootProblem) {
+    if (rootProblem.equals(lastRootProblem)) {
+      return;
+    }
+    if (rootProblem.isPresent()) {
+      LOG.atError()
+          .setMessage("cache root unreadable: nothing is exported until it is")
+          .addKeyValue("root", root)
+          .addKeyValue("problem", rootProblem.get())
+          .log();
+    } else if (lastRootProblem.isPresent()) {
+      LOG.atInfo().setMessage("cache root readable again").addKeyValue("root", root).log();
+    }
+    lastRootProblem = rootProblem;
   }
 
   private Optional<DiscoveredContainer> scanContainerDir(

@@ -26,6 +26,39 @@ public final class Checks {
     return (bytes >> 20) + " MiB";
   }
 
+  /**
+   * An exporter subcommand as an operator runs it where the doctor's output is read: in the
+   * exporter pod of this node, whose image has {@code vgpu-exporter} and {@code shrreg-tool} on
+   * PATH and the cache root and host /proc already configured.
+   */
+  static String inExporterPod(String args) {
+    return "`kubectl -n $NS exec $POD -- vgpu-exporter "
+        + args
+        + "` ($NS/$POD: the exporter pod on this node; on the node itself `vgpu-exporter "
+        + args
+        + " --path.cache-root=DIR --path.procfs=/proc`)";
+  }
+
+  /**
+   * {@code word} when it can be pasted into a shell as one argument unchanged (letters, digits and
+   * {@code . _ / : @ + = , -}), else {@code placeholder}. Directory and file names are the
+   * tenant's: a fix text must never hand an operator a command line a name can extend.
+   */
+  public static String shellWord(String word, String placeholder) {
+    return word.matches("[A-Za-z0-9._/:@+=,-]{1,4096}") ? word : placeholder;
+  }
+
+  /** What {@code --apply} needs, and the way without it ({@code shrreg-tool} in the container). */
+  static String applyNeedsWriteMode(NodeEvidence.Container c, String shrregArgs) {
+    return " --apply needs a chart mode that mounts the cache root read-write"
+        + " (values-hami-replacement.yaml, or any exporter.writeBack.* value true); in the"
+        + " read-only and installer modes run `kubectl -n TENANT_NS exec TENANT_POD -c "
+        + shellWord(c.key().containerName(), "CONTAINER")
+        + " -- /usr/local/vgpu/shrreg-tool "
+        + shrregArgs
+        + "` (where the installer mode placed it), or restart the container.";
+  }
+
   /** Calls {@code each} for every readable region (latest sample) of every container. */
   static void eachRegion(
       NodeEvidence e, BiConsumer<NodeEvidence.Container, NodeEvidence.Region> each) {

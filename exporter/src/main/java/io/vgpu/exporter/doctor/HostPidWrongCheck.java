@@ -85,7 +85,7 @@ public final class HostPidWrongCheck implements DoctorCheck {
                         ? "hostpid == container pid (the zero-utilization bug): utilization reads 0 and the SM limit is not enforced"
                         : "recorded host pids point at other processes",
                     ev,
-                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (it learns host pids from NSpid or from the exporter) or run the exporter with host-pid write-back; HAMi-core cannot fix it in place."));
+                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (it learns host pids from NSpid or from the exporter) or turn on the exporter's host-pid write-back (chart value exporter.writeBack.hostPidRepair=true, flag --attribution.repair-hostpid=true); HAMi-core cannot fix it in place."));
           } else if (!suspect.isEmpty()) {
             out.add(
                 finding(
@@ -93,7 +93,7 @@ public final class HostPidWrongCheck implements DoctorCheck {
                     subject,
                     "hostpid == container pid: probably the zero-utilization bug (the process itself is not visible to confirm)",
                     suspect,
-                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (host pid from NSpid) or the exporter's host-pid write-back."));
+                    "The driver's NVML returned namespaced pids during detection (drivers 535-560). Use libvgpu (host pid from NSpid) or turn on the exporter's host-pid write-back (chart value exporter.writeBack.hostPidRepair=true, flag --attribution.repair-hostpid=true)."));
           } else if (!unknown.isEmpty()) {
             out.add(
                 finding(

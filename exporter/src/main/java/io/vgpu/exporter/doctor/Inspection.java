@@ -26,15 +26,23 @@ public final class Inspection {
    * The JSON document: {@code {"containers": [{"pod_uid", "container", "dir", "regions": [...]}]}}.
    */
   public static Map<String, Object> model(NodeEvidence e) {
+    return model(e, Doctor.standard().run(e));
+  }
+
+  /** The JSON document with each container's verdict taken from {@code report}. */
+  public static Map<String, Object> model(NodeEvidence e, DoctorReport report) {
     List<Object> containers = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
+      Judgment.Container judged = Judgment.container(e, c, report);
       Map<String, Object> cm = new LinkedHashMap<>();
       cm.put("pod_uid", c.key().podUid());
       cm.put("container", c.key().containerName());
       cm.put("dir", c.dir().toString());
+      cm.put("verdict", judged.verdict().label());
+      cm.put("findings", findings(judged.problems()));
       List<Object> regions = new ArrayList<>();
-      for (NodeEvidence.Region r : c.regions()) {
-        regions.add(region(e, c, r));
+      for (Judgment.Region r : judged.regions()) {
+        regions.add(region(e, r));
       }
       cm.put("regions", regions);
       containers.add(cm);
@@ -45,14 +53,33 @@ public final class Inspection {
     return root;
   }
 
-  private static Map<String, Object> region(
-      NodeEvidence e, NodeEvidence.Container c, NodeEvidence.Region r) {
+  /** Findings as JSON objects (for {@code inspect --json} and {@code /api/v1/containers}). */
+  public static List<Object> findings(List<Finding> findings) {
+    List<Object> out = new ArrayList<>();
+    for (Finding f : findings) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("check", f.check());
+      m.put("id", f.id());
+      m.put("severity", f.severity().label());
+      m.put("summary", f.summary());
+      m.put("evidence", f.evidence());
+      m.put("fix", f.fix());
+      out.add(m);
+    }
+    return out;
+  }
+
+  private static Map<String, Object> region(NodeEvidence e, Judgment.Region judged) {
+    NodeEvidence.Region r = judged.region();
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("file", r.path().toString());
-    if (r.latest().isEmpty()) {
+    if (judged.unreadable().isPresent()) {
+      m.put("health", "fail");
+      m.put("unreadable_reason", judged.unreadable().get());
       m.put("error", r.error().orElse("unreadable"));
       return m;
     }
+    m.put("health", "ok");
     RegionSnapshot s = r.latest().get();
     m.put("layout", s.layout().label());
     Map<String, Object> version = new LinkedHashMap<>();
@@ -65,13 +92,14 @@ public final class Inspection {
     m.put("recent_kernel", s.recentKernel());
     m.put("priority", s.priority());
     m.put("last_kernel_time", s.lastKernelTimeEpochSeconds());
+    m.put("live_slots", judged.slots().size());
     Map<String, Object> lock = new LinkedHashMap<>();
-    Optional<LockHolder> holder = LockHolder.of(s, e.now());
+    Judgment.Lock judgedLock = judged.lock().orElseThrow();
+    Optional<LockHolder> holder = judgedLock.holder();
+    lock.put("state", judgedLock.state().name().toLowerCase(Locale.ROOT));
     lock.put("holder_pid", holder.map(LockHolder::containerPid));
     lock.put("holder_source", holder.map(LockHolder::source));
-    lock.put(
-        "holder_alive",
-        holder.map(h -> e.processOfContainerPid(c, r, h.containerPid()).isPresent()));
+    lock.put("holder_alive", holder.map(h -> judgedLock.liveHolder().isPresent()));
     lock.put("held_ms", holder.flatMap(LockHolder::heldFor).map(d -> d.toMillis()));
     m.put("lock", lock);
     List<Object> devices = new ArrayList<>();
@@ -86,8 +114,9 @@ public final class Inspection {
     }
     m.put("devices", devices);
     List<Object> processes = new ArrayList<>();
-    for (ProcessSlot p : s.processes()) {
-      Optional<NodeEvidence.PodProcess> live = e.processOfSlot(c, r, p);
+    for (Judgment.Slot j : judged.slots()) {
+      ProcessSlot p = j.slot();
+      Optional<NodeEvidence.PodProcess> live = j.process();
       Map<String, Object> pm = new LinkedHashMap<>();
       pm.put("slot", p.slotIndex());
       pm.put("pid", p.pid());
@@ -95,6 +124,7 @@ public final class Inspection {
       pm.put("resolved_host_pid", live.map(NodeEvidence.PodProcess::hostPid));
       pm.put("alive", live.isPresent());
       pm.put("hostpid_correct", live.map(x -> x.hostPid() == p.hostPid()));
+      pm.put("fate", j.fate().name());
       pm.put("status", p.status());
       List<Object> usage = new ArrayList<>();
       for (DeviceUsage u : p.devices()) {
@@ -115,24 +145,34 @@ public final class Inspection {
 
   /** Human-readable form. */
   public static String text(NodeEvidence e) {
+    return text(e, Doctor.standard().run(e));
+  }
+
+  /**
+   * Human-readable form: per container its verdict (the doctor's, over the same evidence) on the
+   * first line, then each region with its health, lock and slots as {@link Judgment} calls them,
+   * then the container's problems.
+   */
+  public static String text(NodeEvidence e, DoctorReport report) {
     StringBuilder b = new StringBuilder();
-    if (e.containers().isEmpty()) {
-      b.append("no container directories found\n");
-    }
     for (NodeEvidence.Container c : e.containers()) {
+      Judgment.Container judged = Judgment.container(e, c, report);
       b.append("== pod ")
           .append(TenantText.clean(c.key().podUid()))
           .append(" container ")
           .append(TenantText.clean(c.key().containerName()))
+          .append(": ")
+          .append(judged.verdict().name())
           .append('\n');
       if (c.regions().isEmpty()) {
         b.append("   no cache file (created at the container's first CUDA call)\n");
       }
-      for (NodeEvidence.Region r : c.regions()) {
+      for (Judgment.Region jr : judged.regions()) {
+        NodeEvidence.Region r = jr.region();
         b.append("   ").append(TenantText.clean(r.path())).append('\n');
-        if (r.latest().isEmpty()) {
-          b.append("     unreadable: ")
-              .append(TenantText.clean(r.error().orElse("?")))
+        if (jr.unreadable().isPresent()) {
+          b.append("     FAIL unreadable: ")
+              .append(TenantText.clean(r.error().orElse(jr.unreadable().get())))
               .append('\n');
           continue;
         }
@@ -140,25 +180,14 @@ public final class Inspection {
         b.append(
             String.format(
                 Locale.ROOT,
-                "     layout %s, version %s, library %s, %d slot(s) in use%n",
+                "     layout %s, version %s, library %s, %d live slot(s) (proc_num %d)%n",
                 s.layout().label(),
                 s.layout().hasVersionFields() ? s.majorVersion() + "." + s.minorVersion() : "none",
                 TenantText.clean(
                     s.extension().map(x -> x.libVersion()).orElse("HAMi-core (no extension)")),
+                jr.slots().size(),
                 s.rawProcNum()));
-        Optional<LockHolder> holder = LockHolder.of(s, e.now());
-        b.append("     lock: ")
-            .append(
-                holder
-                    .map(
-                        h ->
-                            "held by container pid "
-                                + h.containerPid()
-                                + (e.processOfContainerPid(c, r, h.containerPid()).isPresent()
-                                    ? " (alive)"
-                                    : " (GONE)"))
-                    .orElse("free"))
-            .append('\n');
+        b.append("     lock: ").append(jr.lock().orElseThrow().describe()).append('\n');
         for (DeviceHeader d : s.devices()) {
           b.append(
               String.format(
@@ -172,8 +201,8 @@ public final class Inspection {
                       ? "none"
                       : d.smLimitPercent() + "%"));
         }
-        for (ProcessSlot p : s.processes()) {
-          Optional<NodeEvidence.PodProcess> live = e.processOfSlot(c, r, p);
+        for (Judgment.Slot j : jr.slots()) {
+          ProcessSlot p = j.slot();
           StringBuilder usage = new StringBuilder();
           for (DeviceUsage u : p.devices()) {
             if (u.totalBytes() != 0 || u.smUtilPercent() != 0) {
@@ -193,12 +222,19 @@ public final class Inspection {
                   p.slotIndex(),
                   p.pid(),
                   p.hostPid(),
-                  live.map(x -> Integer.toString(x.hostPid())).orElse("-"),
-                  live.isEmpty()
-                      ? "GONE"
-                      : live.get().hostPid() == p.hostPid() ? "ok" : "WRONG-PID",
+                  j.process().map(x -> Integer.toString(x.hostPid())).orElse("-"),
+                  j.word(),
                   usage));
         }
+      }
+      for (Finding f : judged.problems()) {
+        b.append("   ")
+            .append(f.severity().name())
+            .append(' ')
+            .append(f.id())
+            .append(": ")
+            .append(TenantText.clean(f.summary()))
+            .append('\n');
       }
     }
     return b.toString();

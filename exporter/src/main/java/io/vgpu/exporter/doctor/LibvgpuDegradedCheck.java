@@ -99,9 +99,10 @@ public final class LibvgpuDegradedCheck implements DoctorCheck {
       case SYMLINK -> "Remove the symbolic link " + cache + " (libvgpu never follows it).";
       case NOT_REGULAR -> "Remove the FIFO, socket or device at " + cache + ".";
       case SLOT_TABLE_FULL ->
-          "Free slots of dead processes: `vgpu-exporter cleanup --uid "
-              + podUid
-              + " --apply`; if all 1024 are live, run fewer CUDA processes in the container.";
+          "Free slots of dead processes: "
+              + Checks.inExporterPod("cleanup --uid " + podUid + " --apply")
+              + " (needs a chart mode that mounts the cache root read-write); if all 1024 are"
+              + " live, run fewer CUDA processes in the container.";
       case NO_SPACE -> "Free space (or quota) on the filesystem holding " + cache + ".";
       case NO_LOCKS ->
           "Put the cache directory on a filesystem with POSIX record locks (a local filesystem, not this FUSE/NFS mount).";

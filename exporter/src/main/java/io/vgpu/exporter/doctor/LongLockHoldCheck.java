@@ -78,9 +78,10 @@ public final class LongLockHoldCheck implements DoctorCheck {
                     ev,
                     "Do not force-unlock a live holder. Inspect host pid "
                         + p.hostPid()
-                        + " (stuck in a driver call? stopped with SIGSTOP? `cat /proc/"
+                        + " on the node (the exporter image has no shell): stuck in a driver call"
+                        + " or stopped with SIGSTOP? `cat /proc/"
                         + p.hostPid()
-                        + "/stack`); restarting that process releases the lock."));
+                        + "/stack` as root there; restarting that process releases the lock."));
           } else {
             out.add(ok(Checks.container(c), "lock held briefly", ev));
           }

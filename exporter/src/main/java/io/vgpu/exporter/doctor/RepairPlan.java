@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -78,21 +77,30 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
         a.add(String.join(",", slotGuards));
       } else {
         a.add("--force-unlock");
-        a.add("--holder");
-        a.add(Integer.toString(pids.getFirst()));
+        if (!pids.isEmpty()) {
+          // A recorded holder judged gone; without one (a semaphore taken with no holder),
+          // shrreg-tool watches the lock itself and releases it only if it stays so.
+          a.add("--holder");
+          a.add(Integer.toString(pids.getFirst()));
+        }
       }
       return a;
     }
   }
 
-  /** Dead slots of every readable region whose processes can be judged. */
+  /**
+   * Slots judged GONE in every readable region ({@link Judgment#region}); UNKNOWN slots are kept,
+   * and a region whose lock is stuck is left for {@code unlock} first (shrreg-tool could not take
+   * the lock to free anything).
+   */
   public static RepairPlan cleanup(NodeEvidence e) {
     List<Action> actions = new ArrayList<>();
     List<String> skipped = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
       for (NodeEvidence.Region r : c.regions()) {
-        if (r.latest().isEmpty()) {
-          skipped.add(r.path() + ": unreadable (" + r.error().orElse("?") + ")");
+        Judgment.Region judged = Judgment.region(e, c, r);
+        if (judged.unreadable().isPresent()) {
+          skipped.add(r.path() + ": FAIL unreadable (" + judged.unreadable().get() + ")");
           continue;
         }
         if (r.deviceAndInode().isEmpty()) {
@@ -102,17 +110,17 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
         List<Integer> pids = new ArrayList<>();
         List<String> guards = new ArrayList<>();
         List<String> details = new ArrayList<>();
-        for (ProcessSlot s : r.latest().get().processes()) {
-          NodeEvidence.SlotFate fate = e.fateOf(c, r, s);
-          if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+        for (Judgment.Slot j : judged.slots()) {
+          ProcessSlot s = j.slot();
+          if (j.fate() == NodeEvidence.SlotFate.UNKNOWN) {
             skipped.add(
                 r.path()
                     + ": slot "
                     + s.slotIndex()
                     + " (pid "
                     + s.pid()
-                    + ") cannot be judged; kept");
-          } else if (fate == NodeEvidence.SlotFate.GONE) {
+                    + ") UNKNOWN: cannot be judged here; kept");
+          } else if (j.fate() == NodeEvidence.SlotFate.GONE) {
             pids.add(s.pid());
             guards.add(
                 s.pid()
@@ -127,62 +135,90 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
                     + s.slotIndex()
                     + ": container pid "
                     + s.pid()
-                    + " gone, holds "
+                    + " GONE, holds "
                     + Checks.mib(s.totalBytes()));
           }
         }
-        if (!pids.isEmpty()) {
-          actions.add(
-              new Action(
-                  Kind.CLEANUP,
-                  r.path(),
-                  Checks.container(c),
-                  pids,
-                  guards,
-                  details,
-                  r.deviceAndInode().get()));
+        if (pids.isEmpty()) {
+          continue;
         }
+        Judgment.Lock lock = judged.lock().orElseThrow();
+        if (lock.state().stuck()) {
+          skipped.add(
+              r.path()
+                  + ": "
+                  + pids.size()
+                  + " GONE slot(s) kept: the lock is "
+                  + lock.describe()
+                  + "; run `unlock` first");
+          continue;
+        }
+        actions.add(
+            new Action(
+                Kind.CLEANUP,
+                r.path(),
+                Checks.container(c),
+                pids,
+                guards,
+                details,
+                r.deviceAndInode().get()));
       }
     }
     return new RepairPlan(actions, skipped);
   }
 
-  /** Locks held by dead holders. */
+  /**
+   * Locks judged stuck ({@link Judgment#lock}): held by a holder that is GONE, or taken with no
+   * holder recorded. A live holder's lock is never touched.
+   */
   public static RepairPlan unlock(NodeEvidence e) {
     List<Action> actions = new ArrayList<>();
     List<String> skipped = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
       for (NodeEvidence.Region r : c.regions()) {
-        if (r.latest().isEmpty() || r.deviceAndInode().isEmpty()) {
-          skipped.add(r.path() + ": cannot be judged");
+        Judgment.Region judged = Judgment.region(e, c, r);
+        if (judged.unreadable().isPresent()) {
+          skipped.add(r.path() + ": FAIL unreadable (" + judged.unreadable().get() + ")");
           continue;
         }
-        Optional<LockHolder> h = LockHolder.of(r.latest().get(), e.now());
-        if (h.isEmpty()) {
+        if (r.deviceAndInode().isEmpty()) {
+          skipped.add(r.path() + ": inode unknown, its lock holder cannot be matched");
           continue;
         }
-        if (e.processOfContainerPid(c, r, h.get().containerPid()).isPresent()) {
-          skipped.add(
-              r.path()
-                  + ": lock holder container pid "
-                  + h.get().containerPid()
-                  + " is alive; not touched");
-          continue;
+        Judgment.Lock lock = judged.lock().orElseThrow();
+        switch (lock.state()) {
+          case FREE -> {}
+          case HELD_LIVE ->
+              skipped.add(
+                  r.path() + ": lock " + lock.describe() + ": the holder is alive; not touched");
+          case HELD_DEAD -> {
+            LockHolder h = lock.holder().orElseThrow();
+            actions.add(
+                new Action(
+                    Kind.UNLOCK,
+                    r.path(),
+                    Checks.container(c),
+                    List.of(h.containerPid()),
+                    List.of(),
+                    List.of(
+                        "lock holder container pid "
+                            + h.containerPid()
+                            + " (from "
+                            + h.source()
+                            + ") is GONE"),
+                    r.deviceAndInode().get()));
+          }
+          case TAKEN_NO_HOLDER ->
+              actions.add(
+                  new Action(
+                      Kind.UNLOCK,
+                      r.path(),
+                      Checks.container(c),
+                      List.of(),
+                      List.of(),
+                      List.of("lock " + lock.describe()),
+                      r.deviceAndInode().get()));
         }
-        actions.add(
-            new Action(
-                Kind.UNLOCK,
-                r.path(),
-                Checks.container(c),
-                List.of(h.get().containerPid()),
-                List.of(),
-                List.of(
-                    "lock holder container pid "
-                        + h.get().containerPid()
-                        + " (from "
-                        + h.get().source()
-                        + ") is gone"),
-                r.deviceAndInode().get()));
       }
     }
     return new RepairPlan(actions, skipped);

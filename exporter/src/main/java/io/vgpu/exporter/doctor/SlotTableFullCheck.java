@@ -41,9 +41,10 @@ public final class SlotTableFullCheck implements DoctorCheck {
                       + s.processes().size()
                       + " live slot(s)");
           String fix =
-              "Drop slots of dead processes: `vgpu-exporter cleanup --uid "
-                  + c.key().podUid()
-                  + " --apply` (or `shrreg-tool --cleanup` in the container); if the slots are live, the container runs too many CUDA processes for one region.";
+              "Drop slots of dead processes: "
+                  + Checks.inExporterPod("cleanup --uid " + c.key().podUid() + " --apply")
+                  + "; if the slots are live, the container runs too many CUDA processes for one region."
+                  + Checks.applyNeedsWriteMode(c, "--cleanup");
           if (used >= RegionFile.MAX_PROCESSES || used < 0) {
             out.add(
                 finding(

@@ -28,13 +28,13 @@ public final class ZombieSlotsCheck implements DoctorCheck {
     Checks.eachRegion(
         e,
         (c, r) -> {
+          Judgment.Region judged = Judgment.region(e, c, r);
           long bytes = 0;
-          List<String> ev = new ArrayList<>();
-          int dead = 0;
+          List<String> gone = new ArrayList<>();
           List<String> unknown = new ArrayList<>();
-          for (ProcessSlot slot : Checks.latest(r).processes()) {
-            NodeEvidence.SlotFate fate = e.fateOf(c, r, slot);
-            if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+          for (Judgment.Slot j : judged.slots()) {
+            ProcessSlot slot = j.slot();
+            if (j.fate() == NodeEvidence.SlotFate.UNKNOWN) {
               unknown.add(
                   "slot "
                       + slot.slotIndex()
@@ -42,49 +42,51 @@ public final class ZombieSlotsCheck implements DoctorCheck {
                       + slot.pid()
                       + " recorded host pid "
                       + slot.hostPid()
-                      + " (== pid) and the pod's processes are not visible: alive or gone cannot be told");
-            } else if (fate == NodeEvidence.SlotFate.GONE) {
-              dead++;
+                      + " (== pid) and the pod's processes are not visible: UNKNOWN (alive or gone cannot be told)");
+            } else if (j.fate() == NodeEvidence.SlotFate.GONE) {
               bytes += slot.totalBytes();
-              ev.add(
+              gone.add(
                   "slot "
                       + slot.slotIndex()
                       + ": container pid "
                       + slot.pid()
                       + " (recorded host pid "
                       + slot.hostPid()
-                      + ") is gone, holds "
+                      + ") is GONE, holds "
                       + Checks.mib(slot.totalBytes()));
             }
           }
-          if (dead == 0 && !unknown.isEmpty()) {
+          if (gone.isEmpty() && !unknown.isEmpty()) {
             out.add(
                 finding(
                     Severity.WARN,
                     Checks.container(c),
-                    unknown.size() + " slot(s) cannot be judged",
+                    unknown.size() + " slot(s) UNKNOWN: cannot be judged here (alive or gone)",
                     unknown,
-                    "Run the exporter with the host's /proc (hostPID: true) so the pod's processes are visible; check 9 covers the wrong host pid."));
+                    "Run the doctor where the host's /proc is visible: in the exporter pod (the chart sets hostPID: true), or on the node with --path.procfs=/proc; check 9 covers the wrong host pid. cleanup keeps UNKNOWN slots."));
             return;
           }
-          if (dead == 0) {
+          if (gone.isEmpty()) {
             out.add(
                 ok(
                     Checks.container(c),
-                    Checks.latest(r).processes().size() + " slot(s), all alive",
+                    judged.slots().size() + " slot(s), all ALIVE",
                     List.of(r.path().toString())));
             return;
           }
+          List<String> ev = new ArrayList<>(gone);
+          ev.addAll(unknown);
           String fix =
-              "`vgpu-exporter cleanup --uid "
-                  + c.key().podUid()
-                  + " --apply` on the node or `shrreg-tool --cleanup` in the container drops them; HAMi-core only compacts when another process starts or hits OOM.";
+              "Free them: "
+                  + Checks.inExporterPod("cleanup --uid " + c.key().podUid() + " --apply")
+                  + "; HAMi-core only compacts when another process starts or hits OOM."
+                  + Checks.applyNeedsWriteMode(c, "--cleanup");
           out.add(
               finding(
                   bytes > 0 ? Severity.FAIL : Severity.WARN,
                   Checks.container(c),
-                  dead
-                      + " slot(s) of dead processes"
+                  gone.size()
+                      + " slot(s) of GONE processes"
                       + (bytes > 0
                           ? " hold " + Checks.mib(bytes) + " of the limit (false OOMs)"
                           : ""),

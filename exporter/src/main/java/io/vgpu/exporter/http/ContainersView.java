@@ -26,7 +26,25 @@ public final class ContainersView {
     return JSON.writeValueAsString(model(state));
   }
 
+  /** With each container's verdict and findings from the status page's model (one judgment). */
+  public static String json(NodeState state, StatusModel judged) {
+    return JSON.writeValueAsString(model(state, judged));
+  }
+
   public static Map<String, Object> model(NodeState state) {
+    return model(state, null);
+  }
+
+  /**
+   * The document; {@code judged}, when given, adds {@code verdict}, {@code findings} (WARN and
+   * FAIL, worst first) and {@code slots} (ALIVE/GONE/UNKNOWN counts) to each container, the same
+   * words {@code doctor}, {@code inspect} and the page use.
+   */
+  public static Map<String, Object> model(NodeState state, StatusModel judged) {
+    Map<io.vgpu.exporter.discovery.ContainerKey, StatusModel.Row> rows = new java.util.HashMap<>();
+    if (judged != null) {
+      judged.containers().forEach(r -> rows.put(r.state().key(), r));
+    }
     Map<String, Object> root = new LinkedHashMap<>();
     root.put("node", state.node());
     root.put("generated_at", state.at().toString());
@@ -35,7 +53,19 @@ public final class ContainersView {
     state.api().problem().ifPresent(p -> root.put("apiserver_problem", p));
     List<Object> containers = new ArrayList<>();
     for (ContainerState c : state.containers()) {
-      containers.add(container(c));
+      Map<String, Object> m = container(c);
+      StatusModel.Row row = rows.get(c.key());
+      if (row != null) {
+        m.put("verdict", row.verdict().label());
+        Map<String, Object> slots = new LinkedHashMap<>();
+        for (var fate : io.vgpu.exporter.node.NodeEvidence.SlotFate.values()) {
+          slots.put(fate.name().toLowerCase(java.util.Locale.ROOT), row.judged().count(fate));
+        }
+        slots.put("wrong_host_pid", row.judged().wrongHostPids());
+        m.put("slots", slots);
+        m.put("findings", io.vgpu.exporter.doctor.Inspection.findings(row.findings()));
+      }
+      containers.add(m);
     }
     root.put("containers", containers);
     return root;
@@ -91,6 +121,7 @@ public final class ContainersView {
         case MappedRegion.Read.Failed(var reason) -> {
           fm.put("status", "error");
           fm.put("error", reason.label());
+          fm.put("health", "fail");
         }
       }
       files.add(fm);

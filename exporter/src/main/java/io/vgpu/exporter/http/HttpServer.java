@@ -123,6 +123,7 @@ public final class HttpServer implements AutoCloseable {
                     StringBuilder b = new StringBuilder(v.ready() ? "ready\n" : "not ready\n");
                     if (auth == null || ctx.attribute(AUTHENTICATED) != null) {
                       v.reasons().forEach(r -> b.append(r).append('\n'));
+                      v.notes().forEach(n -> b.append(n).append('\n'));
                     }
                     ctx.status(v.ready() ? 200 : 503)
                         .contentType("text/plain")

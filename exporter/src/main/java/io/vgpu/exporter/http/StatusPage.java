@@ -44,6 +44,16 @@ public final class StatusPage {
 
   /** The page's data for one exporter state. */
   public StatusModel model(NodeState state, boolean ready, List<String> reasons, String version) {
+    return model(state, ready, reasons, version, List.of());
+  }
+
+  /**
+   * The page's data for one exporter state.
+   *
+   * @param writes what the exporter writes (readiness notes); empty when it only reads
+   */
+  public StatusModel model(
+      NodeState state, boolean ready, List<String> reasons, String version, List<String> writes) {
     List<Path> dirs = state.containers().stream().map(c -> c.dir().dir()).toList();
     EvidenceCollector collector =
         new EvidenceCollector(
@@ -55,17 +65,31 @@ public final class StatusPage {
             d -> {},
             NodeEvidence.Thresholds.defaults());
     NodeEvidence evidence = collector.collect(dirs);
-    return StatusModel.of(state, evidence, doctor.run(evidence), ready, reasons, version);
+    return StatusModel.of(state, evidence, doctor.run(evidence), ready, reasons, version, writes);
   }
 
   public String html(NodeState state, boolean ready, List<String> reasons, String version) {
     return render(model(state, ready, reasons, version));
   }
 
-  /** Renders a model. */
+  /** Seconds between the page's reloads (a meta refresh: no script, nothing to allow in CSP). */
+  public static final int REFRESH_SECONDS = 10;
+
+  /**
+   * The page's Content-Security-Policy: nothing but its own inline style may load or run, so a
+   * tenant name that slipped past escaping still could not execute or fetch anything.
+   */
+  public static final String CONTENT_SECURITY_POLICY =
+      "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none';"
+          + " frame-ancestors 'none'";
+
+  /** Renders a model: problems first, then containers (worst first), GPUs, node checks. */
   public static String render(StatusModel m) {
     StringBuilder b = new StringBuilder(8192);
-    b.append("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vgpu-exporter ")
+    b.append("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+        .append("<meta http-equiv=\"refresh\" content=\"")
+        .append(REFRESH_SECONDS)
+        .append("\"><title>vgpu-exporter ")
         .append(esc(m.node()))
         .append("</title><style>")
         .append(
@@ -84,8 +108,10 @@ public final class StatusPage {
         .append(esc(m.version()))
         .append(" &middot; state at ")
         .append(esc(m.at().toString()))
+        .append(" &middot; reloads every ")
+        .append(REFRESH_SECONDS)
         .append(
-            " &middot; <a href=\"/metrics\">/metrics</a> &middot; <a href=\"/api/v1/containers\">JSON API</a>")
+            " s &middot; <a href=\"/metrics\">/metrics</a> &middot; <a href=\"/api/v1/containers\">JSON API</a>")
         .append(" &middot; <a href=\"/readyz\">/readyz</a></p>");
     b.append("<p id=\"readiness\">Status: ")
         .append(
@@ -95,8 +121,12 @@ public final class StatusPage {
     for (String r : m.notReadyReasons()) {
       b.append("<br><span class=\"sev-fail\">").append(esc(r)).append("</span>");
     }
+    b.append("</p>");
+    for (String w : m.writes()) {
+      b.append("<p class=\"writes\">Writes: ").append(esc(w)).append("</p>");
+    }
     Severity worst = m.report().worst();
-    b.append("</p><p id=\"verdict\">Doctor verdict: <span class=\"sev-")
+    b.append("<p id=\"verdict\">Doctor verdict: <span class=\"sev-")
         .append(worst.label())
         .append("\">")
         .append(worst.name())
@@ -105,87 +135,46 @@ public final class StatusPage {
         .append(" failure(s), ")
         .append(m.report().findings().stream().filter(f -> f.severity() == Severity.WARN).count())
         .append(
-            " warning(s)); run <code>vgpu-exporter doctor</code> on the node for a sampled, NVML-backed check.</p>");
+            " warning(s)); for a sampled, NVML-backed check run <code>kubectl exec -n NS"
+                + " EXPORTER_POD -- vgpu-exporter doctor --problems</code>.</p>");
+
+    problems(b, m);
+    containers(b, m);
+    gpus(b, m);
 
     b.append(
-            "<h2>Containers</h2><table id=\"containers\"><tr><th>Namespace</th><th>Pod</th><th>Container</th><th>Pod UID</th>")
-        .append(
-            "<th>Device</th><th>Memory used / limit</th><th>SM limit</th><th>Processes</th><th>Attribution</th><th>State</th><th>Verdict</th></tr>");
-    for (StatusModel.Row row : m.containers()) {
-      ContainerState c = row.state();
-      List<DeviceUsageSummary> devs = row.devices();
-      int span = Math.max(1, devs.size());
-      for (int i = 0; i < span; i++) {
-        DeviceUsageSummary d = devs.isEmpty() ? null : devs.get(i);
-        b.append("<tr class=\"container\" data-pod-uid=\"")
-            .append(esc(c.key().podUid()))
-            .append("\" data-container=\"")
-            .append(esc(c.key().containerName()))
-            .append("\">");
-        if (i == 0) {
-          b.append(cell(span, c.namespace()))
-              .append(cell(span, c.podName().isEmpty() ? "(unknown)" : c.podName()))
-              .append(cell(span, c.key().containerName()))
-              .append(cell(span, c.key().podUid()));
-        }
-        if (d == null) {
-          b.append("<td colspan=\"3\">no readable region yet</td>");
-        } else {
-          b.append("<td>")
-              .append(d.index())
-              .append(' ')
-              .append(esc(d.uuid()))
-              .append("</td><td>")
-              .append(memory(d))
-              .append("</td><td>")
-              .append(
-                  d.smLimitPercent() <= 0 || d.smLimitPercent() >= 100
-                      ? "none"
-                      : d.smLimitPercent() + "%")
-              .append("</td>");
-        }
-        if (i == 0) {
-          b.append(
-                  cell(
-                      span,
-                      c.running()
-                          + " running"
-                          + (c.suspended() > 0 ? ", " + c.suspended() + " suspended" : "")))
-              .append(cell(span, row.attribution().label()))
-              .append(cell(span, row.status()));
-          b.append("<td rowspan=\"")
-              .append(span)
-              .append("\" class=\"verdict sev-")
-              .append(row.verdict().label())
-              .append("\">")
-              .append(row.verdict().name());
-          for (Finding f : row.findings()) {
-            b.append("<br><span class=\"sev-")
-                .append(f.severity().label())
-                .append("\">")
-                .append(f.check())
-                .append(' ')
-                .append(esc(f.id()))
-                .append("</span>: ")
-                .append(esc(f.summary()));
-          }
-          b.append("</td>");
-        }
-        b.append("</tr>");
-      }
+        "<h2>Node checks</h2><table id=\"node\"><tr><th>Check</th><th>Verdict</th><th>Summary</th></tr>");
+    for (Finding f : m.nodeFindings()) {
+      b.append("<tr><td>")
+          .append(f.check())
+          .append(' ')
+          .append(esc(f.id()))
+          .append("</td><td class=\"sev-")
+          .append(f.severity().label())
+          .append("\">")
+          .append(f.severity().name())
+          .append("</td><td>")
+          .append(esc(f.summary()))
+          .append("</td></tr>");
     }
-    b.append("</table>");
+    b.append("</table></body></html>\n");
+    return b.toString();
+  }
 
+  private static void problems(StringBuilder b, StatusModel m) {
     b.append(
         "<h2>Problems</h2><table id=\"doctor\"><tr><th>Check</th><th>Verdict</th><th>Subject</th><th>Finding</th></tr>");
-    boolean any = false;
-    for (Finding f : m.report().findings()) {
-      if (f.severity() != Severity.WARN && f.severity() != Severity.FAIL) {
-        continue;
-      }
-      any = true;
+    List<Finding> problems =
+        m.report().findings().stream()
+            .filter(f -> f.severity() == Severity.WARN || f.severity() == Severity.FAIL)
+            .sorted(
+                java.util.Comparator.comparingInt((Finding f) -> -f.severity().exitCode())
+                    .thenComparingInt(Finding::check)
+                    .thenComparing(Finding::subject))
+            .toList();
+    for (Finding f : problems) {
       b.append("<tr class=\"finding\" data-check=\"")
-          .append(f.id())
+          .append(esc(f.id()))
           .append("\"><td>")
           .append(f.check())
           .append(' ')
@@ -204,26 +193,161 @@ public final class StatusPage {
       }
       b.append("</ul><div class=\"fix\">Fix: ").append(esc(f.fix())).append("</div></td></tr>");
     }
-    if (!any) {
+    if (problems.isEmpty()) {
       b.append("<tr><td colspan=\"4\" class=\"sev-ok\">none</td></tr>");
     }
+    b.append("</table>");
+  }
+
+  private static void containers(StringBuilder b, StatusModel m) {
     b.append(
-        "</table><h2>Node checks</h2><table id=\"node\"><tr><th>Check</th><th>Verdict</th><th>Summary</th></tr>");
-    for (Finding f : m.nodeFindings()) {
-      b.append("<tr><td>")
-          .append(f.check())
-          .append(' ')
-          .append(esc(f.id()))
-          .append("</td><td class=\"sev-")
-          .append(f.severity().label())
-          .append("\">")
-          .append(f.severity().name())
-          .append("</td><td>")
-          .append(esc(f.summary()))
-          .append("</td></tr>");
+            "<h2>Containers</h2><table id=\"containers\"><tr><th>Verdict</th><th>Namespace</th><th>Pod</th><th>Container</th><th>Pod UID</th>")
+        .append(
+            "<th>Device</th><th>Memory used / limit</th><th>SM limit</th><th>SM utilization</th><th>Processes</th><th>State</th></tr>");
+    for (StatusModel.Row row : m.containers()) {
+      ContainerState c = row.state();
+      List<DeviceUsageSummary> devs = row.devices();
+      int span = Math.max(1, devs.size());
+      for (int i = 0; i < span; i++) {
+        DeviceUsageSummary d = devs.isEmpty() ? null : devs.get(i);
+        b.append("<tr class=\"container\" data-pod-uid=\"")
+            .append(esc(c.key().podUid()))
+            .append("\" data-container=\"")
+            .append(esc(c.key().containerName()))
+            .append("\" data-verdict=\"")
+            .append(row.verdict().label())
+            .append("\">");
+        if (i == 0) {
+          b.append("<td rowspan=\"")
+              .append(span)
+              .append("\" class=\"verdict sev-")
+              .append(row.verdict().label())
+              .append("\">")
+              .append(row.verdict().name());
+          for (Finding f : row.findings()) {
+            b.append("<br><span class=\"sev-")
+                .append(f.severity().label())
+                .append("\">")
+                .append(f.check())
+                .append(' ')
+                .append(esc(f.id()))
+                .append("</span>: ")
+                .append(esc(f.summary()));
+          }
+          b.append("</td>");
+          b.append(cell(span, c.namespace()))
+              .append(cell(span, c.podName().isEmpty() ? "(unknown)" : c.podName()))
+              .append(cell(span, c.key().containerName()))
+              .append(cell(span, c.key().podUid()));
+        }
+        if (d == null) {
+          boolean unreadable =
+              row.judged().regions().stream().anyMatch(r -> r.unreadable().isPresent());
+          b.append("<td colspan=\"4\">")
+              .append(
+                  unreadable
+                      ? "<span class=\"sev-fail\">no readable region (see the verdict)</span>"
+                      : c.regions().isEmpty()
+                          ? "no cache file yet (created at the first CUDA call)"
+                          : "no device in the region")
+              .append("</td>");
+        } else {
+          b.append("<td>")
+              .append(d.index())
+              .append(' ')
+              .append(esc(d.uuid()))
+              .append("</td><td>")
+              .append(memory(d))
+              .append("</td><td>")
+              .append(smLimit(d))
+              .append("</td><td class=\"sm-util\">")
+              .append(smUtil(row, d))
+              .append("</td>");
+        }
+        if (i == 0) {
+          b.append(cell(span, row.judged().processes())).append(cell(span, row.status()));
+        }
+        b.append("</tr>");
+      }
     }
-    b.append("</table></body></html>\n");
-    return b.toString();
+    b.append("</table>");
+  }
+
+  private static void gpus(StringBuilder b, StatusModel m) {
+    b.append(
+        "<h2>Who shares each GPU</h2><table id=\"gpus\"><tr><th>GPU</th><th>Container</th><th>Memory used / limit</th><th>SM limit</th><th>SM utilization</th><th>Verdict</th></tr>");
+    for (StatusModel.Gpu g : m.gpus()) {
+      int span = Math.max(1, g.sharers().size());
+      StringBuilder head = new StringBuilder();
+      head.append("<td rowspan=\"")
+          .append(span)
+          .append("\">")
+          .append(g.index() < 0 ? "" : g.index() + " ")
+          .append(esc(g.uuid()));
+      if (!g.name().isEmpty()) {
+        head.append("<br>").append(esc(g.name()));
+      }
+      if (g.utilization().isPresent()) {
+        head.append(
+            String.format(
+                Locale.ROOT, "<br>NVML: %.0f%% busy", g.utilization().getAsDouble() * 100));
+      }
+      head.append("<br>").append(g.sharers().size()).append(" container(s)</td>");
+      if (g.sharers().isEmpty()) {
+        b.append("<tr class=\"gpu\" data-uuid=\"")
+            .append(esc(g.uuid()))
+            .append("\">")
+            .append(head)
+            .append("<td colspan=\"5\">no container region names it</td></tr>");
+        continue;
+      }
+      boolean first = true;
+      for (StatusModel.Sharer s : g.sharers()) {
+        ContainerState c = s.row().state();
+        b.append("<tr class=\"gpu\" data-uuid=\"").append(esc(g.uuid())).append("\">");
+        if (first) {
+          b.append(head);
+          first = false;
+        }
+        b.append("<td>")
+            .append(esc(c.namespace().isEmpty() ? "(unknown)" : c.namespace()))
+            .append(" / ")
+            .append(esc(c.podName().isEmpty() ? c.key().podUid() : c.podName()))
+            .append(" / ")
+            .append(esc(c.key().containerName()))
+            .append("</td><td>")
+            .append(memory(s.device()))
+            .append("</td><td>")
+            .append(smLimit(s.device()))
+            .append("</td><td class=\"sm-util\">")
+            .append(smUtil(s.row(), s.device()))
+            .append("</td><td class=\"sev-")
+            .append(s.row().verdict().label())
+            .append("\">")
+            .append(s.row().verdict().name())
+            .append("</td></tr>");
+      }
+    }
+    if (m.gpus().isEmpty()) {
+      b.append("<tr><td colspan=\"6\">no GPU named by a region or NVML</td></tr>");
+    }
+    b.append("</table>");
+  }
+
+  /**
+   * The container's SM utilization on one GPU: what its region reports (the library's own
+   * measurement) and, when NVML measured its processes, the driver's number.
+   */
+  private static String smUtil(StatusModel.Row row, DeviceUsageSummary d) {
+    String region = d.regionSmUtilPercent() + "% (region)";
+    var nvml = row.nvmlSmUtilization(d.uuid());
+    return nvml.isPresent()
+        ? String.format(Locale.ROOT, "%.0f%% (NVML)<br>", nvml.getAsDouble() * 100) + region
+        : region;
+  }
+
+  private static String smLimit(DeviceUsageSummary d) {
+    return d.smLimitPercent() <= 0 || d.smLimitPercent() >= 100 ? "none" : d.smLimitPercent() + "%";
   }
 
   private static String cell(int rowspan, String text) {

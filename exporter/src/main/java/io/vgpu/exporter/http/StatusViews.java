@@ -68,10 +68,10 @@ final class StatusViews {
       Computed c = current();
       Readiness.Verdict v = readiness.verdict();
       StatusModel m = c.model;
-      StatusModel now =
-          new StatusModel(
-              m.node(), m.at(), m.version(), v.ready(), v.reasons(), m.containers(), m.report());
-      ctx.contentType("text/html; charset=utf-8").result(StatusPage.render(now));
+      StatusModel now = m.withReadiness(v.ready(), v.reasons());
+      ctx.contentType("text/html; charset=utf-8")
+          .header("Content-Security-Policy", StatusPage.CONTENT_SECURITY_POLICY)
+          .result(StatusPage.render(now));
     } finally {
       permits.release();
     }
@@ -86,7 +86,7 @@ final class StatusViews {
       synchronized (lock) {
         Computed c = currentLocked();
         if (c.json == null) {
-          c.json = ContainersView.json(c.state);
+          c.json = ContainersView.json(c.state, c.model);
         }
         json = c.json;
       }
@@ -121,7 +121,8 @@ final class StatusViews {
     if (last == null || now - last.atNanos > maxAgeNanos) {
       NodeState state = states.get();
       Readiness.Verdict v = readiness.verdict();
-      last = new Computed(now, state, page.model(state, v.ready(), v.reasons(), version));
+      last =
+          new Computed(now, state, page.model(state, v.ready(), v.reasons(), version, v.notes()));
       computations++;
     }
     return last;

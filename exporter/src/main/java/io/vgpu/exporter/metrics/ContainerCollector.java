@@ -30,6 +30,7 @@ import java.util.Set;
  * vgpu_container_finished{...} 0.0
  * vgpu_container_cache_files{...} 1.0
  * vgpu_container_region_degraded{...,cause="symlink"} 1.0
+ * vgpu_container_region_unreadable{...,reason="unknown_version"} 1.0
  * </pre>
  */
 public final class ContainerCollector extends VgpuCollector {
@@ -75,7 +76,12 @@ public final class ContainerCollector extends VgpuCollector {
               MetricType.GAUGE,
               CONTAINER_REGION_DEGRADED,
               "1 while libvgpu's side file says a process of the container could not use the shared region (cause: its token, or malformed): its limits hold for its process tree only, not container-wide.",
-              with(C, "cause")));
+              with(C, "cause")),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_REGION_UNREADABLE,
+              "1 while a cache file of the container cannot be read (reason: the codec's, e.g. unknown_version, unknown_size, bad_magic); absent while every file reads. The doctor calls such a container FAIL.",
+              with(C, "reason")));
 
   private final Map<String, String> podLabelNames;
 
@@ -113,6 +119,7 @@ public final class ContainerCollector extends VgpuCollector {
     var finished = families.gauge(CONTAINER_FINISHED, help(5));
     var files = families.gauge(CONTAINER_CACHE_FILES, help(6));
     var degraded = families.gauge(CONTAINER_REGION_DEGRADED, help(7));
+    var unreadable = families.gauge(CONTAINER_REGION_UNREADABLE, help(8));
     for (ContainerState c : state.containers()) {
       Labels l = labels.container(state.node(), c);
       processes.add(c.running(), labels.containerWith(state.node(), c, "state", "running"));
@@ -121,8 +128,12 @@ public final class ContainerCollector extends VgpuCollector {
         lastKernel.add(c.lastKernelEpochSeconds(), l);
       }
       Set<String> seen = new HashSet<>();
+      Set<String> unreadableReasons = new java.util.TreeSet<>();
       int ok = 0;
       for (ContainerState.RegionState r : c.regions()) {
+        if (r.read() instanceof MappedRegion.Read.Failed(var reason)) {
+          unreadableReasons.add(reason.label());
+        }
         if (r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s)) {
           ok++;
           String version =
@@ -136,6 +147,11 @@ public final class ContainerCollector extends VgpuCollector {
                     new String[] {s.layout().label(), version}));
           }
         }
+      }
+      for (String reason : unreadableReasons) {
+        // A gauge, not the one-shot parse-error counter: it stays 1 while the file stays broken,
+        // so an alert on it keeps firing for as long as the problem lasts.
+        unreadable.add(1, labels.containerWith(state.node(), c, "reason", reason));
       }
       files.add(ok, labels.containerWith(state.node(), c, "result", "ok"));
       files.add(c.regions().size() - ok, labels.containerWith(state.node(), c, "result", "error"));
@@ -173,5 +189,6 @@ public final class ContainerCollector extends VgpuCollector {
     RegionUsageCollector.addIf(out, CONTAINER_FINISHED, finished.build());
     RegionUsageCollector.addIf(out, CONTAINER_CACHE_FILES, files.build());
     RegionUsageCollector.addIf(out, CONTAINER_REGION_DEGRADED, degraded.build());
+    RegionUsageCollector.addIf(out, CONTAINER_REGION_UNREADABLE, unreadable.build());
   }
 }

@@ -71,6 +71,8 @@ public final class MetricNames {
    */
   public static final String CONTAINER_REGION_DEGRADED = "vgpu_container_region_degraded";
 
+  public static final String CONTAINER_REGION_UNREADABLE = "vgpu_container_region_unreadable";
+
   public static final String CONTAINER_PRIORITY = "vgpu_container_priority";
 
   // Attribution helper (issue 5), per container.

@@ -61,6 +61,9 @@ public final class EvidenceCollector {
 
   private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
 
+  /** The pod UID of files inspected outside a {@code <podUID>_<container>} directory. */
+  public static final String UNKNOWN_POD = "unknown-pod";
+
   /** Pauses between the two region samples; tests pass a no-op. */
   public interface Sleeper {
     void sleep(Duration d) throws InterruptedException;
@@ -122,7 +125,14 @@ public final class EvidenceCollector {
     List<NodeEvidence.Container> containers = new ArrayList<>();
     try {
       for (Map.Entry<Path, List<Path>> d : dirs.entrySet()) {
-        Optional<ContainerKey> key = ContainerKey.parse(d.getKey().getFileName().toString());
+        String dirName =
+            d.getKey().getFileName() == null ? "" : d.getKey().getFileName().toString();
+        Optional<ContainerKey> key = ContainerKey.parse(dirName);
+        if (key.isEmpty() && !d.getValue().isEmpty()) {
+          // Files named on the command line outside a <podUID>_<container> directory (a copy
+          // being examined): judged like any region, under a key that says the pod is unknown.
+          key = Optional.of(new ContainerKey(UNKNOWN_POD, dirName.isEmpty() ? "-" : dirName));
+        }
         if (key.isEmpty()) {
           continue;
         }
@@ -274,6 +284,7 @@ public final class EvidenceCollector {
     RegionFile file;
     Optional<RegionSnapshot> first = Optional.empty();
     Optional<String> error = Optional.empty();
+    int semaphoreFirst = -1;
 
     private Open(Path path) {
       this.path = path;
@@ -292,6 +303,8 @@ public final class EvidenceCollector {
         RegionSnapshot s = o.file.snapshot();
         MappedFaults.deliverPending();
         o.first = Optional.of(s);
+        o.semaphoreFirst = o.file.semaphoreValue();
+        MappedFaults.deliverPending();
       } catch (RegionException e) {
         o.error =
             Optional.of(
@@ -314,16 +327,21 @@ public final class EvidenceCollector {
 
     NodeEvidence.Region second(boolean resample) {
       Optional<RegionSnapshot> second = first;
+      int semaphoreSecond = semaphoreFirst;
       if (resample && file != null) {
         try {
           RegionSnapshot s = file.snapshot();
           MappedFaults.deliverPending();
           second = Optional.of(s);
+          semaphoreSecond = file.semaphoreValue();
+          MappedFaults.deliverPending();
         } catch (RuntimeException | InternalError e) {
           second = Optional.empty();
+          semaphoreSecond = -1;
         }
       }
-      return new NodeEvidence.Region(path, inode, device, first, second, error);
+      return new NodeEvidence.Region(
+          path, inode, device, first, second, error, semaphoreFirst, semaphoreSecond);
     }
 
     void close() {

@@ -149,6 +149,9 @@ public record NodeEvidence(
    * @param second the second sample; empty when unreadable (or no window was taken: then equal to
    *     first)
    * @param error why it could not be read, empty when it could
+   * @param semaphoreFirst HAMi-core's slot-table semaphore value at the first sample (1 free, 0
+   *     taken); -1 when unknown
+   * @param semaphoreSecond the same at the second sample; equal to the first without a window
    */
   public record Region(
       Path path,
@@ -156,12 +159,47 @@ public record NodeEvidence(
       long device,
       Optional<RegionSnapshot> first,
       Optional<RegionSnapshot> second,
-      Optional<String> error) {
+      Optional<String> error,
+      int semaphoreFirst,
+      int semaphoreSecond) {
     public Region {
       Objects.requireNonNull(path, "path");
       Objects.requireNonNull(first, "first");
       Objects.requireNonNull(second, "second");
       Objects.requireNonNull(error, "error");
+    }
+
+    /** A region whose semaphore was not read (free as far as anyone knows). */
+    public Region(
+        Path path,
+        long inode,
+        long device,
+        Optional<RegionSnapshot> first,
+        Optional<RegionSnapshot> second,
+        Optional<String> error) {
+      this(path, inode, device, first, second, error, -1, -1);
+    }
+
+    /**
+     * Whether the semaphore was down in every sample taken: with no holder recorded, that is a lost
+     * post (HAMi #2500) rather than a holder caught between its wait and its store.
+     */
+    public boolean semaphoreTakenThroughout() {
+      return semaphoreFirst == 0 && semaphoreSecond == 0;
+    }
+
+    /**
+     * The codec's reason word for an unreadable file ({@code unknown_version}, {@code bad_magic},
+     * ...), the same word {@code vgpu_container_region_unreadable} carries; empty when readable.
+     */
+    public Optional<String> unreadableReason() {
+      if (latest().isPresent()) {
+        return Optional.empty();
+      }
+      String e = error.orElse("unreadable");
+      int colon = e.indexOf(':');
+      String word = colon > 0 ? e.substring(0, colon) : e;
+      return Optional.of(word.matches("[a-z_]{1,40}") ? word : "unreadable");
     }
 
     /**

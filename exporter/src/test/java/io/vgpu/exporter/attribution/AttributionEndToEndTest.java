@@ -119,7 +119,8 @@ class AttributionEndToEndTest {
     w.gpu(0, GPU0, 70).gpuProcess(0, 4001, 2 * GIB).busyUntil(0, 4001, 65, Duration.ofMinutes(2));
     w.fake.write(nvmlConfig(w));
 
-    start(Map.of());
+    // HAMi parity, as the chart's HAMi-replacement mode runs it (the binary's default is off).
+    start(Map.of("attribution.feedback", "true"));
     awaitUtilization(k);
     String text = scrape();
 
@@ -137,7 +138,7 @@ class AttributionEndToEndTest {
         .isZero();
     assertThat(value(text, "vgpu_container_nvml_memory_used_bytes", pod)).isEqualTo(2.0 * GIB);
 
-    // HAMi parity (default on): the lone active container's recent_kernel decays, switch off.
+    // HAMi parity: the lone active container's recent_kernel decays, switch off.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     RegionSnapshot s;
     do {

@@ -169,7 +169,7 @@ class OpsCommandsTest {
     assertThat(dry.code()).as(dry.out() + dry.err()).isEqualTo(1);
     assertThat(dry.out())
         .contains("would free dead slots in " + region)
-        .contains("container pid 8 gone")
+        .contains("container pid 8 GONE")
         .contains("--cleanup --pids 8:8")
         .contains("dry run");
     try (RegionFile f = RegionFile.openReadOnly(region)) {

@@ -114,6 +114,24 @@ class ExporterConfigTest {
   }
 
   @Test
+  void defaults_writeNothing_andEachWriterIsAnnouncedWithTheFieldsItWrites() {
+    // The binary's default is read-only; the HAMi-replacement chart mode turns feedback on.
+    assertThat(ExporterConfig.defaults().get(Flags.ATTRIBUTION_FEEDBACK)).isFalse();
+    assertThat(RegionWrites.of(ExporterConfig.defaults()).any()).isFalse();
+    assertThat(RegionWrites.of(ExporterConfig.defaults()).summary()).startsWith("read-only");
+
+    RegionWrites on =
+        RegionWrites.of(
+            ExporterConfig.defaults()
+                .with(Flags.ATTRIBUTION_FEEDBACK, true)
+                .with(Flags.ATTRIBUTION_REPAIR_HOSTPID, true));
+    assertThat(on.writers()).hasSize(2);
+    assertThat(on.summary())
+        .contains("--attribution.feedback", "recent_kernel", "utilization_switch")
+        .contains("--attribution.repair-hostpid", "hostpid");
+  }
+
+  @Test
   void with_override_replacesOnlyThatFlag() {
     ExporterConfig c = ExporterConfig.defaults().with(Flags.WEB_LISTEN_PORT, 0);
     assertThat(c.port()).isZero();

@@ -103,6 +103,54 @@ class DemoNodeTest {
   }
 
   @Test
+  void procfs_showsOnlyTheDemoProcessesAsPodProcesses_andInspectJudgesEverySlotAlive()
+      throws Exception {
+    Path root = tmp.resolve("procfs-node");
+    try (DemoNode node = DemoNode.create(root, 3, 2, 1, 0, false)) {
+      Path proc = tmp.resolve("proc");
+      node.writeProcfs(proc);
+      io.vgpu.hostpid.ProcFs fs = new io.vgpu.hostpid.ProcFs(proc);
+      int self = (int) ProcessHandle.current().pid();
+      java.util.Set<Integer> expected = new java.util.TreeSet<>(node.childHostPids());
+      expected.add(self);
+      java.util.Set<Integer> listed = new java.util.TreeSet<>();
+      for (int pid : fs.listPids()) {
+        listed.add(pid);
+      }
+      // Nothing else of this machine: no real process, no real pod.
+      assertThat(listed).isEqualTo(expected);
+      for (int pid : node.childHostPids()) {
+        assertThat(fs.readProcess(pid).orElseThrow().cgroup().podUid())
+            .as("pid %d", pid)
+            .isPresent();
+      }
+      assertThat(fs.readProcess(self).orElseThrow().cgroup().podUid()).isEmpty();
+
+      java.io.StringWriter out = new java.io.StringWriter();
+      int code =
+          io.vgpu.exporter.cli.Cli.run(
+              new String[] {
+                "inspect", "--json", "--cache-root", root.toString(), "--proc-root", proc.toString()
+              },
+              new java.io.PrintWriter(out, true),
+              new java.io.PrintWriter(new java.io.StringWriter(), true));
+      assertThat(code).isZero();
+      tools.jackson.databind.JsonNode doc =
+          tools.jackson.databind.json.JsonMapper.builder().build().readTree(out.toString());
+      List<String> fates = new java.util.ArrayList<>();
+      doc.get("containers")
+          .forEach(
+              c ->
+                  c.get("regions")
+                      .forEach(
+                          r ->
+                              r.get("processes")
+                                  .forEach(p -> fates.add(p.get("fate").asString()))));
+      assertThat(fates).hasSize(3).containsOnly("ALIVE");
+    }
+  }
+
+  @Test
   void fleetShape_spreadsContainersOverGpus_idleOnesLaunchNothing_fakeNvmlScriptMatches()
       throws Exception {
     Path root = tmp.resolve("fleet");

@@ -217,7 +217,7 @@ class DaemonSetContractTest {
   }
 
   @Test
-  void plain_writesNothingEvenThoughTheExportersFeedbackDefaultIsOn() {
+  void plain_writesNothing() {
     ExporterConfig config =
         resolve(exporterContainer(new Combination("plain", Mode.PLAIN, Map.of())));
 

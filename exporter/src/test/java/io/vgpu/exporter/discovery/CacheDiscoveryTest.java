@@ -43,6 +43,42 @@ class CacheDiscoveryTest {
   }
 
   @Test
+  void rescan_missingCacheRoot_isLoggedOnceAsAnErrorAndOnceWhenItClears() throws IOException {
+    ch.qos.logback.classic.Logger logger =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(CacheDiscovery.class);
+    ch.qos.logback.classic.Level before = logger.getLevel();
+    var events =
+        new ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent>();
+    events.start();
+    logger.addAppender(events);
+    logger.setLevel(ch.qos.logback.classic.Level.INFO);
+    Path missing = root.resolve("not-there");
+    try (CacheDiscovery d =
+        new CacheDiscovery(missing, Duration.ofHours(1), InstantSource.system(), false, errors)) {
+      d.rescan();
+      d.rescan();
+      d.rescan();
+      Files.createDirectories(missing);
+      d.rescan();
+      d.rescan();
+    } finally {
+      logger.detachAppender(events);
+      logger.setLevel(before);
+    }
+    var errorsLogged =
+        events.list.stream()
+            .filter(e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR)
+            .toList();
+    assertThat(errorsLogged).hasSize(1);
+    assertThat(errorsLogged.getFirst().getKeyValuePairs().toString())
+        .contains(missing.toString())
+        .contains("does not exist");
+    assertThat(events.list)
+        .filteredOn(e -> e.getFormattedMessage().contains("readable again"))
+        .hasSize(1);
+  }
+
+  @Test
   void rescan_severalCacheFilesInOneDir_mapsEachAndIgnoresOtherFiles() throws IOException {
     write(root, UID, "train", "a.cache", spec(1, 1024, 50, new int[] {10}, 100, 5, false));
     write(root, UID, "train", "b.cache", spec(1, 1024, 50, new int[] {11, 12}, 100, 5, false));

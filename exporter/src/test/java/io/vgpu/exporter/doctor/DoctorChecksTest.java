@@ -269,6 +269,35 @@ class DoctorChecksTest {
     RepairPlan plan = RepairPlan.cleanup(fx.evidence());
     assertThat(plan.actions()).isEmpty();
     assertThat(plan.skipped()).anyMatch(l -> l.contains("cannot be judged"));
+    // The same word on every surface: inspect called this slot GONE while doctor could not judge
+    // it and cleanup kept it.
+    assertThat(fx.findings(8).getFirst().summary()).contains("UNKNOWN");
+    assertThat(plan.skipped()).anyMatch(l -> l.contains("UNKNOWN"));
+    assertThat(Inspection.text(fx.evidence()))
+        .contains("UNKNOWN")
+        .doesNotContain("GONE")
+        .contains("container main: WARN");
+  }
+
+  @Test
+  void inspect_procNumAboveTheListedSlots_saysHowManyAreLiveAndWhatProcNumSays() {
+    // HAMi-core leaves proc_num high after a process exits without compaction: inspect printed
+    // "2 slot(s) in use" and listed one.
+    fx.region(
+        UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).procNum(2).build());
+    String text = Inspection.text(fx.evidence());
+    assertThat(text).contains("1 live slot(s) (proc_num 2)").doesNotContain("2 slot(s) in use");
+    assertThat(text.lines().filter(l -> l.trim().startsWith("slot "))).hasSize(1);
+  }
+
+  @Test
+  void fixTexts_tenantNamesThatAreNotOneShellWord_neverBecomePartOfACommand() {
+    // The directory and file names are the tenant's; a pasted fix must not run "touch x".
+    fx.region(
+        UID_A, "main;touch x", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
+    String fix = fx.findings(8).getFirst().fix();
+    assertThat(fix).contains("cleanup --uid " + UID_A + " --apply").contains("-c CONTAINER ");
+    assertThat(fix).doesNotContain("touch");
   }
 
   @Test

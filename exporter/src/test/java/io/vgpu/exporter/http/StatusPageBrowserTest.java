@@ -31,13 +31,17 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The status page as an operator sees it: {@code vgpu-exporter demo} serves it, a broken region
- * (the mislabelled v1.1-broken layout) is dropped into its cache root, and headless Chromium loads
- * {@code /}: every demo container is listed and the broken one carries its FAIL verdict. A
- * screenshot lands in {@code target/status-page.png}. Needs the {@code chromium} package (skipped
- * without it: {@code make deps} installs it).
+ * (the mislabelled v1.1-broken layout) and an unreadable one (version 1.3, in a directory whose
+ * container name is markup) are dropped into its cache root, and headless Chromium loads {@code /}:
+ * every demo container is listed, problems first, both broken ones carry their FAIL verdict, the
+ * hostile name is text, and the GPU sharing table, SM utilization, auto-refresh and the exporter's
+ * writes are shown. A screenshot lands in {@code target/status-page.png}. Needs the {@code
+ * chromium} package (skipped without it: {@code make deps} installs it).
  */
 class StatusPageBrowserTest {
   static final String BROKEN_UID = "ffffffff-0000-4000-8000-00000000b0b0";
+  static final String HOSTILE_UID = "ffffffff-0000-4000-8000-0000000013e1";
+  static final String HOSTILE_NAME = "<img src=x onerror=alert(1)>";
 
   @TempDir Path tmp;
 
@@ -116,6 +120,9 @@ class StatusPageBrowserTest {
                           "4",
                           "--duration",
                           "60s",
+                          // The fake libnvidia-ml keeps JVM-wide state; this test shares the JVM.
+                          "--fake-nvml",
+                          "off",
                           "--path.cache-root",
                           root.toString()
                         },
@@ -138,7 +145,19 @@ class StatusPageBrowserTest {
             .device(GPU0, 1L << 30, 0)
             .slot(5, 5, 1, usage(64L << 20, 0))
             .build());
-    while (System.nanoTime() < deadline && !api.contains(BROKEN_UID)) {
+    // A region no library version this exporter knows wrote (1.3), in a directory whose
+    // container name is markup: FAIL with its reason, and the name shown as text, never as a tag.
+    Path hostile = Files.createDirectories(root.resolve(HOSTILE_UID + "_" + HOSTILE_NAME));
+    RegionWriter.create(
+        hostile.resolve("vgpu.cache"),
+        RegionSpec.builder(Layout.V1_2).device(GPU0, 1L << 30, 0).build());
+    try (java.io.RandomAccessFile raf =
+        new java.io.RandomAccessFile(hostile.resolve("vgpu.cache").toFile(), "rw")) {
+      raf.seek(8); // minor_version
+      raf.write(new byte[] {3, 0, 0, 0});
+    }
+    while (System.nanoTime() < deadline
+        && !(api.contains(BROKEN_UID) && api.contains(HOSTILE_UID))) {
       Thread.sleep(200);
       api = get(http, base + "/api/v1/containers");
     }
@@ -169,6 +188,46 @@ class StatusPageBrowserTest {
         .contains("3 region-version")
         .contains("v1.1-broken");
     assertThat(dom).contains("data-check=\"region-version\"");
+
+    // Problems first: every FAIL row before every WARN row before the rest.
+    List<String> order = new ArrayList<>();
+    Matcher verdicts =
+        Pattern.compile(
+                "<tr class=\"container\" data-pod-uid=\"([^\"]+)\"[^>]*data-verdict=\"(\\w+)\"")
+            .matcher(dom);
+    while (verdicts.find()) {
+      order.add(verdicts.group(2));
+    }
+    assertThat(order).contains("fail", "ok");
+    List<String> sorted = new ArrayList<>(order);
+    sorted.sort(
+        java.util.Comparator.comparingInt(v -> List.of("fail", "warn", "ok", "skip").indexOf(v)));
+    assertThat(order).as("rows worst first").isEqualTo(sorted);
+
+    Matcher hostileRow =
+        Pattern.compile(
+                "<tr class=\"container\" data-pod-uid=\"" + HOSTILE_UID + "\".*?</tr>",
+                Pattern.DOTALL)
+            .matcher(dom);
+    assertThat(hostileRow.find()).as("unreadable container row").isTrue();
+    assertThat(hostileRow.group())
+        .contains("class=\"verdict sev-fail\"")
+        .contains("region cannot be read: unknown_version")
+        .contains("&lt;img src=x onerror=alert(1)&gt;");
+    assertThat(dom)
+        .contains("<table id=\"gpus\">")
+        .contains(io.vgpu.exporter.demo.DemoNode.gpuUuid(0))
+        .contains("class=\"sm-util\"")
+        .contains("http-equiv=\"refresh\"")
+        .contains("Writes: read-only");
+    HttpResponse<String> page =
+        http.send(
+            HttpRequest.newBuilder(URI.create(base + "/")).build(),
+            HttpResponse.BodyHandlers.ofString());
+    assertThat(page.headers().firstValue("Content-Security-Policy"))
+        .hasValueSatisfying(v -> assertThat(v).contains("default-src 'none'"));
+    // As served: the markup name is escaped in text and attributes alike.
+    assertThat(page.body()).contains(HOSTILE_UID).doesNotContain("<img");
 
     Path shot = Path.of("target/status-page.png").toAbsolutePath();
     Files.deleteIfExists(shot);

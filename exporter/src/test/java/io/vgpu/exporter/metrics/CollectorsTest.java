@@ -283,6 +283,38 @@ class CollectorsTest {
   }
 
   @Test
+  void regionUnreadable_brokenFileStaysBroken_gaugeStaysOneWithItsReasonOnEveryScrape()
+      throws IOException {
+    // A v1.2-sized file whose minor version says 3: the codec cannot read it. The parse-error
+    // counter rises once; the gauge must stay 1 for as long as the file stays broken.
+    Path broken = root.resolve(UID_SERVE + "_server").resolve("v13.cache");
+    java.nio.file.Files.copy(root.resolve(UID_SERVE + "_server").resolve("b.cache"), broken);
+    try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(broken.toFile(), "rw")) {
+      raf.seek(8);
+      raf.write(new byte[] {3, 0, 0, 0});
+    }
+    node.discovery.rescan();
+    for (int scrape = 0; scrape < 3; scrape++) {
+      Samples s = scrape();
+      assertThat(
+              s.value(
+                  "vgpu_container_region_unreadable",
+                  "pod_uid",
+                  UID_SERVE,
+                  "container",
+                  "server",
+                  "reason",
+                  "unknown_version"))
+          .as("scrape %d", scrape)
+          .isEqualTo(1.0);
+      assertThat(s.find("vgpu_container_region_unreadable", "pod_uid", UID_TRAIN)).isEmpty();
+    }
+    java.nio.file.Files.delete(broken);
+    node.discovery.rescan();
+    assertThat(scrape().named("vgpu_container_region_unreadable")).isEmpty();
+  }
+
+  @Test
   void collectorsDisabled_unknownName_failsWithTheKnownNames() {
     ExporterConfig cfg =
         ExporterConfig.resolve(Map.of("collectors.disabled", "region,bogus"), Map.of());

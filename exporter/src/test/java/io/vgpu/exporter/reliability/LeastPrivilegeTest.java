@@ -132,9 +132,9 @@ class LeastPrivilegeTest {
   }
 
   @Test
-  void defaultFlags_withoutAGpuSignal_feedbackPassesWriteNothingAndMapNothingWritable()
+  void feedbackOn_withoutAGpuSignal_feedbackPassesWriteNothingAndMapNothingWritable()
       throws Exception {
-    // The shipped default has HAMi-parity feedback on. Feedback waits for NVML and acts only on
+    // HAMi-parity feedback on (the HAMi-replacement mode). Feedback waits for NVML and acts only on
     // regions with live processes of their own pod, so with NVML off and the fixture's made-up pids
     // it must not write at all, however many passes run. Passes are driven by a hand-moved clock,
     // one per 5 s step, instead of waiting for the real period.

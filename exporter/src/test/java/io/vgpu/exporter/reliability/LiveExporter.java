@@ -95,7 +95,7 @@ final class LiveExporter implements AutoCloseable {
     flags.put("nvml", "true");
     flags.put("nvml.library", FakeNvml.library().toString());
     flags.put("collectors.disabled", "");
-    flags.put("attribution.feedback", "true"); // the shipped default: writes into tenant regions
+    flags.put("attribution.feedback", "true"); // the HAMi-replacement mode: writes into regions
     flags.put("path.procfs", proc.toString());
     return flags;
   }
