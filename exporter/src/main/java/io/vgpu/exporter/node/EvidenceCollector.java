@@ -169,7 +169,8 @@ public final class EvidenceCollector {
       done.sort(Comparator.comparing(NodeEvidence.Container::key));
       List<NodeEvidence.PodProcess> procs = new ArrayList<>(processes(nv));
       procs.addAll(verifiedRecordedHostPids(done, procs));
-      return new NodeEvidence(clock.instant(), window, done, procs, nv, node.get(), thresholds);
+      return new NodeEvidence(
+          clock.instant(), window, done, procs, nv, node.get(), thresholds, lastPodsNotFullySeen);
     } finally {
       opened.forEach(Open::close);
       containersFiles.clear();
@@ -360,6 +361,7 @@ public final class EvidenceCollector {
     List<NodeEvidence.PodProcess> out = new ArrayList<>();
     long budget = mapsBytesPerPass;
     int uninspected = 0;
+    Set<String> notFullySeen = new HashSet<>();
     for (int pid : procFs.listPids()) {
       Optional<ProcessInfo> info = procFs.readProcess(pid);
       if (info.isEmpty() || info.get().cgroup().podUid().isEmpty()) {
@@ -367,10 +369,14 @@ public final class EvidenceCollector {
       }
       if (budget <= 0) {
         uninspected++;
+        notFullySeen.add(info.get().cgroup().podUid().get());
         continue;
       }
       Maps maps = readMaps(procFs.path(pid, "maps"), (int) Math.min(MAX_MAPS_BYTES, budget));
       budget -= maps.bytesRead();
+      if (!maps.readable()) {
+        notFullySeen.add(info.get().cgroup().podUid().get());
+      }
       boolean gpu = maps.gpu || nvmlPids.contains(pid);
       if (!gpu && maps.vgpu.isEmpty() && maps.cacheInodes.isEmpty()) {
         continue;
@@ -390,6 +396,7 @@ public final class EvidenceCollector {
               environment(procFs.path(pid, "environ"))));
     }
     lastUninspectedProcesses = uninspected;
+    lastPodsNotFullySeen = Set.copyOf(notFullySeen);
     if (uninspected > 0) {
       LOG.atWarn()
           .addKeyValue("uninspected_processes", uninspected)
@@ -404,7 +411,11 @@ public final class EvidenceCollector {
     return lastUninspectedProcesses;
   }
 
-  record Maps(List<String> vgpu, Set<Long> cacheInodes, boolean gpu, int bytesRead) {}
+  /** Pods of the last collection with a process whose maps were unreadable or left out. */
+  private volatile Set<String> lastPodsNotFullySeen = Set.of();
+
+  record Maps(
+      List<String> vgpu, Set<Long> cacheInodes, boolean gpu, int bytesRead, boolean readable) {}
 
   /** Parses {@code maps}: "addr perms offset dev inode path". */
   static Maps readMaps(Path maps) {
@@ -437,7 +448,8 @@ public final class EvidenceCollector {
         }
       }
     }
-    return new Maps(List.copyOf(vgpu), inodes, gpu, text.map(String::length).orElse(0));
+    return new Maps(
+        List.copyOf(vgpu), inodes, gpu, text.map(String::length).orElse(0), text.isPresent());
   }
 
   static Map<String, String> environment(Path environ) {

@@ -30,6 +30,10 @@ import java.util.TreeSet;
  * @param nvml the NVML view; {@link NvmlSnapshot#unavailable} when NVML could not be used
  * @param node HAMi's node annotations; empty when the API server was not asked or unreachable
  * @param thresholds the doctor's limits
+ * @param podsNotFullySeen pods with a process whose {@code maps} could not be read (another uid
+ *     without CAP_SYS_PTRACE, the process exiting mid-read) or was left out by the read budget: a
+ *     slot of such a pod that matches no seen process may belong to the unseen one, so it is
+ *     UNKNOWN, never GONE (cleanup must not free a live process's slot)
  */
 public record NodeEvidence(
     Instant now,
@@ -38,7 +42,8 @@ public record NodeEvidence(
     List<PodProcess> processes,
     NvmlSnapshot nvml,
     Optional<NodeMeta> node,
-    Thresholds thresholds) {
+    Thresholds thresholds,
+    Set<String> podsNotFullySeen) {
 
   /** The NVML status reason meaning "NVML was deliberately not asked" (checks skip, not fail). */
   public static final String NVML_NOT_QUERIED = "not queried";
@@ -51,6 +56,19 @@ public record NodeEvidence(
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(node, "node");
     Objects.requireNonNull(thresholds, "thresholds");
+    podsNotFullySeen = Set.copyOf(podsNotFullySeen);
+  }
+
+  /** Evidence in which every pod process was seen whole. */
+  public NodeEvidence(
+      Instant now,
+      Duration window,
+      List<Container> containers,
+      List<PodProcess> processes,
+      NvmlSnapshot nvml,
+      Optional<NodeMeta> node,
+      Thresholds thresholds) {
+    this(now, window, containers, processes, nvml, node, thresholds, Set.of());
   }
 
   /** Whether NVML was asked at all. */
@@ -79,7 +97,14 @@ public record NodeEvidence(
   /** This evidence narrowed to one pod (node-wide facts kept). */
   public NodeEvidence forPod(String podUid) {
     return new NodeEvidence(
-        now, window, containersOf(podUid), processesOf(podUid), nvml, node, thresholds);
+        now,
+        window,
+        containersOf(podUid),
+        processesOf(podUid),
+        nvml,
+        node,
+        thresholds,
+        podsNotFullySeen.contains(podUid) ? Set.of(podUid) : Set.of());
   }
 
   /**
@@ -300,11 +325,12 @@ public record NodeEvidence(
   public enum SlotFate {
     /** A live process of the pod maps the region with this pid. */
     ALIVE,
-    /** The pod's processes are visible and none is this one. */
+    /** The pod's processes are all visible and none is this one. */
     GONE,
     /**
-     * Not found, but the pod's processes are not visible here and the slot carries HAMi's hostpid
-     * == pid signature: it may be alive. Never cleaned up.
+     * Not found, but a process of the pod could not be seen whole (its maps unreadable or left out
+     * by the read budget), or the pod's processes are not visible here and the slot carries HAMi's
+     * hostpid == pid signature: it may be alive. Never cleaned up.
      */
     UNKNOWN
   }
@@ -313,6 +339,9 @@ public record NodeEvidence(
   public SlotFate fateOf(Container c, Region r, ProcessSlot slot) {
     if (processOfSlot(c, r, slot).isPresent()) {
       return SlotFate.ALIVE;
+    }
+    if (podsNotFullySeen.contains(c.key().podUid())) {
+      return SlotFate.UNKNOWN; // the slot may be the process whose maps could not be read
     }
     boolean podVisible =
         processesOf(c.key().podUid()).stream()
