@@ -2,6 +2,7 @@ package io.vgpu.exporter.doctor;
 
 import io.vgpu.exporter.node.LockHolder;
 import io.vgpu.exporter.node.NodeEvidence;
+import io.vgpu.exporter.text.TenantText;
 import io.vgpu.regioncodec.ProcessSlot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -100,7 +101,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
       for (NodeEvidence.Region r : c.regions()) {
         Judgment.Region judged = Judgment.region(e, c, r);
         if (judged.unreadable().isPresent()) {
-          skipped.add(r.path() + ": FAIL unreadable (" + judged.unreadable().get() + ")");
+          skipped.add(unreadable(r, judged));
           continue;
         }
         if (r.deviceAndInode().isEmpty()) {
@@ -178,7 +179,7 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
       for (NodeEvidence.Region r : c.regions()) {
         Judgment.Region judged = Judgment.region(e, c, r);
         if (judged.unreadable().isPresent()) {
-          skipped.add(r.path() + ": FAIL unreadable (" + judged.unreadable().get() + ")");
+          skipped.add(unreadable(r, judged));
           continue;
         }
         if (r.deviceAndInode().isEmpty()) {
@@ -304,5 +305,18 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
     root.put("actions", list);
     root.put("skipped", skipped);
     return root;
+  }
+
+  /**
+   * Why an unreadable region is left alone: the judgment's reason word and the reader's own detail
+   * (e.g. that a sparse file kept its size on a full filesystem), cleaned for a terminal.
+   */
+  private static String unreadable(NodeEvidence.Region r, Judgment.Region judged) {
+    String reason = judged.unreadable().get();
+    return r.path()
+        + ": FAIL unreadable ("
+        + reason
+        + ")"
+        + r.error().map(d -> ": " + TenantText.clean(d)).orElse("");
   }
 }
