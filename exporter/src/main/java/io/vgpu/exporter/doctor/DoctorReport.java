@@ -54,28 +54,9 @@ public record DoctorReport(Instant at, List<Finding> findings) {
               f.id(),
               TenantText.clean(f.subject()),
               TenantText.clean(f.summary())));
-      if (f.severity() == Severity.WARN || f.severity() == Severity.FAIL) {
-        // Evidence quotes tenant names and paths: one line each, never an escape sequence.
-        for (String line : f.evidence()) {
-          sb.append("         evidence: ")
-              .append(TenantText.clean(line))
-              .append(System.lineSeparator());
-        }
-        sb.append("         fix: ")
-            .append(TenantText.clean(f.fix()))
-            .append(System.lineSeparator());
-      }
+      appendEvidenceAndFix(sb, f);
     }
-    long fails = findings.stream().filter(f -> f.severity() == Severity.FAIL).count();
-    long warns = findings.stream().filter(f -> f.severity() == Severity.WARN).count();
-    sb.append(
-        String.format(
-            java.util.Locale.ROOT,
-            "verdict: %s (%d failure(s), %d warning(s), %d finding(s))%n",
-            worst().name(),
-            fails,
-            warns,
-            findings.size()));
+    appendVerdict(sb);
     return sb.toString();
   }
 
@@ -149,14 +130,21 @@ public record DoctorReport(Instant at, List<Finding> findings) {
             f.check(),
             f.id(),
             TenantText.clean(f.summary())));
-    if (problem(f)) {
-      for (String line : f.evidence()) {
-        sb.append("         evidence: ")
-            .append(TenantText.clean(line))
-            .append(System.lineSeparator());
-      }
-      sb.append("         fix: ").append(TenantText.clean(f.fix())).append(System.lineSeparator());
+    appendEvidenceAndFix(sb, f);
+  }
+
+  /** Under a WARN or FAIL: its evidence and fix, indented. */
+  private static void appendEvidenceAndFix(StringBuilder sb, Finding f) {
+    if (!problem(f)) {
+      return;
     }
+    // Evidence quotes tenant names and paths: one line each, never an escape sequence.
+    for (String line : f.evidence()) {
+      sb.append("         evidence: ")
+          .append(TenantText.clean(line))
+          .append(System.lineSeparator());
+    }
+    sb.append("         fix: ").append(TenantText.clean(f.fix())).append(System.lineSeparator());
   }
 
   private void appendVerdict(StringBuilder sb) {

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -99,15 +100,11 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
     List<String> skipped = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
       for (NodeEvidence.Region r : c.regions()) {
-        Judgment.Region judged = Judgment.region(e, c, r);
-        if (judged.unreadable().isPresent()) {
-          skipped.add(unreadable(r, judged));
+        Optional<Judgment.Region> actionable = actionable(e, c, r, "its processes", skipped);
+        if (actionable.isEmpty()) {
           continue;
         }
-        if (r.deviceAndInode().isEmpty()) {
-          skipped.add(r.path() + ": inode unknown, its processes cannot be matched");
-          continue;
-        }
+        Judgment.Region judged = actionable.get();
         List<Integer> pids = new ArrayList<>();
         List<String> guards = new ArrayList<>();
         List<String> details = new ArrayList<>();
@@ -177,15 +174,11 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
     List<String> skipped = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
       for (NodeEvidence.Region r : c.regions()) {
-        Judgment.Region judged = Judgment.region(e, c, r);
-        if (judged.unreadable().isPresent()) {
-          skipped.add(unreadable(r, judged));
+        Optional<Judgment.Region> actionable = actionable(e, c, r, "its lock holder", skipped);
+        if (actionable.isEmpty()) {
           continue;
         }
-        if (r.deviceAndInode().isEmpty()) {
-          skipped.add(r.path() + ": inode unknown, its lock holder cannot be matched");
-          continue;
-        }
+        Judgment.Region judged = actionable.get();
         Judgment.Lock lock = judged.lock().orElseThrow();
         switch (lock.state()) {
           case FREE -> {}
@@ -308,15 +301,31 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
   }
 
   /**
-   * Why an unreadable region is left alone: the judgment's reason word and the reader's own detail
-   * (e.g. that a sparse file kept its size on a full filesystem), cleaned for a terminal.
+   * The region judged, when a repair can act on it; otherwise empty, with why in {@code skipped}:
+   * unreadable (the judgment's reason word and the reader's own detail, e.g. that a sparse file
+   * kept its size on a full filesystem, cleaned for a terminal) or its inode unknown, so {@code
+   * whose} (its processes, its lock holder) cannot be matched to it.
    */
-  private static String unreadable(NodeEvidence.Region r, Judgment.Region judged) {
-    String reason = judged.unreadable().get();
-    return r.path()
-        + ": FAIL unreadable ("
-        + reason
-        + ")"
-        + r.error().map(d -> ": " + TenantText.clean(d)).orElse("");
+  private static Optional<Judgment.Region> actionable(
+      NodeEvidence e,
+      NodeEvidence.Container c,
+      NodeEvidence.Region r,
+      String whose,
+      List<String> skipped) {
+    Judgment.Region judged = Judgment.region(e, c, r);
+    if (judged.unreadable().isPresent()) {
+      skipped.add(
+          r.path()
+              + ": FAIL unreadable ("
+              + judged.unreadable().get()
+              + ")"
+              + r.error().map(d -> ": " + TenantText.clean(d)).orElse(""));
+      return Optional.empty();
+    }
+    if (r.deviceAndInode().isEmpty()) {
+      skipped.add(r.path() + ": inode unknown, " + whose + " cannot be matched");
+      return Optional.empty();
+    }
+    return Optional.of(judged);
   }
 }
