@@ -13,6 +13,7 @@ import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.DiscoveredContainer;
 import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.discovery.StaleReaper;
+import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.http.HttpServer;
 import io.vgpu.exporter.http.Readiness;
@@ -64,6 +65,7 @@ public final class ExporterApp implements AutoCloseable {
   private final Optional<NvmlSampler> nvml;
   private final Optional<AttributionService> attribution;
   private final PrometheusRegistry registry;
+  private final FamilySource page;
   private final Readiness readiness;
   private final HttpServer http;
 
@@ -116,8 +118,10 @@ public final class ExporterApp implements AutoCloseable {
     this.registry = new PrometheusRegistry();
     CollectorStats stats = new CollectorStats();
     BuildInfo build = BuildInfo.load();
-    Collectors.register(
-        new CollectorContext(config, states, errors, stats, build, nvml, attribution), registry);
+    this.page =
+        Collectors.register(
+            new CollectorContext(config, states, errors, stats, build, nvml, attribution),
+            registry);
 
     this.readiness = new Readiness();
     readiness.note(io.vgpu.exporter.config.RegionWrites.of(config).summary());
@@ -144,6 +148,7 @@ public final class ExporterApp implements AutoCloseable {
                 HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
                 config.get(Flags.WEB_STATUS_MAX_AGE)),
             registry,
+            page,
             states,
             readiness,
             stats,
@@ -280,6 +285,11 @@ public final class ExporterApp implements AutoCloseable {
 
   public NodeStateProvider states() {
     return states;
+  }
+
+  /** What a /metrics render collects: every collector's families (tests, benchmarks). */
+  public FamilySource page() {
+    return page;
   }
 
   public PrometheusRegistry registry() {

@@ -1,15 +1,16 @@
 package io.vgpu.exporter.exposition;
 
-import io.prometheus.metrics.model.snapshots.MetricSnapshots;
-
-/** What {@link ExpositionCache#acquire} gives a scrape: rendered bytes, or snapshots to encode. */
+/**
+ * What {@link ExpositionCache#acquire} gives a scrape: rendered bytes, a page to stream, or a
+ * fallback.
+ */
 public sealed interface Exposition permits Rendition, Exposition.Fallback, Exposition.Stream {
 
   /**
-   * The snapshots held something {@link TextEncoder} does not write: the caller encodes them with
-   * client_java's writer. Not cached.
+   * The page holds something {@link TextEncoder} does not write: the caller serves the scrape with
+   * client_java's handler. Not cached.
    */
-  record Fallback(MetricSnapshots snapshots, String reason) implements Exposition {}
+  record Fallback(String reason) implements Exposition {}
 
   /**
    * The page is larger than the cache may hold ({@link ExpositionCache#pageLimit}): the caller

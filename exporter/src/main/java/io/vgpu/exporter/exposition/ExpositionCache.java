@@ -1,14 +1,13 @@
 package io.vgpu.exporter.exposition;
 
-import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 
 /**
  * Renders the exposition at most once per format per freshness window, and once for any number of
@@ -27,7 +26,7 @@ import java.util.function.Supplier;
 public final class ExpositionCache {
   static final Duration IDLE_TRIM = Duration.ofMinutes(2);
 
-  private final Supplier<MetricSnapshots> source;
+  private final FamilySource source;
   private final long maxAgeNanos;
   private final LongSupplier nanoTime;
   private final TextEncoder encoder = new TextEncoder(); // guarded by itself
@@ -72,17 +71,17 @@ public final class ExpositionCache {
   }
 
   /**
-   * @param source collects one scrape's snapshots (the registry)
+   * @param source collects one render's families (the exporter's collectors)
    * @param maxAge how long a rendered page may be served again; zero renders per scrape
    * @param nanoTime the clock (System::nanoTime; tests inject their own)
    */
-  public ExpositionCache(Supplier<MetricSnapshots> source, Duration maxAge, LongSupplier nanoTime) {
+  public ExpositionCache(FamilySource source, Duration maxAge, LongSupplier nanoTime) {
     this(source, maxAge, nanoTime, defaultPageLimit());
   }
 
   /** As above, with the largest page held in memory ({@link #defaultPageLimit()} by default). */
   public ExpositionCache(
-      Supplier<MetricSnapshots> source, Duration maxAge, LongSupplier nanoTime, long pageLimit) {
+      FamilySource source, Duration maxAge, LongSupplier nanoTime, long pageLimit) {
     this.pageLimit = pageLimit;
     if (maxAge.isNegative()) {
       throw new IllegalArgumentException("maxAge must not be negative: " + maxAge);
@@ -160,14 +159,14 @@ public final class ExpositionCache {
     long started = nanoTime.getAsLong();
     Exposition result;
     try {
-      MetricSnapshots snapshots = source.get();
-      byte[] into = gzipArray(format);
       try {
+        List<? extends Family> families = source.families();
+        byte[] into = gzipArray(format);
         synchronized (encoder) {
           try {
             compressor.start(into, pageLimit);
             chunks.reset();
-            encoder.encode(snapshots, format, chunks);
+            encoder.encode(families, format, chunks);
             chunks.flush();
             compressor.finish();
             result =
@@ -183,7 +182,7 @@ public final class ExpositionCache {
           }
         }
       } catch (TextEncoder.Unsupported e) {
-        result = new Exposition.Fallback(snapshots, e.getMessage());
+        result = new Exposition.Fallback(e.getMessage());
       } catch (ExpositionBuffer.PageTooLarge | ArithmeticException e) {
         synchronized (lock) {
           Slot slot = slots.get(format);
@@ -230,10 +229,10 @@ public final class ExpositionCache {
       throws IOException, InterruptedException {
     streamPermit.acquire();
     try {
-      MetricSnapshots snapshots = source.get();
+      List<? extends Family> families = source.families();
       ExpositionBuffer chunks = ExpositionBuffer.streamingTo(out, STREAM_CHUNK);
       synchronized (encoder) {
-        encoder.encode(snapshots, format, chunks);
+        encoder.encode(families, format, chunks);
       }
       chunks.flush();
       // Buffered again once the page would compress to well under the limit (a metrics page

@@ -1,17 +1,15 @@
 package io.vgpu.exporter.exposition;
 
-import io.prometheus.metrics.model.snapshots.CounterSnapshot;
-import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
-import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
-import io.prometheus.metrics.model.snapshots.InfoSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -68,6 +66,7 @@ public final class TextEncoder {
 
   private long cachedLabelBytes;
   private long render;
+  private int liveBlocks; // cached label sets used by the current render
   private final ExpositionBuffer scratch = new ExpositionBuffer(256);
   private final DoubleText.Fractions fractions = new DoubleText.Fractions();
 
@@ -78,11 +77,26 @@ public final class TextEncoder {
    */
   public void encode(MetricSnapshots snapshots, ExpositionFormat format, ExpositionBuffer out)
       throws Unsupported {
+    List<Family> families = new ArrayList<>(snapshots.size());
+    for (MetricSnapshot s : snapshots) {
+      families.add(Family.of(s));
+    }
+    encode(families, format, out);
+  }
+
+  /**
+   * Writes {@code families} (in exposition order, points in label order) to {@code out} in {@code
+   * format}; a name client_java would quote or escape throws {@link Unsupported} with {@code out}
+   * partly written.
+   */
+  public void encode(List<? extends Family> families, ExpositionFormat format, ExpositionBuffer out)
+      throws Unsupported {
     render++;
+    liveBlocks = 0;
     boolean om = format == ExpositionFormat.OPENMETRICS;
     Set<String> names = new HashSet<>();
-    for (MetricSnapshot s : snapshots) {
-      MetricMetadata meta = s.getMetadata();
+    for (Family f : families) {
+      MetricMetadata meta = f.metadata();
       String name = meta.getName();
       if (!isLegacyName(name, false)) {
         throw new Unsupported("metric name " + name);
@@ -90,41 +104,37 @@ public final class TextEncoder {
       if (!names.add(name)) {
         throw new Unsupported("duplicate family " + name);
       }
-      if (s.getDataPoints().isEmpty()) {
+      int n = f.size();
+      if (n == 0) {
         continue;
       }
-      switch (s) {
-        case GaugeSnapshot g -> {
+      byte[] prefix;
+      switch (f.kind()) {
+        case GAUGE -> {
           metadata(out, om, name, null, "gauge", meta);
-          byte[] prefix = ascii(name);
-          for (GaugeSnapshot.GaugeDataPointSnapshot p : g.getDataPoints()) {
-            line(out, prefix, p, name);
-            DoubleText.write(out, p.getValue(), fractions);
-            out.write((byte) '\n');
-          }
+          prefix = ascii(name);
         }
-        case CounterSnapshot c -> {
+        case COUNTER -> {
           metadata(out, om, name, om ? null : TOTAL, "counter", meta);
-          byte[] prefix = ascii(name + "_total");
-          for (CounterSnapshot.CounterDataPointSnapshot p : c.getDataPoints()) {
-            if (p.getExemplar() != null) {
-              throw new Unsupported("exemplar in " + name);
-            }
-            line(out, prefix, p, name);
-            DoubleText.write(out, p.getValue(), fractions);
-            out.write((byte) '\n');
-          }
+          prefix = ascii(name + "_total");
         }
-        case InfoSnapshot i -> {
+        case INFO -> {
           metadata(out, om, name, om ? null : INFO, om ? "info" : "gauge", meta);
-          byte[] prefix = ascii(name + "_info");
-          for (InfoSnapshot.InfoDataPointSnapshot p : i.getDataPoints()) {
-            line(out, prefix, p, name);
-            out.write((byte) '1');
-            out.write((byte) '\n');
-          }
+          prefix = ascii(name + "_info");
         }
-        default -> throw new Unsupported("type " + s.getClass().getSimpleName());
+        default -> throw new Unsupported("kind " + f.kind());
+      }
+      boolean info = f.kind() == Family.Kind.INFO;
+      for (int i = 0; i < n; i++) {
+        out.write(prefix);
+        out.write(block(f.labels(i)));
+        out.write((byte) ' ');
+        if (info) {
+          out.write((byte) '1');
+        } else {
+          DoubleText.write(out, f.value(i), fractions);
+        }
+        out.write((byte) '\n');
       }
     }
     if (om) {
@@ -133,15 +143,12 @@ public final class TextEncoder {
     evictUnused();
   }
 
-  /** Label sets not seen in the last render are dropped once they outnumber the live ones. */
+  /**
+   * Label sets not seen in the last render are dropped once they outnumber the live ones. The live
+   * ones are counted as they are used, so a render that evicts nothing does not walk the cache.
+   */
   private void evictUnused() {
-    int live = 0;
-    for (Block b : blocks.values()) {
-      if (b.lastUsed == render) {
-        live++;
-      }
-    }
-    if (blocks.size() > 2 * live + 64) {
+    if (blocks.size() > 2 * liveBlocks + 64) {
       Iterator<Block> it = blocks.values().iterator();
       while (it.hasNext()) {
         Block b = it.next();
@@ -205,16 +212,6 @@ public final class TextEncoder {
     }
   }
 
-  private void line(ExpositionBuffer out, byte[] prefix, DataPointSnapshot p, String family)
-      throws Unsupported {
-    if (p.hasScrapeTimestamp() || p.hasCreatedTimestamp()) {
-      throw new Unsupported("timestamps in " + family);
-    }
-    out.write(prefix);
-    out.write(block(p.getLabels()));
-    out.write((byte) ' ');
-  }
-
   private byte[] block(Labels labels) throws Unsupported {
     Block b = blocks.get(labels);
     if (b == null) {
@@ -226,7 +223,10 @@ public final class TextEncoder {
       blocks.put(labels, b);
       cachedLabelBytes += encoded.length;
     }
-    b.lastUsed = render;
+    if (b.lastUsed != render) {
+      b.lastUsed = render;
+      liveBlocks++;
+    }
     return b.bytes;
   }
 

@@ -5,6 +5,7 @@ import io.javalin.compression.CompressionStrategy;
 import io.javalin.http.Context;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.config.Endpoints;
+import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.node.NodeStateProvider;
 import java.net.InetAddress;
@@ -75,13 +76,14 @@ public final class HttpServer implements AutoCloseable {
   public HttpServer(
       Settings settings,
       PrometheusRegistry registry,
+      FamilySource page,
       NodeStateProvider states,
       Readiness readiness,
       CollectorStats stats,
       String version,
       StatusPage statusPage) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    MetricsEndpoint metrics = new MetricsEndpoint(registry, settings.metricsMaxAge(), stats);
+    MetricsEndpoint metrics = new MetricsEndpoint(registry, page, settings.metricsMaxAge(), stats);
     this.status =
         new StatusViews(
             states::build,

@@ -10,6 +10,7 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.exposition.Exposition;
 import io.vgpu.exporter.exposition.ExpositionCache;
 import io.vgpu.exporter.exposition.ExpositionFormat;
+import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.exposition.Rendition;
 import io.vgpu.exporter.metrics.CollectorStats;
 import java.io.IOException;
@@ -59,9 +60,19 @@ final class MetricsEndpoint {
   private final ExpositionCache cache;
   private final CollectorStats stats;
 
+  /** Renders what the registry's collectors give (client_java snapshots, tests). */
   MetricsEndpoint(PrometheusRegistry registry, Duration maxAge, CollectorStats stats) {
+    this(registry, FamilySource.of(registry::scrape), maxAge, stats);
+  }
+
+  /**
+   * @param registry what client_java's handler serves (protobuf, {@code name[]}, fallbacks)
+   * @param page the same collectors' families, which the cached path renders
+   */
+  MetricsEndpoint(
+      PrometheusRegistry registry, FamilySource page, Duration maxAge, CollectorStats stats) {
     this.clientJava = new PrometheusScrapeHandler(registry);
-    this.cache = new ExpositionCache(registry::scrape, maxAge, System::nanoTime);
+    this.cache = new ExpositionCache(page, maxAge, System::nanoTime);
     this.stats = stats;
   }
 

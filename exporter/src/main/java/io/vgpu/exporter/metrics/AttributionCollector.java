@@ -187,12 +187,14 @@ public final class AttributionCollector extends VgpuCollector {
         Optional<DeviceAttribution> da =
             a == null ? Optional.empty() : a.device(d.index(), d.uuid());
         if (da.isEmpty()) {
-          unknown.add(1, dl.add("reason", UnknownReason.NOT_RECONCILED_YET.label()));
+          unknown.add(
+              1, labels.deviceWith(node, c, d, "reason", UnknownReason.NOT_RECONCILED_YET.label()));
           continue;
         }
         DeviceAttribution x = da.get();
         x.smUtilization().ifPresent(v -> util.add(v, dl));
-        x.unknown().ifPresent(r -> unknown.add(1, dl.add("reason", r.label())));
+        x.unknown()
+            .ifPresent(r -> unknown.add(1, labels.deviceWith(node, c, d, "reason", r.label())));
         x.nvmlMemoryBytes().ifPresent(v -> nvmlMem.add(v, dl));
         zombieMem.add(x.zombieBytes(), dl);
         overLimit.add(a.overSmLimitSeconds().getOrDefault(d.index(), 0.0), dl);
@@ -201,7 +203,8 @@ public final class AttributionCollector extends VgpuCollector {
         continue;
       }
       zombies.add(a.zombieSlots(), cl);
-      a.mismatches().forEach((r, n) -> mismatch.add(n, cl.add("reason", r.label())));
+      a.mismatches()
+          .forEach((r, n) -> mismatch.add(n, labels.containerWith(node, c, "reason", r.label())));
       unslotted.add(a.unslottedProcesses(), cl);
       a.memoryIdleSeconds().ifPresent(v -> idle.add(v, cl));
       leak.add(a.leakSuspected() ? 1 : 0, cl);
@@ -219,18 +222,18 @@ public final class AttributionCollector extends VgpuCollector {
       if (ga.isEmpty()) {
         continue;
       }
-      Labels gl = NvmlCollector.gpuLabels(node, g);
+      Labels gl = NvmlCollector.gpuLabels(labels, node, g);
       gpuContainers.add(ga.get().containers(), gl);
       gpuProcesses.add(ga.get().processes(), gl);
       unattributed.add(ga.get().unattributedProcesses(), gl);
       unattributedMem.add(ga.get().unattributedBytes(), gl);
     }
     var writes = families.counter(EXPORTER_REGION_WRITES, help(17));
-    service.regionWrites().forEach((f, n) -> writes.add(n, LabelSets.node(node).add("field", f)));
+    service.regionWrites().forEach((f, n) -> writes.add(n, labels.nodeWith(node, "field", f)));
     var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
     service
         .regionWriteErrors()
-        .forEach((r, n) -> writeErrors.add(n, LabelSets.node(node).add("reason", r)));
+        .forEach((r, n) -> writeErrors.add(n, labels.nodeWith(node, "reason", r)));
 
     for (var f :
         List.of(

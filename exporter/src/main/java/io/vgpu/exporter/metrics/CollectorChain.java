@@ -5,7 +5,11 @@ import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.vgpu.exporter.exposition.Family;
+import io.vgpu.exporter.exposition.FamilySource;
+import io.vgpu.exporter.exposition.TextEncoder;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -16,8 +20,8 @@ import java.util.function.Predicate;
  * so without this the exporter collector could run before the ones whose outcomes it reports.
  * Duplicate family names across members fail at construction.
  */
-final class CollectorChain implements MultiCollector {
-  private final List<MultiCollector> members;
+final class CollectorChain implements MultiCollector, FamilySource {
+  private final List<InstrumentedCollector> members;
   private final List<MetricFamilyDescriptor> descriptors;
   private final java.util.function.Consumer<Object> scrapeEnded;
 
@@ -25,7 +29,8 @@ final class CollectorChain implements MultiCollector {
    * @param scrapeEnded told when all members have collected a scrape, so per-scrape state (the
    *     shared NodeState) is released
    */
-  CollectorChain(List<MultiCollector> members, java.util.function.Consumer<Object> scrapeEnded) {
+  CollectorChain(
+      List<InstrumentedCollector> members, java.util.function.Consumer<Object> scrapeEnded) {
     this.members = List.copyOf(members);
     this.scrapeEnded = scrapeEnded;
     List<MetricFamilyDescriptor> all = new ArrayList<>();
@@ -65,7 +70,7 @@ final class CollectorChain implements MultiCollector {
     PrometheusScrapeRequest scrape = request != null ? request : new UnnamedScrape();
     List<MetricSnapshot> out = new ArrayList<>();
     try {
-      for (MultiCollector m : members) {
+      for (InstrumentedCollector m : members) {
         for (MetricSnapshot s : m.collect(includedNames, scrape)) {
           out.add(s);
         }
@@ -74,6 +79,25 @@ final class CollectorChain implements MultiCollector {
       scrapeEnded.accept(scrape);
     }
     return new MetricSnapshots(out);
+  }
+
+  /**
+   * One render's families from every member, sharing one NodeState, ordered by name as client_java
+   * orders a registry's snapshots (so both paths write the families in the same order).
+   */
+  @Override
+  public List<Family> families() throws TextEncoder.Unsupported {
+    PrometheusScrapeRequest scrape = new UnnamedScrape();
+    List<Family> out = new ArrayList<>();
+    try {
+      for (InstrumentedCollector m : members) {
+        out.addAll(m.families(scrape));
+      }
+    } finally {
+      scrapeEnded.accept(scrape);
+    }
+    out.sort(Comparator.comparing(f -> f.metadata().getPrometheusName()));
+    return out;
   }
 
   @Override

@@ -5,9 +5,9 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.exposition.FamilySource;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -119,11 +119,10 @@ public final class Collectors {
   /**
    * Builds and registers every enabled collector, wrapped with success/duration accounting.
    *
-   * @return the registered collectors by name (unwrapped)
+   * @return what a render collects: every registered collector's families, in exposition order
    * @throws ConfigException when --collectors.disabled names an unknown collector
    */
-  public static Map<String, MultiCollector> register(
-      CollectorContext ctx, PrometheusRegistry registry) {
+  public static FamilySource register(CollectorContext ctx, PrometheusRegistry registry) {
     return register(ctx, registry, name -> true);
   }
 
@@ -131,7 +130,7 @@ public final class Collectors {
    * Like {@link #register(CollectorContext, PrometheusRegistry)}, limited to entries whose name
    * {@code only} accepts (tests that pin the output of some collectors).
    */
-  public static Map<String, MultiCollector> register(
+  public static FamilySource register(
       CollectorContext ctx, PrometheusRegistry registry, Predicate<String> only) {
     List<String> disabled = ctx.config().get(Flags.COLLECTORS_DISABLED);
     List<String> problems = new ArrayList<>();
@@ -145,8 +144,7 @@ public final class Collectors {
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }
-    Map<String, MultiCollector> out = new java.util.LinkedHashMap<>();
-    List<MultiCollector> chain = new ArrayList<>();
+    List<InstrumentedCollector> chain = new ArrayList<>();
     for (Entry e : ALL) {
       if (!only.test(e.name()) || !e.enabled().test(ctx.config()) || disabled.contains(e.name())) {
         continue;
@@ -154,10 +152,10 @@ public final class Collectors {
       Optional<MultiCollector> c = e.factory().apply(ctx);
       if (c.isPresent()) {
         chain.add(new InstrumentedCollector(e.name(), c.get(), ctx.stats()));
-        out.put(e.name(), c.get());
       }
     }
-    registry.register(new CollectorChain(chain, ctx.states()::endScrape));
-    return out;
+    CollectorChain registered = new CollectorChain(chain, ctx.states()::endScrape);
+    registry.register(registered);
+    return registered;
   }
 }

@@ -102,13 +102,16 @@ public final class ExporterCollector extends VgpuCollector {
     return DESCRIPTORS;
   }
 
+  private static final String[] BUILD_LABELS = {"version", "revision"};
+
   @Override
   protected void collect(NodeState state, Sink out) {
-    Labels node = LabelSets.node(state.node());
+    String nodeName = state.node();
+    Labels node = labels.node(nodeName);
     out.add(
         families
             .info(EXPORTER_BUILD_INFO, help(0))
-            .add(Labels.of("version", build.version(), "revision", build.revision()))
+            .add(labels.of(BUILD_LABELS, new String[] {build.version(), build.revision()}))
             .build());
     double last = stats.lastScrapeSeconds();
     if (!Double.isNaN(last)) {
@@ -121,9 +124,10 @@ public final class ExporterCollector extends VgpuCollector {
             .build());
     var parse = families.counter(EXPORTER_PARSE_ERRORS, help(3));
     for (RegionException.Reason r : RegionException.Reason.values()) {
-      parse.add(errors.count(r), node.add("reason", r.label()));
+      parse.add(errors.count(r), labels.nodeWith(nodeName, "reason", r.label()));
     }
-    parse.add(errors.tooManyFiles(), node.add("reason", ParseErrors.TOO_MANY_FILES));
+    parse.add(
+        errors.tooManyFiles(), labels.nodeWith(nodeName, "reason", ParseErrors.TOO_MANY_FILES));
     out.add(parse.build());
     out.add(
         families
@@ -146,7 +150,7 @@ public final class ExporterCollector extends VgpuCollector {
     Map<String, CollectorStats.Outcome> outcomes = new TreeMap<>(stats.outcomes());
     outcomes.forEach(
         (name, o) -> {
-          Labels l = node.add("collector", name);
+          Labels l = labels.nodeWith(nodeName, "collector", name);
           success.add(o.success() ? 1 : 0, l);
           duration.add(o.seconds(), l);
         });

@@ -3,7 +3,7 @@ package io.vgpu.exporter.metrics;
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
-import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.DuplicateLabelsException;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot;
@@ -13,6 +13,7 @@ import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.Unit;
+import io.vgpu.exporter.exposition.Family;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -27,88 +28,47 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@link Counter}, {@link Info}) are not: one per collect call.
  */
 public final class Families {
-  /** Below this many points client_java's own sort is cheaper than checking a remembered order. */
-  private static final int ORDER_CACHE_MIN_POINTS = 32;
-
   /**
-   * The label order of each family's last build, keyed by family name. client_java sorts every
-   * snapshot's points by labels (~15 000 points, 200 000 label comparisons a scrape of 100 x 8);
-   * handing it points already in order makes that sort a single linear pass. Label sets come from
-   * {@link LabelSets}' cache, so while the node's containers do not change a scrape produces the
-   * same label objects in the same sequence and the remembered permutation applies; any difference
-   * (checked by identity, point by point) recomputes it. Only the order is remembered, never a
-   * value, so correctness does not depend on the hint: client_java still sorts and validates.
+   * The label order of each family's last build, keyed by family name. A family's points must be in
+   * {@link Labels#compareTo} order with no two equal ({@link Family}); sorting ~13 000 points a
+   * scrape with that comparison was a fifth of a scrape's CPU. Label sets come from {@link
+   * LabelSets}' cache, so while the node's containers do not change a scrape produces the same
+   * label objects in the same sequence and the remembered permutation (checked by identity, point
+   * by point) applies; any difference sorts and checks for duplicates again. Only the order is
+   * remembered, never a value.
    */
   private final ConcurrentHashMap<String, Order> orders = new ConcurrentHashMap<>();
 
   private static final int ORDERS_LIMIT = 1024;
 
-  /** {@code sorted} is null when the points already arrived in label order. */
+  /**
+   * {@code input}: the label objects of the build the order was computed for, in the order they
+   * were added; {@code sorted}: the permutation into label order, null when already in order.
+   */
   private record Order(Labels[] input, int[] sorted) {}
 
-  /** Last build's point count, so the next build's list does not grow by copying. */
+  /** Last build's point count, so the next build's arrays do not grow by copying. */
   private int sizeHint(String family) {
     Order order = orders.get(family);
-    return order == null ? 16 : order.input().length;
+    return order == null ? 16 : Math.max(1, order.input().length);
   }
 
-  <P extends DataPointSnapshot> List<P> inLabelOrder(String family, List<P> points) {
-    int n = points.size();
-    if (n < ORDER_CACHE_MIN_POINTS) {
-      return points;
+  /**
+   * The permutation that puts {@code labels[0..n)} in label order (null: already in order).
+   *
+   * @throws DuplicateLabelsException when two points have equal labels, as client_java would
+   */
+  private int[] orderOf(MetricMetadata meta, Labels[] labels, int n) {
+    if (n < 2) {
+      return null;
     }
-    Order order = orders.get(family);
-    if (order == null || !sameLabels(order.input(), points)) {
-      order = orderOf(points);
-      if (orders.size() >= ORDERS_LIMIT) {
-        orders.clear();
-      }
-      orders.put(family, order);
+    Order order = orders.get(meta.getName());
+    if (order != null && sameLabels(order.input(), labels, n)) {
+      return order.sorted();
     }
-    if (order.sorted() == null) {
-      return points;
-    }
-    // Permute in place through a per-thread scratch array: a new list per family per scrape was
-    // ~60 KB of a large node's scrape.
-    Object[] scratch = reorderScratch.get();
-    if (scratch.length < n) {
-      scratch = new Object[n];
-      reorderScratch.set(scratch);
-    }
-    for (int i = 0; i < n; i++) {
-      scratch[i] = points.get(i);
-    }
-    int[] sorted = order.sorted();
-    for (int i = 0; i < n; i++) {
-      @SuppressWarnings("unchecked") // scratch holds exactly the P elements copied above
-      P p = (P) scratch[sorted[i]];
-      points.set(i, p);
-    }
-    java.util.Arrays.fill(scratch, 0, n, null);
-    return points;
-  }
-
-  private final ThreadLocal<Object[]> reorderScratch =
-      ThreadLocal.withInitial(() -> new Object[1024]);
-
-  private static boolean sameLabels(Labels[] input, List<? extends DataPointSnapshot> points) {
-    if (input.length != points.size()) {
-      return false;
-    }
-    for (int i = 0; i < input.length; i++) {
-      if (input[i] != points.get(i).getLabels()) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  private static Order orderOf(List<? extends DataPointSnapshot> points) {
-    int n = points.size();
-    Labels[] input = new Labels[n];
+    Labels[] input = Arrays.copyOf(labels, n);
     Integer[] index = new Integer[n];
     for (int i = 0; i < n; i++) {
-      input[i] = points.get(i).getLabels();
       index[i] = i;
     }
     Arrays.sort(index, (a, b) -> input[a].compareTo(input[b]));
@@ -117,8 +77,28 @@ public final class Families {
     for (int i = 0; i < n; i++) {
       sorted[i] = index[i];
       identity &= sorted[i] == i;
+      if (i > 0 && input[sorted[i - 1]].equals(input[sorted[i]])) {
+        throw new DuplicateLabelsException(meta, input[sorted[i]]);
+      }
     }
-    return new Order(input, identity ? null : sorted);
+    if (orders.size() >= ORDERS_LIMIT) {
+      orders.clear();
+    }
+    Order computed = new Order(input, identity ? null : sorted);
+    orders.put(meta.getName(), computed);
+    return computed.sorted();
+  }
+
+  private static boolean sameLabels(Labels[] input, Labels[] labels, int n) {
+    if (input.length != n) {
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      if (input[i] != labels[i]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
@@ -181,62 +161,177 @@ public final class Families {
     return MetricFamilyDescriptor.of(type, metadata(name, help), List.of(labels));
   }
 
-  /** A gauge family. */
-  public final class Gauge {
+  /** A family under construction: points in the order added, sorted once by {@link #finish}. */
+  private abstract class Builder {
     private final MetricMetadata meta;
-    private final List<GaugeDataPointSnapshot> points;
+    private Labels[] labels;
+    private double[] values;
+    private int n;
 
-    private Gauge(MetricMetadata meta) {
+    Builder(MetricMetadata meta) {
       this.meta = meta;
-      this.points = new ArrayList<>(sizeHint(meta.getName()));
+      int hint = sizeHint(meta.getName());
+      this.labels = new Labels[hint];
+      this.values = new double[hint];
+    }
+
+    final void point(double value, Labels l) {
+      if (n == labels.length) {
+        int grown = n + (n >> 1) + 1;
+        labels = Arrays.copyOf(labels, grown);
+        values = Arrays.copyOf(values, grown);
+      }
+      labels[n] = java.util.Objects.requireNonNull(l, "labels");
+      values[n] = value;
+      n++;
+    }
+
+    final Family finish(Family.Kind kind) {
+      int[] sorted = orderOf(meta, labels, n);
+      if (sorted == null) {
+        return new Built(meta, kind, labels, values, n);
+      }
+      Labels[] l = new Labels[n];
+      double[] v = new double[n];
+      for (int i = 0; i < n; i++) {
+        l[i] = labels[sorted[i]];
+        v[i] = values[sorted[i]];
+      }
+      return new Built(meta, kind, l, v, n);
+    }
+  }
+
+  /** A gauge family. */
+  public final class Gauge extends Builder {
+    private Gauge(MetricMetadata meta) {
+      super(meta);
     }
 
     public Gauge add(double value, Labels labels) {
-      points.add(new GaugeDataPointSnapshot(value, labels, null));
+      point(value, labels);
       return this;
     }
 
-    public MetricSnapshot build() {
-      return new GaugeSnapshot(meta, inLabelOrder(meta.getName(), points));
+    /**
+     * The family, points in label order.
+     *
+     * @throws DuplicateLabelsException when two points have equal labels
+     */
+    public Family build() {
+      return finish(Family.Kind.GAUGE);
     }
   }
 
   /** A counter family; {@code name} is without {@code _total}. */
-  public final class Counter {
-    private final MetricMetadata meta;
-    private final List<CounterDataPointSnapshot> points;
-
+  public final class Counter extends Builder {
     private Counter(MetricMetadata meta) {
-      this.meta = meta;
-      this.points = new ArrayList<>(sizeHint(meta.getName()));
+      super(meta);
     }
 
     public Counter add(double value, Labels labels) {
-      points.add(new CounterDataPointSnapshot(value, labels, null, 0L));
+      point(value, labels);
       return this;
     }
 
-    public MetricSnapshot build() {
-      return new CounterSnapshot(meta, inLabelOrder(meta.getName(), points));
+    /**
+     * The family, points in label order.
+     *
+     * @throws DuplicateLabelsException when two points have equal labels
+     */
+    public Family build() {
+      return finish(Family.Kind.COUNTER);
     }
   }
 
   /** An info family; {@code name} is without {@code _info}. */
-  public final class Info {
-    private final MetricMetadata meta;
-    private final List<InfoDataPointSnapshot> points = new ArrayList<>();
-
+  public final class Info extends Builder {
     private Info(MetricMetadata meta) {
-      this.meta = meta;
+      super(meta);
     }
 
     public Info add(Labels labels) {
-      points.add(new InfoDataPointSnapshot(labels));
+      point(1, labels);
       return this;
     }
 
-    public MetricSnapshot build() {
-      return new InfoSnapshot(meta, inLabelOrder(meta.getName(), points));
+    /**
+     * The family, points in label order.
+     *
+     * @throws DuplicateLabelsException when two points have equal labels
+     */
+    public Family build() {
+      return finish(Family.Kind.INFO);
+    }
+  }
+
+  /** A built family: immutable, points in label order, all distinct. */
+  static final class Built implements Family {
+    private final MetricMetadata meta;
+    private final Kind kind;
+    private final Labels[] labels;
+    private final double[] values;
+    private final int size;
+
+    Built(MetricMetadata meta, Kind kind, Labels[] labels, double[] values, int size) {
+      this.meta = meta;
+      this.kind = kind;
+      this.labels = labels;
+      this.values = values;
+      this.size = size;
+    }
+
+    @Override
+    public MetricMetadata metadata() {
+      return meta;
+    }
+
+    @Override
+    public Kind kind() {
+      return kind;
+    }
+
+    @Override
+    public int size() {
+      return size;
+    }
+
+    @Override
+    public Labels labels(int i) {
+      java.util.Objects.checkIndex(i, size);
+      return labels[i];
+    }
+
+    @Override
+    public double value(int i) {
+      java.util.Objects.checkIndex(i, size);
+      return values[i];
+    }
+
+    @Override
+    public MetricSnapshot toSnapshot() {
+      return switch (kind) {
+        case GAUGE -> {
+          List<GaugeDataPointSnapshot> points = new ArrayList<>(size);
+          for (int i = 0; i < size; i++) {
+            points.add(new GaugeDataPointSnapshot(values[i], labels[i], null));
+          }
+          yield new GaugeSnapshot(meta, points);
+        }
+        case COUNTER -> {
+          List<CounterDataPointSnapshot> points = new ArrayList<>(size);
+          for (int i = 0; i < size; i++) {
+            points.add(new CounterDataPointSnapshot(values[i], labels[i], null, 0L));
+          }
+          yield new CounterSnapshot(meta, points);
+        }
+        case INFO -> {
+          List<InfoDataPointSnapshot> points = new ArrayList<>(size);
+          for (int i = 0; i < size; i++) {
+            points.add(new InfoDataPointSnapshot(labels[i]));
+          }
+          yield new InfoSnapshot(meta, points);
+        }
+      };
     }
   }
 }

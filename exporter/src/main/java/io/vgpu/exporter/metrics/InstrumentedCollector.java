@@ -6,6 +6,8 @@ import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.vgpu.exporter.exposition.Family;
+import io.vgpu.exporter.exposition.TextEncoder;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Predicate;
@@ -67,6 +69,42 @@ final class InstrumentedCollector implements MultiCollector {
       LOG.atError().setMessage("collector failed").addKeyValue("collector", name).setCause(e).log();
       stats.record(name, false, System.nanoTime() - start);
       return new MetricSnapshots();
+    }
+  }
+
+  /**
+   * The render path's families (see {@link VgpuCollector#families}), with the same accounting: a
+   * failure is logged, counted and leaves this collector's families out.
+   *
+   * @throws TextEncoder.Unsupported when a collector that is not a {@link VgpuCollector} returns a
+   *     snapshot only client_java writes
+   */
+  List<Family> families(PrometheusScrapeRequest request) throws TextEncoder.Unsupported {
+    long start = System.nanoTime();
+    try {
+      List<Family> out;
+      if (delegate instanceof VgpuCollector v) {
+        out = v.families(n -> true, request);
+      } else {
+        out = new java.util.ArrayList<>();
+        for (var s : delegate.collect(n -> true, request)) {
+          out.add(Family.of(s));
+        }
+      }
+      stats.record(name, true, System.nanoTime() - start);
+      return out;
+    } catch (CollectorUnavailableException e) {
+      LOG.atDebug()
+          .setMessage("collector unavailable")
+          .addKeyValue("collector", name)
+          .addKeyValue("reason", e.getMessage())
+          .log();
+      stats.record(name, false, System.nanoTime() - start);
+      return List.of();
+    } catch (RuntimeException e) {
+      LOG.atError().setMessage("collector failed").addKeyValue("collector", name).setCause(e).log();
+      stats.record(name, false, System.nanoTime() - start);
+      return List.of();
     }
   }
 

@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The label sets every collector uses, so series from different families join. Each collector owns
- * an instance (its cache, below); {@link #node} and {@link #index} need none.
+ * an instance (its cache, below); {@link #index} needs none.
  */
 public final class LabelSets {
   private static final String[] CONTAINER_NAMES = {
@@ -242,8 +242,58 @@ public final class LabelSets {
     return l;
   }
 
-  public static Labels node(String node) {
-    return Labels.of(L_NODE, node);
+  private static final String[] NODE_NAMES = {L_NODE};
+
+  /** A label set of the node, GPU or exporter (outside any container), cached by value. */
+  private record Plain(String[] names, String[] values) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Plain p
+          && java.util.Arrays.equals(names, p.names)
+          && java.util.Arrays.equals(values, p.values);
+    }
+
+    @Override
+    public int hashCode() {
+      return 31 * java.util.Arrays.hashCode(names) + java.util.Arrays.hashCode(values);
+    }
+
+    @Override
+    public String toString() {
+      return java.util.Arrays.toString(names) + "=" + java.util.Arrays.toString(values);
+    }
+  }
+
+  private final ConcurrentHashMap<Plain, Labels> plain = new ConcurrentHashMap<>();
+
+  private static final int PLAIN_LIMIT = 4096;
+
+  /**
+   * The label set {@code names}={@code values} (same lengths), cached so that a steady node's
+   * scrapes reuse the same objects: the encoder's label bytes and each family's point order are
+   * remembered by identity. The arrays must not be modified after the call.
+   */
+  public Labels of(String[] names, String[] values) {
+    Plain key = new Plain(names, values);
+    Labels l = plain.get(key);
+    if (l == null) {
+      if (plain.size() >= PLAIN_LIMIT) {
+        plain.clear();
+      }
+      l = Labels.of(names, values);
+      plain.put(key, l);
+    }
+    return l;
+  }
+
+  /** {node}, cached. */
+  public Labels node(String node) {
+    return of(NODE_NAMES, new String[] {node});
+  }
+
+  /** {node} plus one label, cached. */
+  public Labels nodeWith(String node, String name, String value) {
+    return of(new String[] {L_NODE, name}, new String[] {node, value});
   }
 
   public static String index(int i) {

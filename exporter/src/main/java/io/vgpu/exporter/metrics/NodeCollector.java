@@ -55,7 +55,7 @@ public final class NodeCollector extends VgpuCollector {
     if (!m.known()) {
       return;
     }
-    Labels l = LabelSets.node(state.node());
+    Labels l = labels.node(state.node());
     var age = families.gauge(NODE_HANDSHAKE_AGE, DESCRIPTORS.get(0).getMetadata().getHelp());
     m.handshake()
         .ifPresent(

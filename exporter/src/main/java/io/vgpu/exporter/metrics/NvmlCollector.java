@@ -90,8 +90,8 @@ public final class NvmlCollector extends VgpuCollector {
   }
 
   /** {node, device_index, device_uuid, model} of a GPU; MIG devices carry their parent's index. */
-  static Labels gpuLabels(String node, GpuSnapshot g) {
-    return Labels.of(
+  static Labels gpuLabels(LabelSets labels, String node, GpuSnapshot g) {
+    return labels.of(
         G,
         new String[] {
           node, LabelSets.index(g.identity().index()), g.identity().uuid(), g.identity().name()
@@ -108,7 +108,7 @@ public final class NvmlCollector extends VgpuCollector {
     var up = families.gauge(EXPORTER_NVML_UP, descriptors.get(3).getMetadata().getHelp());
     var errors = families.counter(EXPORTER_NVML_ERRORS, descriptors.get(4).getMetadata().getHelp());
     for (GpuSnapshot g : snap.gpus()) {
-      Labels l = gpuLabels(node, g);
+      Labels l = gpuLabels(labels, node, g);
       g.memory()
           .ifPresent(
               m -> {
@@ -117,10 +117,10 @@ public final class NvmlCollector extends VgpuCollector {
               });
       g.utilizationRatio().ifPresent(v -> util.add(v, l));
     }
-    up.add(snap.status().up() ? 1 : 0, LabelSets.node(node));
+    up.add(snap.status().up() ? 1 : 0, labels.node(node));
     sampler
         .errorCounts()
-        .forEach((code, n) -> errors.add(n, LabelSets.node(node).add("return_code", code.label())));
+        .forEach((code, n) -> errors.add(n, labels.nodeWith(node, "return_code", code.label())));
     out.add(used.build());
     out.add(total.build());
     out.add(util.build());
@@ -140,7 +140,7 @@ public final class NvmlCollector extends VgpuCollector {
           continue; // HAMi's host families are per physical GPU
         }
         Labels l =
-            Labels.of(
+            labels.of(
                 H,
                 new String[] {
                   node,

@@ -142,7 +142,7 @@ public final class RegionUsageCollector extends VgpuCollector {
     addIf(out, LIMITER_LAUNCHES_DELAYED, delayed.build());
   }
 
-  static void addIf(Sink out, String name, io.prometheus.metrics.model.snapshots.MetricSnapshot s) {
+  static void addIf(Sink out, String name, io.vgpu.exporter.exposition.Family s) {
     if (out.wants(name)) {
       out.add(s);
     }

@@ -5,6 +5,7 @@ import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.ArrayList;
@@ -43,7 +44,7 @@ public abstract class VgpuCollector implements MultiCollector {
   /** Where a collector puts its families; skips families the scrape filtered out. */
   public static final class Sink {
     private final Predicate<String> included;
-    private final List<MetricSnapshot> snapshots = new ArrayList<>();
+    private final List<Family> families = new ArrayList<>();
 
     Sink(Predicate<String> included) {
       this.included = included;
@@ -56,10 +57,9 @@ public abstract class VgpuCollector implements MultiCollector {
       return included.test(name);
     }
 
-    public void add(MetricSnapshot snapshot) {
-      if (!snapshot.getDataPoints().isEmpty()
-          && wants(snapshot.getMetadata().getPrometheusName())) {
-        snapshots.add(snapshot);
+    public void add(Family family) {
+      if (family.size() > 0 && wants(family.metadata().getPrometheusName())) {
+        families.add(family);
       }
     }
   }
@@ -91,15 +91,29 @@ public abstract class VgpuCollector implements MultiCollector {
 
   @Override
   public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
+    List<Family> families = families(includedNames, request);
+    List<MetricSnapshot> snapshots = new ArrayList<>(families.size());
+    for (Family f : families) {
+      snapshots.add(f.toSnapshot());
+    }
+    return new MetricSnapshots(snapshots);
+  }
+
+  /**
+   * The families {@code includedNames} wants, built for the render path ({@link
+   * io.vgpu.exporter.exposition.TextEncoder}) without client_java's snapshot objects; {@link
+   * #collect(Predicate, PrometheusScrapeRequest)} is the same data as snapshots.
+   */
+  public List<Family> families(Predicate<String> includedNames, PrometheusScrapeRequest request) {
     Sink sink = new Sink(includedNames);
     boolean any = false;
     for (MetricFamilyDescriptor d : descriptors()) {
       any |= sink.wants(d.getPrometheusName());
     }
     if (!any) {
-      return new MetricSnapshots();
+      return List.of();
     }
     collect(states.forScrape(request), sink);
-    return new MetricSnapshots(sink.snapshots);
+    return sink.families;
   }
 }
