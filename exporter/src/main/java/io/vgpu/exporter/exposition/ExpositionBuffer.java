@@ -125,6 +125,20 @@ public final class ExpositionBuffer {
     size += len;
   }
 
+  /**
+   * Writes {@code name}, {@code labels} and a space: the start of every sample line, with one room
+   * check instead of three.
+   */
+  public void writeSampleStart(byte[] name, byte[] labels) {
+    int n = name.length;
+    int l = labels.length;
+    ensure(n + l + 1);
+    System.arraycopy(name, 0, bytes, size, n);
+    System.arraycopy(labels, 0, bytes, size + n, l);
+    size += n + l;
+    bytes[size++] = ' ';
+  }
+
   /** Writes a string known to be ASCII (metric names, numbers). */
   public void writeAscii(String s) {
     int n = s.length();

@@ -126,9 +126,7 @@ public final class TextEncoder {
       }
       boolean info = f.kind() == Family.Kind.INFO;
       for (int i = 0; i < n; i++) {
-        out.write(prefix);
-        out.write(block(f.labels(i)));
-        out.write((byte) ' ');
+        out.writeSampleStart(prefix, block(f.labels(i)));
         if (info) {
           out.write((byte) '1');
         } else {
