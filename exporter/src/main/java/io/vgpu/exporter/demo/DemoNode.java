@@ -279,7 +279,7 @@ public final class DemoNode implements AutoCloseable {
               container.startsWith("sidecar")
                   ? ContainerMeta.Kind.SIDECAR
                   : ContainerMeta.Kind.REGULAR,
-              Optional.of(containerId(uid, container)),
+              Optional.of(FakeProcfs.containerId(uid, container)),
               phase.equals("Running")
                   ? ContainerMeta.State.RUNNING
                   : ContainerMeta.State.TERMINATED);
@@ -457,123 +457,46 @@ public final class DemoNode implements AutoCloseable {
           ((Number)
                   Files.getAttribute(s.file(), "unix:ino", java.nio.file.LinkOption.NOFOLLOW_LINKS))
               .longValue();
+      String cgroup =
+          "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+              + s.podUid().replace('-', '_')
+              + ".slice/cri-containerd-"
+              + FakeProcfs.containerId(s.podUid(), s.container())
+              + ".scope";
+      String maps =
+          "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+              + "7f1000000000-7f1000100000 r-xp 00000000 08:01 9001                /usr/local/vgpu/libvgpu.so\n"
+              + "7f0000000000-7f00001ea000 rw-s 00000000 00:2a "
+              + inode
+              + "                 /usr/local/vgpu/"
+              + s.file().getFileName()
+              + "\n";
       for (Child c : s.children()) {
-        Path p = dir.resolve(Integer.toString(c.hostPid()));
-        Files.createDirectories(p.resolve("root/etc"));
-        long start = startTicks(c.hostPid());
-        Files.writeString(
-            p.resolve("stat"),
-            c.hostPid()
-                + " (python3) S 1 "
-                + c.hostPid()
-                + " "
-                + c.hostPid()
-                + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 "
-                + start
-                + " 12345678 900 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-        String chain =
-            c.hostPid() == c.nsPid()
-                ? Integer.toString(c.hostPid())
-                : c.hostPid() + "\t" + c.nsPid();
-        Files.writeString(
-            p.resolve("status"),
-            "Name:\tpython3\nState:\tS (sleeping)\nTgid:\t"
-                + c.hostPid()
-                + "\nPid:\t"
-                + c.hostPid()
-                + "\nPPid:\t1\nNStgid:\t"
-                + chain
-                + "\nNSpid:\t"
-                + chain
-                + "\nNSpgid:\t"
-                + chain
-                + "\nNSsid:\t"
-                + chain
-                + "\nThreads:\t1\n");
-        Files.writeString(
-            p.resolve("cgroup"),
-            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-                + s.podUid().replace('-', '_')
-                + ".slice/cri-containerd-"
-                + containerId(s.podUid(), s.container())
-                + ".scope\n");
-        Files.writeString(
-            p.resolve("maps"),
-            "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
-                + "7f1000000000-7f1000100000 r-xp 00000000 08:01 9001                /usr/local/vgpu/libvgpu.so\n"
-                + "7f0000000000-7f00001ea000 rw-s 00000000 00:2a "
-                + inode
-                + "                 /usr/local/vgpu/"
-                + s.file().getFileName()
-                + "\n");
-        Files.write(
-            p.resolve("environ"),
-            "PATH=/usr/bin\0HOME=/root\0".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-        Files.writeString(p.resolve("root/etc/ld.so.preload"), "/usr/local/vgpu/libvgpu.so\n");
+        FakeProcfs.write(
+            dir,
+            new FakeProcfs.Entry(
+                c.hostPid(),
+                c.nsPid(),
+                "python3",
+                cgroup,
+                maps,
+                "PATH=/usr/bin\0HOME=/root\0",
+                "/usr/local/vgpu/libvgpu.so\n"));
       }
     }
-    writeSelf(dir);
-  }
-
-  /**
-   * This JVM as the fake NVML's GPU process of no container: a host process outside every pod
-   * cgroup, so attribution counts it as the host's, not a tenant's.
-   */
-  private static void writeSelf(Path dir) throws IOException {
+    // This JVM as the fake NVML's GPU process of no container: a host process outside every pod
+    // cgroup, so attribution counts it as the host's, not a tenant's.
     int self = (int) ProcessHandle.current().pid();
-    Path p = dir.resolve(Integer.toString(self));
-    Files.createDirectories(p);
-    String chain = Integer.toString(self);
-    Files.writeString(
-        p.resolve("stat"),
-        self
-            + " (java) S 1 "
-            + self
-            + " "
-            + self
-            + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 "
-            + startTicks(self)
-            + " 12345678 900 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-    Files.writeString(
-        p.resolve("status"),
-        "Name:\tjava\nState:\tS (sleeping)\nTgid:\t"
-            + self
-            + "\nPid:\t"
-            + self
-            + "\nPPid:\t1\nNStgid:\t"
-            + chain
-            + "\nNSpid:\t"
-            + chain
-            + "\nNSpgid:\t"
-            + chain
-            + "\nNSsid:\t"
-            + chain
-            + "\nThreads:\t1\n");
-    Files.writeString(p.resolve("cgroup"), "0::/system.slice/vgpu-demo.service\n");
-    Files.writeString(
-        p.resolve("maps"),
-        "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n");
-    Files.write(p.resolve("environ"), new byte[0]);
-  }
-
-  /**
-   * The runtime container id of a demo container (64 hex digits), the same in its metadata and in
-   * its processes' cgroups.
-   */
-  private static String containerId(String podUid, String container) {
-    String seed = Long.toHexString((podUid + "/" + container).hashCode() & 0xffffffffL);
-    return (seed + "0".repeat(64)).substring(0, 64);
-  }
-
-  /** Field 22 of the child's real stat, so a recorded start time matches; 4242 when unreadable. */
-  private static long startTicks(int hostPid) {
-    try {
-      String stat = Files.readString(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      return Long.parseLong(f[19]);
-    } catch (IOException | RuntimeException e) {
-      return 4242;
-    }
+    FakeProcfs.write(
+        dir,
+        new FakeProcfs.Entry(
+            self,
+            self,
+            "java",
+            "0::/system.slice/vgpu-demo.service",
+            "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n",
+            "",
+            null));
   }
 
   /**
