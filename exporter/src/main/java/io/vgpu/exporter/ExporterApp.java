@@ -6,7 +6,6 @@ import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.attribution.Reconciler;
-import io.vgpu.exporter.attribution.ZombieSlots;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.discovery.CacheDiscovery;
@@ -20,6 +19,7 @@ import io.vgpu.exporter.http.Readiness;
 import io.vgpu.exporter.http.StatusPage;
 import io.vgpu.exporter.http.WebConfig;
 import io.vgpu.exporter.k8s.KubernetesMetadataSource;
+import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
 import io.vgpu.exporter.metrics.BuildInfo;
@@ -28,7 +28,8 @@ import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.node.NodeStateProvider;
-import io.vgpu.exporter.node.SlotPolicy;
+import io.vgpu.exporter.node.EvidenceCollector;
+import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.nvml.JnaNvmlClient;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -64,6 +65,7 @@ public final class ExporterApp implements AutoCloseable {
   private final NodeStateProvider states;
   private final Optional<NvmlSampler> nvml;
   private final Optional<AttributionService> attribution;
+  private final EvidencePass evidence;
   private final PrometheusRegistry registry;
   private final FamilySource page;
   private final Readiness readiness;
@@ -93,15 +95,26 @@ public final class ExporterApp implements AutoCloseable {
     Supplier<NvmlSnapshot> latestNvml = latestNvml(nvml, clock);
     boolean attributionOn = b.gpu && Collectors.runs("attribution", config);
     AttributionService.Settings settings = attributionSettings(config);
-    ZombieSlots zombies = new ZombieSlots();
-    this.states =
-        new NodeStateProvider(
-            node,
-            discovery,
-            metadata,
-            clock,
-            grace,
-            attributionOn && settings.excludeZombieMemory() ? zombies : SlotPolicy.ALL_LIVE);
+    ProcFs procFs = new ProcFs(config.procfs());
+    Supplier<NvmlSnapshot> doctorNvml = statusNvml(nvml, clock);
+    // The one judgment's evidence, gathered in the background once per interval: the status page,
+    // /api/v1/containers and the liveness in /metrics all render this pass, and no scrape walks
+    // procfs.
+    this.evidence =
+        new EvidencePass(
+            () -> discovery.current().containers().stream().map(DiscoveredContainer::dir).toList(),
+            dirs ->
+                new EvidenceCollector(
+                        procFs,
+                        doctorNvml,
+                        () -> Optional.of(metadata.node()).filter(NodeMeta::known),
+                        clock,
+                        Duration.ZERO,
+                        d -> {},
+                        NodeEvidence.Thresholds.defaults())
+                    .collect(dirs),
+            evidenceInterval(config));
+    this.states = new NodeStateProvider(node, discovery, metadata, clock, grace, evidence::fates);
     this.attribution =
         attributionOn
             ? Optional.of(
@@ -111,8 +124,7 @@ public final class ExporterApp implements AutoCloseable {
                         new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime),
                     settings,
                     clock,
-                    states::build,
-                    zombies))
+                    states::build))
             : Optional.empty();
 
     this.registry = new PrometheusRegistry();
@@ -153,7 +165,7 @@ public final class ExporterApp implements AutoCloseable {
             readiness,
             stats,
             build.version(),
-            new StatusPage(new ProcFs(config.procfs()), statusNvml(nvml, clock), clock));
+            new StatusPage(evidence, clock));
   }
 
   private static NvmlSampler sampler(ExporterConfig config, InstantSource clock) {
@@ -190,6 +202,12 @@ public final class ExporterApp implements AutoCloseable {
     return () -> NvmlSnapshot.unavailable(clock.instant(), NodeEvidence.NVML_NOT_QUERIED);
   }
 
+  /** The status page's max age, at least one second: how often the evidence pass runs. */
+  private static Duration evidenceInterval(ExporterConfig config) {
+    Duration d = config.get(Flags.WEB_STATUS_MAX_AGE);
+    return d.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : d;
+  }
+
   private static AttributionService.Settings attributionSettings(ExporterConfig config) {
     AttributionService.Settings defaults = AttributionService.Settings.defaults();
     return new AttributionService.Settings(
@@ -197,7 +215,6 @@ public final class ExporterApp implements AutoCloseable {
         defaults.feedbackInterval(),
         config.get(Flags.ATTRIBUTION_FEEDBACK),
         config.get(Flags.ATTRIBUTION_REPAIR_HOSTPID),
-        true,
         new Reconciler.Settings(
             defaults.reconciler().zombieGrace(),
             config.get(Flags.ATTRIBUTION_LEAK_AFTER),
@@ -256,6 +273,7 @@ public final class ExporterApp implements AutoCloseable {
     discovery.start();
     metadata.start();
     nvml.ifPresent(NvmlSampler::start);
+    evidence.start();
     attribution.ifPresent(AttributionService::start);
     http.start();
     LOG.atInfo()
@@ -309,6 +327,11 @@ public final class ExporterApp implements AutoCloseable {
     return nvml;
   }
 
+  /** The background evidence pass every surface's judgment renders. */
+  public EvidencePass evidence() {
+    return evidence;
+  }
+
   /** The attribution service; empty when it is disabled or {@link Builder#regionsOnly()}. */
   public Optional<AttributionService> attribution() {
     return attribution;
@@ -319,6 +342,7 @@ public final class ExporterApp implements AutoCloseable {
     http.close();
     metadata.close();
     discovery.close();
+    evidence.close();
     attribution.ifPresent(a -> closeQuietly("attribution", a));
     nvml.ifPresent(s -> closeQuietly("nvml", s));
   }

@@ -37,9 +37,9 @@ import org.slf4j.LoggerFactory;
  * when enabled; after each reconciliation it repairs wrong hostpids when enabled. Scrapes read the
  * latest result only, so they never wait on /proc scans, NVML or writes.
  *
- * <p>It also feeds the rest of the exporter: the {@link ZombieSlots} it was built with (a slot
- * policy that leaves zombie slots out of "used" memory and process counts) and the reconciled
- * utilization per container and device ({@link #smUtilization}).
+ * <p>It also feeds the rest of the exporter the reconciled utilization per container and device
+ * ({@link #smUtilization}). Slot liveness in the metrics is not its rule: it is the one judgment's
+ * (the node's evidence pass), the same as every other surface.
  *
  * <p>Thread safety: {@link #latest()}, {@link #smUtilization} and {@link #regionWrites()} are safe
  * from any thread; {@link #runOnce()} runs on one thread at a time.
@@ -52,8 +52,6 @@ public final class AttributionService implements AutoCloseable {
    * @param feedbackInterval time between feedback-loop passes (HAMi: 5 s)
    * @param feedback HAMi parity: priority blocking and utilization switch writes (default on)
    * @param repairHostPids write resolved host pids into slots whose hostpid is wrong (default off)
-   * @param excludeZombieMemory leave zombie slots out of used memory and process counts (default
-   *     on)
    * @param reconciler reconciliation settings
    */
   public record Settings(
@@ -61,7 +59,6 @@ public final class AttributionService implements AutoCloseable {
       Duration feedbackInterval,
       boolean feedback,
       boolean repairHostPids,
-      boolean excludeZombieMemory,
       Reconciler.Settings reconciler) {
     public Settings {
       Objects.requireNonNull(interval, "interval");
@@ -78,7 +75,6 @@ public final class AttributionService implements AutoCloseable {
           Duration.ofSeconds(5),
           true,
           false,
-          true,
           Reconciler.Settings.defaults());
     }
 
@@ -95,7 +91,6 @@ public final class AttributionService implements AutoCloseable {
   private final Reconciler reconciler;
   private final RegionWriteBack writeBack;
   private final Supplier<NodeState> states;
-  private final ZombieSlots zombies;
   private volatile AttributionResult latest;
   private Instant lastFeedback = Instant.MIN;
   private ScheduledExecutorService executor;
@@ -105,19 +100,15 @@ public final class AttributionService implements AutoCloseable {
    *     NvmlSnapshot#unavailable} when NVML is disabled
    * @param states the node's regions and pods, read once per pass (e.g. {@code
    *     NodeStateProvider::build})
-   * @param zombies updated after every pass; the node view excludes these slots when {@link
-   *     Settings#excludeZombieMemory()} is on
    */
   public AttributionService(
       Supplier<NvmlSnapshot> nvml,
       HostPidResolver pids,
       Settings settings,
       InstantSource clock,
-      Supplier<NodeState> states,
-      ZombieSlots zombies) {
+      Supplier<NodeState> states) {
     this.nvml = Objects.requireNonNull(nvml, "nvml");
     this.states = Objects.requireNonNull(states, "states");
-    this.zombies = Objects.requireNonNull(zombies, "zombies");
     this.pids = Objects.requireNonNull(pids, "pids");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
@@ -138,11 +129,6 @@ public final class AttributionService implements AutoCloseable {
 
   public AttributionResult latest() {
     return latest;
-  }
-
-  /** The slot policy this service keeps current (a node view built with it excludes zombies). */
-  public ZombieSlots zombies() {
-    return zombies;
   }
 
   /**
@@ -208,7 +194,6 @@ public final class AttributionService implements AutoCloseable {
     List<ContainerInput> inputs = state.containers().stream().map(ContainerInput::of).toList();
     AttributionResult result =
         reconciler.reconcile(inputs, nvml.get(), pids, latest.history(), now);
-    zombies.update(result);
     latest = result;
 
     if (writeBack == null) {

@@ -6,6 +6,7 @@ import io.vgpu.exporter.doctor.Severity;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.EvidenceCollector;
+import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -22,7 +23,9 @@ import java.util.function.Supplier;
 /**
  * The exporter's {@code /} page: plain server-rendered HTML (no scripts, no build step) with the
  * node's containers, their limits, usage, attribution and doctor verdicts, the node-level checks,
- * and links to {@code /metrics} and the JSON API. Thread-safe; each render gathers fresh evidence
+ * and links to {@code /metrics} and the JSON API. Thread-safe. In the running exporter it judges
+ * the latest {@link EvidencePass} (the same pass whose slot liveness {@code /metrics} renders, so
+ * the page and the metrics cannot disagree); built without one, each render gathers fresh evidence
  * (one pass over the regions and the pods' procfs entries, no sampling window).
  */
 public final class StatusPage {
@@ -30,6 +33,7 @@ public final class StatusPage {
   private final Supplier<NvmlSnapshot> nvml;
   private final InstantSource clock;
   private final Doctor doctor = Doctor.standard();
+  private final Optional<EvidencePass> pass;
 
   /**
    * @param procFs the host's procfs as the running exporter reads it ({@code --path.procfs})
@@ -40,6 +44,18 @@ public final class StatusPage {
     this.procFs = procFs;
     this.nvml = nvml;
     this.clock = clock;
+    this.pass = Optional.empty();
+  }
+
+  /**
+   * A page that judges the latest pass of {@code pass} (the exporter's background evidence pass,
+   * also behind the liveness {@code /metrics} renders) instead of gathering its own evidence.
+   */
+  public StatusPage(EvidencePass pass, InstantSource clock) {
+    this.procFs = null;
+    this.nvml = null;
+    this.clock = clock;
+    this.pass = Optional.of(pass);
   }
 
   /** The page's data for one exporter state. */
@@ -55,6 +71,10 @@ public final class StatusPage {
   public StatusModel model(
       NodeState state, boolean ready, List<String> reasons, String version, List<String> writes) {
     List<Path> dirs = state.containers().stream().map(c -> c.dir().dir()).toList();
+    if (pass.isPresent()) {
+      NodeEvidence evidence = pass.get().covering(dirs).evidence();
+      return StatusModel.of(state, evidence, doctor.run(evidence), ready, reasons, version, writes);
+    }
     EvidenceCollector collector =
         new EvidenceCollector(
             procFs,

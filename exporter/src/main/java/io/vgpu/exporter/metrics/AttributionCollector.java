@@ -67,7 +67,9 @@ public final class AttributionCollector extends VgpuCollector {
           Families.describe(
               MetricType.GAUGE,
               CONTAINER_ZOMBIE_MEMORY,
-              "Region memory held by slots of dead or reused processes",
+              "Region memory held by slots the one judgment calls GONE (their process is gone;"
+                  + " the same slots as vgpu_container_processes{state=\"gone\"}); left out of"
+                  + " used memory",
               D),
           Families.describe(
               MetricType.COUNTER,
@@ -77,7 +79,8 @@ public final class AttributionCollector extends VgpuCollector {
           Families.describe(
               MetricType.GAUGE,
               CONTAINER_ZOMBIE_SLOTS,
-              "Slots whose process is gone or whose pid was reused",
+              "Slots the one judgment calls GONE (doctor's zombie-slots finding, GONE on the"
+                  + " status page and in inspect; equals vgpu_container_processes{state=\"gone\"})",
               C),
           Families.describe(
               MetricType.GAUGE,
@@ -182,8 +185,12 @@ public final class AttributionCollector extends VgpuCollector {
       }
       ContainerAttribution a = byKey.get(c.key());
       Labels cl = labels.container(node, c);
+      // Liveness is the one judgment's (the evidence pass), not the reconciler's: the same GONE
+      // slots the status page, /api and doctor show.
+      zombies.add(c.gone(), cl);
       for (DeviceUsageSummary d : c.devices()) {
         Labels dl = labels.device(node, c, d);
+        zombieMem.add(d.goneBytes(), dl);
         Optional<DeviceAttribution> da =
             a == null ? Optional.empty() : a.device(d.index(), d.uuid());
         if (da.isEmpty()) {
@@ -196,13 +203,11 @@ public final class AttributionCollector extends VgpuCollector {
         x.unknown()
             .ifPresent(r -> unknown.add(1, labels.deviceWith(node, c, d, "reason", r.label())));
         x.nvmlMemoryBytes().ifPresent(v -> nvmlMem.add(v, dl));
-        zombieMem.add(x.zombieBytes(), dl);
         overLimit.add(a.overSmLimitSeconds().getOrDefault(d.index(), 0.0), dl);
       }
       if (a == null) {
         continue;
       }
-      zombies.add(a.zombieSlots(), cl);
       a.mismatches()
           .forEach((r, n) -> mismatch.add(n, labels.containerWith(node, c, "reason", r.label())));
       unslotted.add(a.unslottedProcesses(), cl);

@@ -23,6 +23,7 @@ import java.util.Set;
  *
  * <pre>
  * vgpu_container_processes{container="train",namespace="ml",node="gpu-1",pod="train-0",pod_uid="7c9e...",state="running"} 4.0
+ * vgpu_container_processes{...,state="gone"} 1.0
  * vgpu_container_last_kernel_timestamp_seconds{...} 1.79e9
  * vgpu_container_region_info{...,layout="v1.2",version="1.2"} 1
  * vgpu_container_pod_info{...,container_kind="regular",qos_class="burstable",label_app="trainer"} 1
@@ -40,7 +41,7 @@ public final class ContainerCollector extends VgpuCollector {
           Families.describe(
               MetricType.GAUGE,
               CONTAINER_PROCESSES,
-              "Processes registered in the container's regions by slot state (running, suspended); 0 once the pod finished.",
+              "Slots in the container's regions by the one judgment's liveness (the word doctor, inspect, the status page and /api/v1/containers print): running and suspended are ALIVE slots by status, gone GONE (its process is gone), unknown UNKNOWN (cannot be judged from here, or the background evidence pass has not seen it yet); 0 once the pod finished.",
               RegionUsageCollector.with(C, "state")),
           Families.describe(
               MetricType.GAUGE,
@@ -124,6 +125,8 @@ public final class ContainerCollector extends VgpuCollector {
       Labels l = labels.container(state.node(), c);
       processes.add(c.running(), labels.containerWith(state.node(), c, "state", "running"));
       processes.add(c.suspended(), labels.containerWith(state.node(), c, "state", "suspended"));
+      processes.add(c.gone(), labels.containerWith(state.node(), c, "state", "gone"));
+      processes.add(c.unknown(), labels.containerWith(state.node(), c, "state", "unknown"));
       if (c.lastKernelEpochSeconds() > 0) {
         lastKernel.add(c.lastKernelEpochSeconds(), l);
       }

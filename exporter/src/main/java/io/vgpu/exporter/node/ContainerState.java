@@ -24,8 +24,11 @@ import java.util.Optional;
  * @param finished the pod Succeeded/Failed or the container terminated: nothing runs
  * @param regions the files and what reading each gave
  * @param devices per-device sums over readable files (empty when finished)
- * @param running slots with status 1 counted by the slot policy (0 when finished)
- * @param suspended slots with status 2 counted by the slot policy (0 when finished)
+ * @param running ALIVE slots (the one judgment, {@link SlotFates}) with status 1 (0 when finished)
+ * @param suspended ALIVE slots with status 2 (0 when finished)
+ * @param gone GONE slots: the pod's processes are all visible and none is the slot's (0 when
+ *     finished)
+ * @param unknown UNKNOWN slots: cannot be judged from here, or not judged yet (0 when finished)
  * @param lastKernelEpochSeconds latest {@code last_kernel_time} over files (0 = never)
  * @param degraded side files that still describe a degraded process (see {@link DegradedPolicy}),
  *     malformed ones included
@@ -42,6 +45,8 @@ public record ContainerState(
     List<DeviceUsageSummary> devices,
     long running,
     long suspended,
+    long gone,
+    long unknown,
     long lastKernelEpochSeconds,
     List<DegradedMark> degraded) {
   public ContainerState {

@@ -5,7 +5,7 @@ package io.vgpu.exporter.node;
  *
  * @param index device index as the container sees it (HAMi's vdevice index)
  * @param uuid device UUID ("" when the region has none)
- * @param usedBytes sum of {@code used[i].total}
+ * @param usedBytes sum of {@code used[i].total} over slots the judgment does not call GONE
  * @param limitBytes memory limit (largest over files)
  * @param contextBytes sum of context sizes
  * @param moduleBytes sum of module sizes
@@ -17,6 +17,7 @@ package io.vgpu.exporter.node;
  * @param oomRejections extension: allocations refused at the limit
  * @param throttledNanos extension: time launches were delayed by the SM limiter
  * @param launchesDelayed extension: launches the limiter delayed
+ * @param goneBytes sum of {@code used[i].total} over GONE slots (memory held by nobody)
  */
 public record DeviceUsageSummary(
     int index,
@@ -32,7 +33,8 @@ public record DeviceUsageSummary(
     boolean hasExtension,
     long oomRejections,
     long throttledNanos,
-    long launchesDelayed) {
+    long launchesDelayed,
+    long goneBytes) {
 
   /** SM limit as a 0-1 ratio; 0 in the region means no limit (1.0). */
   public double smLimitRatio() {

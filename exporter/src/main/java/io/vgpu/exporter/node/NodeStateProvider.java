@@ -37,7 +37,7 @@ public final class NodeStateProvider {
   private final PodMetadataSource metadata;
   private final InstantSource clock;
   private final Duration staleGrace;
-  private final SlotPolicy slotPolicy;
+  private final Supplier<SlotFates> slotFates;
 
   /**
    * States of the scrapes in progress, by request identity (request objects do not override
@@ -56,23 +56,24 @@ public final class NodeStateProvider {
       PodMetadataSource metadata,
       InstantSource clock,
       Duration staleGrace,
-      SlotPolicy slotPolicy) {
-    this(node, discovery::current, metadata, clock, staleGrace, slotPolicy);
+      Supplier<SlotFates> slotFates) {
+    this(node, discovery::current, metadata, clock, staleGrace, slotFates);
   }
 
-  /** Counts every live slot ({@link SlotPolicy#ALL_LIVE}). */
+  /** Without an evidence pass: every slot is UNKNOWN ({@link SlotFates#NOT_JUDGED}). */
   public NodeStateProvider(
       String node,
       Supplier<DiscoverySnapshot> discovery,
       PodMetadataSource metadata,
       InstantSource clock,
       Duration staleGrace) {
-    this(node, discovery, metadata, clock, staleGrace, SlotPolicy.ALL_LIVE);
+    this(node, discovery, metadata, clock, staleGrace, () -> SlotFates.NOT_JUDGED);
   }
 
   /**
-   * @param slotPolicy which live slots count for their container (the attribution layer's {@code
-   *     ZombieSlots} leaves out zombies)
+   * @param slotFates the latest evidence pass's slot liveness ({@link EvidencePass#fates}): the one
+   *     judgment decides which slots are ALIVE, GONE or UNKNOWN; a GONE slot's memory leaves "used"
+   *     and is counted as {@link DeviceUsageSummary#goneBytes}
    */
   public NodeStateProvider(
       String node,
@@ -80,8 +81,8 @@ public final class NodeStateProvider {
       PodMetadataSource metadata,
       InstantSource clock,
       Duration staleGrace,
-      SlotPolicy slotPolicy) {
-    this.slotPolicy = Objects.requireNonNull(slotPolicy, "slotPolicy");
+      Supplier<SlotFates> slotFates) {
+    this.slotFates = Objects.requireNonNull(slotFates, "slotFates");
     this.node = Objects.requireNonNull(node, "node");
     this.discovery = Objects.requireNonNull(discovery, "discovery");
     this.metadata = Objects.requireNonNull(metadata, "metadata");
@@ -129,16 +130,16 @@ public final class NodeStateProvider {
     DiscoverySnapshot snap = discovery.get();
     SourceHealth health = metadata.health();
     Instant now = clock.instant();
-    SlotPolicy policy = slotPolicy;
+    SlotFates fates = Objects.requireNonNull(slotFates.get(), "slot fates");
     List<ContainerState> containers = new ArrayList<>(snap.containers().size());
     for (DiscoveredContainer dc : snap.containers()) {
-      containers.add(container(dc, health, now, policy));
+      containers.add(container(dc, health, now, fates));
     }
     return new NodeState(node, now, snap, health, metadata.node(), containers);
   }
 
   private ContainerState container(
-      DiscoveredContainer dc, SourceHealth health, Instant now, SlotPolicy policy) {
+      DiscoveredContainer dc, SourceHealth health, Instant now, SlotFates fates) {
     Optional<PodMeta> pod = metadata.pod(dc.key().podUid());
     boolean stale =
         pod.isEmpty()
@@ -159,6 +160,8 @@ public final class NodeStateProvider {
     List<Acc> accs = new ArrayList<>();
     long running = 0;
     long suspended = 0;
+    long gone = 0;
+    long unknown = 0;
     long lastKernel = 0;
     for (ContainerState.RegionState r : regions) {
       if (!(r.read() instanceof MappedRegion.Read.Ok(RegionSnapshot s))) {
@@ -172,11 +175,21 @@ public final class NodeStateProvider {
         a.smLimit = Math.max(a.smLimit, h.smLimitPercent());
         byIndex[h.index()] = a;
       }
+      String file = r.path().getFileName() == null ? "" : r.path().getFileName().toString();
       for (ProcessSlot slot : s.processes()) {
-        if (!policy.counts(dc.key(), slot)) {
+        NodeEvidence.SlotFate fate = fates.fate(dc.key(), file, slot);
+        if (fate == NodeEvidence.SlotFate.GONE) {
+          // The judgment's GONE: its memory is held by nobody, so it leaves "used".
+          gone++;
+          for (DeviceUsage u : slot.devices()) {
+            Acc a = byIndex[u.deviceIndex()];
+            a.gone = sat(a.gone, u.totalBytes());
+          }
           continue;
         }
-        if (slot.status() == ProcessSlot.STATUS_SUSPENDED) {
+        if (fate == NodeEvidence.SlotFate.UNKNOWN) {
+          unknown++; // may be alive: its memory still counts as used (never under-report)
+        } else if (slot.status() == ProcessSlot.STATUS_SUSPENDED) {
           suspended++;
         } else {
           running++;
@@ -222,7 +235,8 @@ public final class NodeStateProvider {
                 a.ext,
                 a.oom,
                 a.throttled,
-                a.delayed));
+                a.delayed,
+                a.gone));
       }
     }
     return new ContainerState(
@@ -237,6 +251,8 @@ public final class NodeStateProvider {
         devices,
         finished ? 0 : running,
         finished ? 0 : suspended,
+        finished ? 0 : gone,
+        finished ? 0 : unknown,
         lastKernel,
         DegradedPolicy.current(dc.degraded(), snapshots(regions), finished || stale));
   }
@@ -293,6 +309,7 @@ public final class NodeStateProvider {
     long oom;
     long throttled;
     long delayed;
+    long gone;
 
     Acc(int index, String uuid) {
       this.index = index;

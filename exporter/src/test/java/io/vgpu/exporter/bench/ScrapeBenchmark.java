@@ -21,7 +21,6 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
-import io.vgpu.exporter.node.SlotPolicy;
 import io.vgpu.exporter.testing.TestNode;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -109,11 +108,10 @@ public class ScrapeBenchmark {
     states =
         new NodeStateProvider(
             "node-a",
-            discovery,
+            discovery::current,
             meta,
             InstantSource.system(),
-            Duration.ofMinutes(5),
-            SlotPolicy.ALL_LIVE);
+            Duration.ofMinutes(5));
     registry = new PrometheusRegistry();
     page =
         Collectors.register(

@@ -217,6 +217,46 @@ class BrokenRegionsGoldenTest {
       assertThat(zombie.get("slots").get("gone").asLong()).isEqualTo(1);
       assertThat(zombie.get("slots").get("alive").asLong()).isEqualTo(1);
       assertThat(zombie.get("findings").get(0).get("id").asString()).isEqualTo("zombie-slots");
+
+      // /metrics renders the same judgment: per container, the process-state series equal the
+      // slot words /api (and inspect, doctor, the page) give, and the zombie gauge counts GONE.
+      String metrics =
+          http.send(
+                  java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/metrics"))
+                      .build(),
+                  java.net.http.HttpResponse.BodyHandlers.ofString())
+              .body();
+      for (JsonNode c : JSON.readTree(api).get("containers")) {
+        String uid = c.get("pod_uid").asString();
+        JsonNode slots = c.get("slots");
+        assertThat(
+                series(metrics, "vgpu_container_processes", uid, "running")
+                    + series(metrics, "vgpu_container_processes", uid, "suspended"))
+            .as(uid + " ALIVE")
+            .isEqualTo(slots.get("alive").asLong());
+        assertThat(series(metrics, "vgpu_container_processes", uid, "gone"))
+            .as(uid + " GONE")
+            .isEqualTo(slots.get("gone").asLong());
+        assertThat(series(metrics, "vgpu_container_processes", uid, "unknown"))
+            .as(uid + " UNKNOWN")
+            .isEqualTo(slots.get("unknown").asLong());
+        assertThat(series(metrics, "vgpu_container_zombie_slots", uid, null))
+            .as(uid + " zombie slots")
+            .isEqualTo(slots.get("gone").asLong());
+      }
+      assertThat(series(metrics, "vgpu_container_processes", ZOMBIE, "running")).isEqualTo(1);
+      assertThat(series(metrics, "vgpu_container_processes", ZOMBIE, "gone")).isEqualTo(1);
+      // The GONE slot's memory left "used" and is the zombie memory.
+      assertThat(series(metrics, "vgpu_container_memory_used_bytes", ZOMBIE, null))
+          .isEqualTo(1L << 28);
+      assertThat(series(metrics, "vgpu_container_zombie_memory_bytes", ZOMBIE, null))
+          .isEqualTo(1L << 28);
+      String page =
+          http.send(
+                  java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/")).build(),
+                  java.net.http.HttpResponse.BodyHandlers.ofString())
+              .body();
+      assertThat(page).contains("1 ALIVE, 1 GONE");
       String readyz =
           http.send(
                   java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/readyz"))
@@ -263,6 +303,29 @@ class BrokenRegionsGoldenTest {
         .doesNotContain("no container directories")
         .contains("== pod unknown-pod container copies: FAIL")
         .contains("FAIL unreadable: unknown_version");
+  }
+
+  /**
+   * The value of the one series of {@code family} for pod {@code uid} (and {@code state}, when
+   * given) in an exposition; fails when there is not exactly one.
+   */
+  private static long series(String exposition, String family, String uid, String state) {
+    Pattern p =
+        Pattern.compile(
+            "(?m)^"
+                + Pattern.quote(family)
+                + "\\{([^}]*)\\} ([0-9.eE+-]+)$");
+    Matcher m = p.matcher(exposition);
+    java.util.List<Double> values = new java.util.ArrayList<>();
+    while (m.find()) {
+      String labels = m.group(1);
+      if (labels.contains("pod_uid=\"" + uid + "\"")
+          && (state == null || labels.contains("state=\"" + state + "\""))) {
+        values.add(Double.parseDouble(m.group(2)));
+      }
+    }
+    assertThat(values).as(family + " " + uid + " " + state).hasSize(1);
+    return Math.round(values.getFirst());
   }
 
   private static String[] concat(String[] a, String[] b) {

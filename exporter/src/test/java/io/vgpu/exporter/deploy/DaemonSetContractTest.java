@@ -77,7 +77,6 @@ class DaemonSetContractTest {
             d.feedbackInterval(),
             config.get(Flags.ATTRIBUTION_FEEDBACK),
             config.get(Flags.ATTRIBUTION_REPAIR_HOSTPID),
-            d.excludeZombieMemory(),
             d.reconciler());
     return attribution.writes() || config.get(Flags.STALE_REMOVE);
   }

@@ -101,8 +101,11 @@ class CollectorsTest {
         .isZero();
     assertThat(s.find("vgpu_container_memory_used_bytes", "pod_uid", UID_DONE)).isEmpty();
     assertThat(s.find("hami_vgpu_memory_used_bytes", "pod", "prep-done")).isEmpty();
-    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_TRAIN, "state", "running"))
+    // No evidence pass behind this node view: its slots are not judged, never guessed alive.
+    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_TRAIN, "state", "unknown"))
         .isEqualTo(2.0);
+    assertThat(s.value("vgpu_container_processes", "pod_uid", UID_TRAIN, "state", "running"))
+        .isZero();
   }
 
   @Test

@@ -18,7 +18,6 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
-import io.vgpu.exporter.node.SlotPolicy;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -84,11 +83,10 @@ public final class TestNode implements AutoCloseable {
     states =
         new NodeStateProvider(
             "node-a",
-            discovery,
+            discovery::current,
             metadata,
             InstantSource.fixed(NOW),
-            Duration.ofMinutes(5),
-            SlotPolicy.ALL_LIVE);
+            Duration.ofMinutes(5));
   }
 
   public static PodMeta pod(String uid, String ns, String name, String phase, String ctr) {
@@ -114,11 +112,10 @@ public final class TestNode implements AutoCloseable {
   public NodeStateProvider statesWith(PodMetadataSource source) {
     return new NodeStateProvider(
         "node-a",
-        discovery,
+        discovery::current,
         source,
         InstantSource.fixed(NOW),
-        Duration.ofMinutes(5),
-        SlotPolicy.ALL_LIVE);
+        Duration.ofMinutes(5));
   }
 
   /** A registry with this module's collectors under {@code config}. */

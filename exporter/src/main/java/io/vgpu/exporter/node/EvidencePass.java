@@ -1,0 +1,127 @@
+package io.vgpu.exporter.node;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Gathers the node's evidence (regions, the pods' procfs entries, NVML's latest snapshot) in the
+ * background, once per {@code interval}, and keeps the latest pass with its slot liveness. Every
+ * surface of the running exporter renders this one pass: the status page and {@code
+ * /api/v1/containers} judge it, and {@code /metrics} reads its {@link SlotFates}. A scrape never
+ * walks procfs: it reads the latest pass, computed off the scrape path.
+ *
+ * <p>Thread-safe: the latest pass is one volatile immutable value; passes run one at a time.
+ */
+public final class EvidencePass implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(EvidencePass.class);
+
+  /**
+   * One pass: the container directories it covered, its evidence and the slot liveness computed
+   * from it.
+   */
+  public record Pass(List<Path> dirs, NodeEvidence evidence, SlotFates fates) {
+    public Pass {
+      dirs = List.copyOf(dirs);
+      Objects.requireNonNull(evidence, "evidence");
+      Objects.requireNonNull(fates, "fates");
+    }
+  }
+
+  private final Supplier<List<Path>> dirs;
+  private final Function<List<Path>, NodeEvidence> gather;
+  private final Duration interval;
+  private final Object running = new Object();
+  private volatile Optional<Pass> latest = Optional.empty();
+  private ScheduledExecutorService executor;
+
+  /**
+   * @param dirs the node's container directories now (discovery's latest pass)
+   * @param gather one evidence collection over container directories (no sampling window)
+   * @param interval time between passes
+   */
+  public EvidencePass(
+      Supplier<List<Path>> dirs, Function<List<Path>, NodeEvidence> gather, Duration interval) {
+    this.dirs = Objects.requireNonNull(dirs, "dirs");
+    this.gather = Objects.requireNonNull(gather, "gather");
+    this.interval = Objects.requireNonNull(interval, "interval");
+    if (interval.isNegative() || interval.isZero()) {
+      throw new IllegalArgumentException("interval must be positive");
+    }
+  }
+
+  /** The latest pass; empty before the first one finished. */
+  public Optional<Pass> latest() {
+    return latest;
+  }
+
+  /** The latest pass's slot liveness; {@link SlotFates#NOT_JUDGED} before the first pass. */
+  public SlotFates fates() {
+    return latest.map(Pass::fates).orElse(SlotFates.NOT_JUDGED);
+  }
+
+  /**
+   * The latest pass when it covered exactly {@code containerDirs}; otherwise (no pass yet, or
+   * discovery found or lost a directory since) one run now over them and published, so the view
+   * that asked and the metrics after it judge the same containers.
+   */
+  public Pass covering(List<Path> containerDirs) {
+    Optional<Pass> l = latest;
+    if (l.isPresent() && l.get().dirs().equals(containerDirs)) {
+      return l.get();
+    }
+    return runOnce(containerDirs);
+  }
+
+  /** Runs one pass now over discovery's directories and publishes it. */
+  public Pass runOnce() {
+    return runOnce(dirs.get());
+  }
+
+  private Pass runOnce(List<Path> containerDirs) {
+    synchronized (running) {
+      NodeEvidence e = gather.apply(containerDirs);
+      Pass p = new Pass(containerDirs, e, SlotFates.of(e));
+      latest = Optional.of(p);
+      return p;
+    }
+  }
+
+  /** Starts the background passes (the first one at once). */
+  public synchronized EvidencePass start() {
+    if (executor == null) {
+      executor =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> Thread.ofPlatform().daemon().name("evidence-pass").unstarted(r));
+      executor.scheduleWithFixedDelay(
+          this::runLogged, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+    return this;
+  }
+
+  private void runLogged() {
+    try {
+      runOnce();
+    } catch (RuntimeException e) {
+      // The previous pass stays published; the next one tries again.
+      LOG.atWarn().setMessage("evidence pass failed").addKeyValue("error", e.toString()).log();
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    if (executor != null) {
+      executor.shutdownNow();
+      executor = null;
+    }
+  }
+}
