@@ -66,6 +66,20 @@ class AttributionEndToEndTest {
     return app;
   }
 
+  /** Scrapes until the series has {@code want} (the evidence pass runs once a second here). */
+  private void awaitScrape(String pod, String family, String label, double want) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    double got = Double.NaN;
+    while (System.nanoTime() < deadline) {
+      got = value(scrape(), family, pod, label);
+      if (got == want) {
+        return;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError(family + " " + label + " stayed " + got + ", want " + want);
+  }
+
   private AttributionService service() {
     return app.attribution().orElseThrow();
   }
@@ -292,17 +306,20 @@ class AttributionEndToEndTest {
     w.advance(Duration.between(World.START, Instant.now()));
     ContainerKey k = key(4, "job");
     w.podProcess(4301, 5, 4, 4, 1).podProcess(4302, 6, 4, 4, 2);
-    w.region(
-        k,
-        spec(GPU0)
-            .slot(1, 4301, 1, usage(0, GIB, 0))
-            .slot(2, 4302, 1, usage(0, 3 * GIB, 0))
-            .build());
+    Path region =
+        w.region(
+            k,
+            spec(GPU0)
+                .slot(1, 4301, 1, usage(0, GIB, 0))
+                .slot(2, 4302, 1, usage(0, 3 * GIB, 0))
+                .build());
+    w.mapsRegion(4301, region).mapsRegion(4302, region);
     w.gpu(0, GPU0, 0).gpuProcess(0, 4301, GIB).gpuProcess(0, 4302, 3 * GIB);
     w.fake.write(nvmlConfig(w));
-    start(Map.of("attribution.feedback", "false"));
+    start(Map.of("attribution.feedback", "false", "web.status-max-age", "1s"));
     awaitUtilization(k);
     String pod = "pod_uid=\"" + k.podUid() + "\"";
+    awaitScrape(pod, "vgpu_container_processes", "state=\"running\"", 2);
     assertThat(value(scrape(), "vgpu_container_memory_used_bytes", pod)).isEqualTo(4.0 * GIB);
 
     w.kill(4302); // SIGKILL: HAMi-core leaves status 1 and the usage in the slot
@@ -311,6 +328,8 @@ class AttributionEndToEndTest {
         && System.nanoTime() < deadline) {
       Thread.sleep(50);
     }
+    // The one judgment (the evidence pass) calls the killed process's slot GONE.
+    awaitScrape(pod, "vgpu_container_processes", "state=\"gone\"", 1);
     String text = scrape();
     assertThat(value(text, "vgpu_container_zombie_slots", pod)).isEqualTo(1);
     assertThat(value(text, "vgpu_container_zombie_memory_bytes", pod)).isEqualTo(3.0 * GIB);

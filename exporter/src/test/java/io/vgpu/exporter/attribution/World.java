@@ -134,6 +134,23 @@ final class World implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Process {@code pid} maps region {@code file} (a {@code maps} line with the file's inode), as a
+   * process of HAMi-core maps its container's cache file: the evidence the one judgment needs to
+   * call the slot ALIVE.
+   */
+  World mapsRegion(int pid, Path file) {
+    try {
+      long inode = ((Number) Files.getAttribute(file, "unix:ino")).longValue();
+      write(
+          proc.resolve(Integer.toString(pid)).resolve("maps"),
+          "7f0000000000-7f0000100000 rw-s 00000000 00:2a " + inode + " " + file + "\n");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return this;
+  }
+
   World kill(int pid) {
     try (Stream<Path> files = Files.walk(proc.resolve(Integer.toString(pid)))) {
       for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
