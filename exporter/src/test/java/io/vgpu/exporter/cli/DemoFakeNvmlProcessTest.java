@@ -158,14 +158,23 @@ class DemoFakeNvmlProcessTest {
     assertThat(anyPositive(metrics, "vgpu_gpu_memory_total_bytes")).isTrue();
     assertThat(named(metrics, "vgpu_gpu_memory_total_bytes")).hasSize(2);
 
-    // Only the demo's containers: every pod_uid in /metrics is one /api lists, and /api lists the
-    // containers asked for (a real process or pod of this machine would add one).
+    // Only the demo's containers: every pod_uid in /api and /metrics names a directory the demo
+    // made under its cache root (a real process or pod of this machine would add another).
+    Matcher cacheRoot = Pattern.compile("cache root (\\S+)").matcher(Files.readString(log));
+    assertThat(cacheRoot.find()).as("the demo prints its cache root").isTrue();
+    Set<String> demoUids = new TreeSet<>();
+    try (var dirs = Files.list(Path.of(cacheRoot.group(1)))) {
+      dirs.map(d -> d.getFileName().toString())
+          .filter(n -> n.contains("_"))
+          .forEach(n -> demoUids.add(n.substring(0, n.indexOf('_'))));
+    }
     JsonNode api = JSON.readTree(get(http, base + "/api/v1/containers"));
     Set<String> apiUids = new TreeSet<>();
     for (JsonNode c : api.get("containers")) {
       apiUids.add(c.get("pod_uid").asString());
     }
-    assertThat(apiUids).hasSize(CONTAINERS);
+    assertThat(apiUids).hasSizeGreaterThanOrEqualTo(CONTAINERS);
+    assertThat(demoUids).containsAll(apiUids);
     Set<String> metricUids = new TreeSet<>();
     for (Sample s : metrics) {
       Matcher m = POD_UID.matcher(s.labels());
@@ -176,7 +185,7 @@ class DemoFakeNvmlProcessTest {
     assertThat(metricUids).isEqualTo(apiUids);
     assertThat(named(metrics, "vgpu_container_processes"))
         .as("4 liveness states per container")
-        .hasSize(4 * CONTAINERS);
+        .hasSize(4 * api.get("containers").size());
 
     // The status page: SM utilization per container (NVML's, non-zero somewhere) and who shares
     // each GPU.
