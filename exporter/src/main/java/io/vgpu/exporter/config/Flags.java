@@ -62,8 +62,10 @@ public final class Flags {
   public static final Flag<Duration> WEB_STATUS_MAX_AGE =
       new Flag<>(
           "web.status-max-age",
-          "The status model behind / and /api/v1/containers (one pass over the regions and the pod"
-              + " processes' procfs entries) is computed at most once per this interval and shared.",
+          "How often the background evidence pass (the regions and the pod processes' procfs"
+              + " entries) runs: /, /api/v1/containers and the slot liveness in /metrics render"
+              + " its one judgment; the status model is computed at most once per this interval"
+              + " and shared.",
           "5s",
           List.of(),
           Parsers::duration,

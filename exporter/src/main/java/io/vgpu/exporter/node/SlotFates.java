@@ -10,9 +10,9 @@ import java.util.Objects;
  * The slot liveness of one evidence pass ({@link EvidencePass}), looked up by the slots a scrape
  * reads: the same {@link NodeEvidence#fateOf} the doctor's judgment prints, computed once per pass,
  * so {@code /metrics} renders the word {@code doctor}, {@code inspect}, the status page and {@code
- * /api/v1/containers} print. A lookup does no I/O (it runs inside a scrape). A slot the pass did not
- * see (it was written after the pass, or no pass ran yet) is {@link NodeEvidence.SlotFate#UNKNOWN}:
- * not judged, never guessed alive or gone. Immutable.
+ * /api/v1/containers} print. A lookup does no I/O (it runs inside a scrape). A slot the pass did
+ * not see (it was written after the pass, or no pass ran yet) is {@link
+ * NodeEvidence.SlotFate#UNKNOWN}: not judged, never guessed alive or gone. Immutable.
  */
 public final class SlotFates {
   /** No evidence gathered: every slot is UNKNOWN. */

@@ -107,11 +107,7 @@ public class ScrapeBenchmark {
     discovery.rescan();
     states =
         new NodeStateProvider(
-            "node-a",
-            discovery::current,
-            meta,
-            InstantSource.system(),
-            Duration.ofMinutes(5));
+            "node-a", discovery::current, meta, InstantSource.system(), Duration.ofMinutes(5));
     registry = new PrometheusRegistry();
     page =
         Collectors.register(

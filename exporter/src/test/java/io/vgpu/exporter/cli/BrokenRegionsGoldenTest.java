@@ -310,11 +310,7 @@ class BrokenRegionsGoldenTest {
    * given) in an exposition; fails when there is not exactly one.
    */
   private static long series(String exposition, String family, String uid, String state) {
-    Pattern p =
-        Pattern.compile(
-            "(?m)^"
-                + Pattern.quote(family)
-                + "\\{([^}]*)\\} ([0-9.eE+-]+)$");
+    Pattern p = Pattern.compile("(?m)^" + Pattern.quote(family) + "\\{([^}]*)\\} ([0-9.eE+-]+)$");
     Matcher m = p.matcher(exposition);
     java.util.List<Double> values = new java.util.ArrayList<>();
     while (m.find()) {

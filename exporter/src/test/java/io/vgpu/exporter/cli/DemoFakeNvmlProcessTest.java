@@ -29,8 +29,8 @@ import tools.jackson.databind.json.JsonMapper;
  * process-wide state, so it cannot share the test's), from the repository with the fake NVML found
  * automatically ({@code --fake-nvml auto}, the default). Over real HTTP: per-container SM
  * utilization, the attribution families and the host GPU families carry data, the status page shows
- * SM utilization per container and who shares each GPU, and nothing of this machine (a real
- * process or pod) shows up: only the demo's containers.
+ * SM utilization per container and who shares each GPU, and nothing of this machine (a real process
+ * or pod) shows up: only the demo's containers.
  */
 class DemoFakeNvmlProcessTest {
   static final int CONTAINERS = 3;
@@ -140,7 +140,9 @@ class DemoFakeNvmlProcessTest {
       }
       Thread.sleep(200);
     }
-    assertThat(demo.isAlive()).as("demo still running; its output:\n" + Files.readString(log)).isTrue();
+    assertThat(demo.isAlive())
+        .as("demo still running; its output:\n" + Files.readString(log))
+        .isTrue();
 
     // Per-container SM utilization from NVML (the fake's per-process samples), not unknown.
     assertThat(anyPositive(metrics, "vgpu_container_sm_utilization_ratio"))

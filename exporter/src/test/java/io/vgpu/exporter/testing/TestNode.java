@@ -111,11 +111,7 @@ public final class TestNode implements AutoCloseable {
   /** A provider over the same files with another metadata source. */
   public NodeStateProvider statesWith(PodMetadataSource source) {
     return new NodeStateProvider(
-        "node-a",
-        discovery::current,
-        source,
-        InstantSource.fixed(NOW),
-        Duration.ofMinutes(5));
+        "node-a", discovery::current, source, InstantSource.fixed(NOW), Duration.ofMinutes(5));
   }
 
   /** A registry with this module's collectors under {@code config}. */
