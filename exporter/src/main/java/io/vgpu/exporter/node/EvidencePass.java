@@ -96,21 +96,40 @@ public final class EvidencePass implements AutoCloseable {
     }
   }
 
-  /** Starts the background passes (the first one at once). */
+  /**
+   * Starts the background passes: the first at once, then one per {@code interval}, and sooner
+   * (within {@link #CHECK}) when discovery finds or loses a container directory, so a new
+   * container's slots are not left UNKNOWN for a whole interval.
+   */
   public synchronized EvidencePass start() {
     if (executor == null) {
       executor =
           Executors.newSingleThreadScheduledExecutor(
               r -> Thread.ofPlatform().daemon().name("evidence-pass").unstarted(r));
-      executor.scheduleWithFixedDelay(
-          this::runLogged, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+      long every = Math.min(CHECK.toMillis(), interval.toMillis());
+      executor.scheduleWithFixedDelay(this::tick, 0, every, TimeUnit.MILLISECONDS);
     }
     return this;
   }
 
-  private void runLogged() {
+  /** How often the loop compares discovery's directories with the latest pass's. */
+  static final Duration CHECK = Duration.ofSeconds(1);
+
+  private long lastRunNanos;
+
+  private void tick() {
+    List<Path> now = dirs.get();
+    Optional<Pass> l = latest;
+    boolean due =
+        l.isEmpty()
+            || !l.get().dirs().equals(now)
+            || System.nanoTime() - lastRunNanos >= interval.toNanos();
+    if (!due) {
+      return;
+    }
+    lastRunNanos = System.nanoTime();
     try {
-      runOnce();
+      runOnce(now);
     } catch (RuntimeException e) {
       // The previous pass stays published; the next one tries again.
       LOG.atWarn().setMessage("evidence pass failed").addKeyValue("error", e.toString()).log();

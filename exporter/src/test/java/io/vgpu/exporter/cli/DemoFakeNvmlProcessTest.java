@@ -190,8 +190,14 @@ class DemoFakeNvmlProcessTest {
         .hasSize(4 * api.get("containers").size());
 
     // The status page: SM utilization per container (NVML's, non-zero somewhere) and who shares
-    // each GPU.
+    // each GPU. It judges the background evidence pass, whose NVML snapshot may predate the first
+    // samples: wait for a pass that has them (one every 5 s).
     String page = get(http, base + "/");
+    while (!page.contains("% (NVML)")
+        && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(10)) {
+      Thread.sleep(500);
+      page = get(http, base + "/");
+    }
     assertThat(page).contains("<table id=\"containers\">").contains("Who shares each GPU");
     assertThat(page).containsPattern("<tr class=\"gpu\" data-uuid=\"[^\"]+\"><td rowspan");
     Matcher nvml = Pattern.compile("(\\d+)% \\(NVML\\)").matcher(page);

@@ -50,7 +50,9 @@ class PrometheusScrapeTest {
     Path root = Files.createDirectories(tmp.resolve("containers"));
     try (TestNode node = new TestNode(root);
         ExporterApp app =
-            ExporterApp.builder(HttpServerTest.config(root))
+            ExporterApp.builder(
+                    HttpServerTest.config(root)
+                        .with(io.vgpu.exporter.config.Flags.PROCFS, node.writeProcfs()))
                 .metadata(node.metadata)
                 .regionsOnly()
                 .build()

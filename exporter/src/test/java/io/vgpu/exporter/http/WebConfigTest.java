@@ -166,6 +166,7 @@ class WebConfigTest {
   private ExporterApp start(Path root, TestNode node, Path webConfig, String statusPages) {
     return ExporterApp.builder(
             HttpServerTest.config(root)
+                .with(Flags.PROCFS, node.writeProcfs())
                 .with(Flags.WEB_CONFIG_FILE, webConfig == null ? "" : webConfig.toString())
                 .with(Flags.WEB_STATUS_PAGES, statusPages))
         .metadata(node.metadata)

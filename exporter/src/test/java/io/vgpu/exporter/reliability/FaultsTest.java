@@ -156,6 +156,7 @@ class FaultsTest {
     Await.until(
         Duration.ofSeconds(20),
         () -> !ex.scrape().find("vgpu_container_memory_used_bytes").isEmpty());
+    ex.awaitPass();
     assertHealthyNeighbour(ex.scrape());
   }
 
@@ -174,6 +175,7 @@ class FaultsTest {
     Await.until(
         Duration.ofSeconds(20),
         () -> !ex.scrape().find("vgpu_container_memory_used_bytes").isEmpty());
+    ex.awaitPass();
     assertHealthyNeighbour(ex.scrape());
   }
 

@@ -57,8 +57,7 @@ final class LiveExporter implements AutoCloseable {
     flags.put("kubernetes", "false");
     flags.put("nvml", "false");
     flags.put("attribution.feedback", "false");
-    // Attribution judges the fixture's made-up pids as zombies (not in any pod on this host) and
-    // would drop them from used memory; the region-only path keeps the neighbour's values exact.
+    // The region-only path (start adds a procfs fixture where the neighbour's processes live).
     flags.put("collectors.disabled", "attribution");
     flags.put("discovery.rescan-interval", "200ms");
     // Tests with thousands of directories count on all of them being read (BoundedCostTest checks
@@ -98,6 +97,31 @@ final class LiveExporter implements AutoCloseable {
     flags.put("attribution.feedback", "true"); // the HAMi-replacement mode: writes into regions
     flags.put("path.procfs", proc.toString());
     return flags;
+  }
+
+  /**
+   * The neighbour's two processes (host pids 1101 and 1102, container pids 101 and 102) in {@code
+   * proc}, each mapping the neighbour's region when it is written: the one judgment (which every
+   * surface, {@code /metrics} included, renders) then calls its slots ALIVE, so its values stay
+   * exact. A procfs fixture, never the real {@code /proc}.
+   */
+  static void neighbourProcesses(Path proc, Path root) throws IOException {
+    if (proc.equals(Path.of("/proc"))) {
+      return;
+    }
+    Path region = root.resolve(HEALTHY_UID + "_" + HEALTHY_CTR).resolve("a.cache");
+    for (int pid : new int[] {101, 102}) {
+      Path dir = proc.resolve(Integer.toString(pid + 1000));
+      if (!Files.exists(dir.resolve("status"))) {
+        writePodProcess(proc, pid + 1000, pid, HEALTHY_UID);
+      }
+      if (Files.isRegularFile(region, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        long inode = ((Number) Files.getAttribute(region, "unix:ino")).longValue();
+        Files.writeString(
+            dir.resolve("maps"),
+            "7f0000000000-7f00001ea000 rw-s 00000000 00:2a " + inode + " " + region + "\n");
+      }
+    }
   }
 
   /** {@code stat}, {@code status} and {@code cgroup} of one pod process, as Linux formats them. */
@@ -159,6 +183,10 @@ final class LiveExporter implements AutoCloseable {
         HEALTHY_CTR,
         "a.cache",
         TestRegions.spec(1, 4096, 30, new int[] {101, 102}, 700, 12, true));
+    Path proc = root.resolveSibling(root.getFileName() + "-proc");
+    if (Files.isDirectory(proc)) {
+      neighbourProcesses(proc, root); // written after start: its processes map it now
+    }
   }
 
   static LiveExporter start(Path root, Map<String, String> overrides) {
@@ -178,12 +206,28 @@ final class LiveExporter implements AutoCloseable {
       Path root, Map<String, String> overrides, PodMetadataSource metadata, InstantSource clock) {
     Map<String, String> flags = baseFlags(root);
     flags.putAll(overrides);
+    try {
+      Path proc;
+      if (flags.containsKey("path.procfs")) {
+        proc = Path.of(flags.get("path.procfs"));
+      } else {
+        proc = Files.createDirectories(root.resolveSibling(root.getFileName() + "-proc"));
+        flags.put("path.procfs", proc.toString());
+      }
+      neighbourProcesses(proc, root);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
     ExporterConfig config = ExporterConfig.resolve(flags, Map.of());
     ExporterApp.Builder b = ExporterApp.builder(config).clock(clock);
     if (metadata != null) {
       b.metadata(metadata);
     }
     ExporterApp app = b.build().start();
+    // Discovery's first pass, then an evidence pass over it: the neighbour's slots are judged
+    // (ALIVE) before the first scrape instead of UNKNOWN until the background pass comes round.
+    Await.until(Duration.ofSeconds(20), () -> app.discovery().current().generation() > 0);
+    app.evidence().runOnce();
     return new LiveExporter(root, app);
   }
 
@@ -215,6 +259,8 @@ final class LiveExporter implements AutoCloseable {
     long gen = app.discovery().current().generation();
     app.discovery().requestRescan();
     Await.until(Duration.ofSeconds(20), () -> app.discovery().current().generation() > gen + 1);
+    // And an evidence pass over what it found: the slot liveness a scrape renders.
+    app.evidence().runOnce();
   }
 
   double parseErrors(String reason) throws IOException, InterruptedException {

@@ -108,6 +108,21 @@ public final class TestNode implements AutoCloseable {
                     : ContainerMeta.State.TERMINATED)));
   }
 
+  /**
+   * A procfs fixture next to the cache root where every slot's process lives (host pid = the
+   * recorded one, in its pod, mapping its region), so a running exporter's one judgment calls the
+   * slots ALIVE; returns it (for {@code --path.procfs}).
+   */
+  public Path writeProcfs() {
+    Path proc = root.resolveSibling(root.getFileName() + "-proc");
+    TestProcfs.podProcess(proc, 1010, 10, UID_TRAIN, root.resolve(UID_TRAIN + "_trainer/a.cache"));
+    TestProcfs.podProcess(proc, 1011, 11, UID_TRAIN, root.resolve(UID_TRAIN + "_trainer/a.cache"));
+    TestProcfs.podProcess(proc, 1020, 20, UID_SERVE, root.resolve(UID_SERVE + "_server/b.cache"));
+    TestProcfs.podProcess(proc, 1030, 30, UID_DONE, root.resolve(UID_DONE + "_job/c.cache"));
+    TestProcfs.podProcess(proc, 1040, 40, UID_GONE, root.resolve(UID_GONE + "_main/d.cache"));
+    return proc;
+  }
+
   /** A provider over the same files with another metadata source. */
   public NodeStateProvider statesWith(PodMetadataSource source) {
     return new NodeStateProvider(
