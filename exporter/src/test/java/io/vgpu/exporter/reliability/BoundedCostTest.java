@@ -33,9 +33,10 @@ class BoundedCostTest {
   /**
    * 20 pod processes with 3.6 MB maps each (a procfs tree under --path.procfs) and 32 clients
    * asking for / at once: the model is computed at most once per --web.status-max-age and shared
-   * (every page shows the same model time), the requests beyond the handlers' bound get 503 at
-   * once, and /healthz and /metrics answer meanwhile. Before, each request scanned procfs on its
-   * own (read from the real /proc whatever --path.procfs said), without bound.
+   * (every page shows the same model time), a request beyond the handlers' bound gets 503 at once,
+   * and /healthz and /metrics answer meanwhile. The procfs itself is read by the background
+   * evidence pass, never by a view. Before, each request scanned procfs on its own (read from the
+   * real /proc whatever --path.procfs said), without bound.
    */
   @Test
   void statusPage_thirtyTwoViewersOfAHeavyProcfs_oneSharedModelExcessRefusedProbesAnswer()
@@ -93,10 +94,11 @@ class BoundedCostTest {
         assertThat(metrics.statusCode()).isEqualTo(200);
         LiveExporter.assertHealthyNeighbour(io.vgpu.exporter.testing.Samples.parse(metrics.body()));
         assertThat(pages).hasSize(clients);
+        // The views judge the background evidence pass instead of scanning procfs themselves, so
+        // they are quick and need not refuse anyone; any they refuse answer 503 at once.
         assertThat(pages)
             .allSatisfy(p -> assertThat(p.statusCode()).isIn(200, 503))
-            .anySatisfy(p -> assertThat(p.statusCode()).isEqualTo(200))
-            .anySatisfy(p -> assertThat(p.statusCode()).isEqualTo(503));
+            .anySatisfy(p -> assertThat(p.statusCode()).isEqualTo(200));
         assertThat(
                 pages.stream()
                     .filter(p -> p.statusCode() == 200)

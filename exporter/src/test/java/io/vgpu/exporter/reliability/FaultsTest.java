@@ -151,6 +151,7 @@ class FaultsTest {
 
     Files.createDirectories(root);
     LiveExporter.writeHealthy(root);
+    ex.neighbourWritten();
     // No inotify watch can exist on a missing root: the periodic rescan (200 ms here) finds it.
     Await.until(Duration.ofSeconds(20), () -> ex.get("/readyz").statusCode() == 200);
     Await.until(

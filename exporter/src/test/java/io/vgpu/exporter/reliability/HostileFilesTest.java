@@ -355,9 +355,15 @@ class HostileFilesTest {
     RegionWriter.create(evilDir().resolve("a.cache"), b.build());
     startAndWatch();
     Samples s = assertContained(null);
+    // Judged inside the tenant's own pod: the neighbour's live processes never vouch for them, so
+    // both slots are GONE and their memory leaves "used".
+    assertThat(s.value("vgpu_container_processes", "pod_uid", EVIL_UID, "state", "gone"))
+        .isEqualTo(2);
+    assertThat(s.value("vgpu_container_processes", "pod_uid", EVIL_UID, "state", "running"))
+        .isZero();
     assertThat(
             s.value("vgpu_container_memory_used_bytes", "pod_uid", EVIL_UID, "device_index", "0"))
-        .isEqualTo(10.0 * TestRegions.MIB);
+        .isZero();
   }
 
   /**

@@ -231,6 +231,9 @@ class LeastPrivilegeTest {
             TestRegions.spec(1, 1024, 0, new int[] {9}, 10, 0, false));
     Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
     var before = Snapshots.tree(root);
+    // The neighbour's processes (readable by the unprivileged user), so its slots are ALIVE.
+    Path proc = Files.createDirectories(root.resolveSibling("proc"));
+    LiveExporter.neighbourProcesses(proc, root);
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
@@ -252,6 +255,7 @@ class LeastPrivilegeTest {
                 "io.vgpu.exporter.Main",
                 "serve",
                 "--path.cache-root=" + root,
+                "--path.procfs=" + proc,
                 "--node-name=rel-node",
                 "--kubernetes=false",
                 "--nvml=false",
@@ -271,7 +275,17 @@ class LeastPrivilegeTest {
               http.send(
                   HttpRequest.newBuilder(metrics).build(), HttpResponse.BodyHandlers.ofString());
           body[0] = r.body();
-          return r.statusCode() == 200 && r.body().contains(LiveExporter.HEALTHY_UID);
+          // Listed, and its slots judged by an evidence pass (UNKNOWN until one covers them).
+          return r.statusCode() == 200
+              && Samples.parse(r.body())
+                  .find(
+                      "vgpu_container_processes",
+                      "pod_uid",
+                      LiveExporter.HEALTHY_UID,
+                      "state",
+                      "running")
+                  .stream()
+                  .anyMatch(x -> x.value() == 2);
         });
     Samples s = Samples.parse(body[0]);
     assertHealthyNeighbour(s);

@@ -44,9 +44,24 @@ final class LiveExporter implements AutoCloseable {
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  private LiveExporter(Path root, ExporterApp app) {
+  /** The procfs fixture this instance made (outside the test's tree); null when given one. */
+  private final Path ownProc;
+
+  private final Path proc;
+
+  private LiveExporter(Path root, ExporterApp app, Path proc, Path ownProc) {
     this.root = root;
     this.app = app;
+    this.proc = proc;
+    this.ownProc = ownProc;
+  }
+
+  /**
+   * The neighbour's region was written after start: its processes map it now (and an evidence pass
+   * judges them).
+   */
+  void neighbourWritten() throws IOException {
+    neighbourProcesses(proc, root);
   }
 
   /** Flags a test starts from: no Kubernetes, no NVML, fast rescans, read-only (no feedback). */
@@ -183,10 +198,6 @@ final class LiveExporter implements AutoCloseable {
         HEALTHY_CTR,
         "a.cache",
         TestRegions.spec(1, 4096, 30, new int[] {101, 102}, 700, 12, true));
-    Path proc = root.resolveSibling(root.getFileName() + "-proc");
-    if (Files.isDirectory(proc)) {
-      neighbourProcesses(proc, root); // written after start: its processes map it now
-    }
   }
 
   static LiveExporter start(Path root, Map<String, String> overrides) {
@@ -206,12 +217,15 @@ final class LiveExporter implements AutoCloseable {
       Path root, Map<String, String> overrides, PodMetadataSource metadata, InstantSource clock) {
     Map<String, String> flags = baseFlags(root);
     flags.putAll(overrides);
+    Path proc;
+    Path ownProc = null;
     try {
-      Path proc;
       if (flags.containsKey("path.procfs")) {
         proc = Path.of(flags.get("path.procfs"));
       } else {
-        proc = Files.createDirectories(root.resolveSibling(root.getFileName() + "-proc"));
+        // Outside the test's directory: tests snapshot that tree to prove nothing was written.
+        ownProc = Files.createTempDirectory("live-exporter-proc-");
+        proc = ownProc;
         flags.put("path.procfs", proc.toString());
       }
       neighbourProcesses(proc, root);
@@ -228,7 +242,7 @@ final class LiveExporter implements AutoCloseable {
     // (ALIVE) before the first scrape instead of UNKNOWN until the background pass comes round.
     Await.until(Duration.ofSeconds(20), () -> app.discovery().current().generation() > 0);
     app.evidence().runOnce();
-    return new LiveExporter(root, app);
+    return new LiveExporter(root, app, proc, ownProc);
   }
 
   /** The attribution service; fails when the attribution collector is disabled. */
@@ -320,5 +334,12 @@ final class LiveExporter implements AutoCloseable {
   public void close() {
     app.close();
     http.close();
+    if (ownProc != null) {
+      try (var walk = Files.walk(ownProc)) {
+        walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      } catch (IOException e) {
+        // a temp directory left behind
+      }
+    }
   }
 }
