@@ -50,7 +50,13 @@ class HttpServerTest {
   @BeforeAll
   static void start() throws IOException {
     node = new TestNode(root);
-    app = ExporterApp.builder(config(root)).metadata(node.metadata).regionsOnly().build().start();
+    // The slots' processes live in a procfs fixture: the one judgment calls them ALIVE.
+    app =
+        ExporterApp.builder(config(root).with(Flags.PROCFS, node.writeProcfs()))
+            .metadata(node.metadata)
+            .regionsOnly()
+            .build()
+            .start();
     Await.until(Duration.ofSeconds(10), () -> app.discovery().current().generation() > 0);
   }
 
