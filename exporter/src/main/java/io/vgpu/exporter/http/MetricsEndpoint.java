@@ -136,8 +136,9 @@ final class MetricsEndpoint {
       waiting.decrementAndGet();
       page.cancel(false); // the cache releases the page when it comes
       ctx.status(503)
+          .header("Retry-After", "1")
           .contentType("text/plain")
-          .result("too many scrapes waiting for the exposition; retry\n");
+          .result("busy: " + maxWaiting + " scrapes are waiting for the exposition already\n");
       stats.recordScrape(System.nanoTime() - start);
       return;
     }

@@ -11,6 +11,9 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.vgpu.exporter.exposition.ExpositionCacheProbe;
 import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.metrics.CollectorStats;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
@@ -21,11 +24,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.zip.GZIPInputStream;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -107,13 +113,30 @@ class WaitingScrapesTest {
   }
 
   CompletableFuture<HttpResponse<byte[]>> scrape() {
+    return scrape("gzip");
+  }
+
+  CompletableFuture<HttpResponse<byte[]>> scrape(String encoding) {
     HttpRequest request =
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
             .header("Accept", PROMETHEUS_ACCEPT)
-            .header("Accept-Encoding", "gzip")
+            .header("Accept-Encoding", encoding)
             .timeout(Duration.ofSeconds(30))
             .build();
     return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  /** The response's headers but the date, which differs second to second. */
+  static Map<String, List<String>> headers(HttpResponse<?> r) {
+    Map<String, List<String>> h = new TreeMap<>(r.headers().map());
+    h.remove("date");
+    return h;
+  }
+
+  static byte[] gunzip(byte[] gz) throws IOException {
+    try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(gz))) {
+      return in.readAllBytes();
+    }
   }
 
   static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
@@ -126,32 +149,40 @@ class WaitingScrapesTest {
 
   /**
    * Four times as many concurrent scrapes as the pool has threads all get the page of the one
-   * render in flight. With a thread held per waiting scrape, only ~12 could wait on it; the rest
-   * queued in the server and needed further renders.
+   * render in flight, answered as the scrape that rendered was (headers, gzip or identity bytes).
+   * With a thread held per waiting scrape, only ~12 could wait on it; the rest queued in the server
+   * and needed further renders.
    */
   @Test
   void manyConcurrentScrapes_shareOneRender_onABoundedPool() throws Exception {
     MetricsEndpoint metrics = serve(MetricsEndpoint.MAX_WAITING_SCRAPES);
     int scrapers = 4 * HttpServer.MAX_THREADS;
-    List<CompletableFuture<HttpResponse<byte[]>>> responses = new ArrayList<>();
-    for (int i = 0; i < scrapers; i++) {
-      responses.add(scrape());
-    }
+    CompletableFuture<HttpResponse<byte[]>> rendering = scrape();
     assertThat(collecting.await(20, TimeUnit.SECONDS)).isTrue();
-    // The first scrape renders (on its thread); every other one must be waiting on that render.
+    String[] encodings = {"gzip", "identity", "gzip, deflate, br"};
+    List<CompletableFuture<HttpResponse<byte[]>>> waiting = new ArrayList<>();
+    for (int i = 1; i < scrapers; i++) {
+      waiting.add(scrape(encodings[i % encodings.length]));
+    }
     awaitTrue(() -> metrics.waitingScrapes() == scrapers - 1, "all but one scrape waiting");
     finishCollecting.countDown();
-    byte[] first = null;
-    for (CompletableFuture<HttpResponse<byte[]>> f : responses) {
-      HttpResponse<byte[]> r = f.get(30, TimeUnit.SECONDS);
+    HttpResponse<byte[]> rendered = rendering.get(30, TimeUnit.SECONDS);
+    assertThat(rendered.statusCode()).isEqualTo(200);
+    assertThat(rendered.headers().firstValue("Content-Encoding")).hasValue("gzip");
+    byte[] page = gunzip(rendered.body());
+    for (int i = 1; i < scrapers; i++) {
+      HttpResponse<byte[]> r = waiting.get(i - 1).get(30, TimeUnit.SECONDS);
+      boolean gzip = !encodings[i % encodings.length].equals("identity");
       assertThat(r.statusCode()).isEqualTo(200);
-      assertThat(r.headers().firstValue("Content-Encoding")).hasValue("gzip");
-      assertThat(r.headers().firstValue("Content-Length"))
-          .hasValue(Integer.toString(r.body().length));
-      if (first == null) {
-        first = r.body();
+      Map<String, List<String>> expected = headers(rendered);
+      if (!gzip) {
+        expected.remove("content-encoding");
+        expected.put("content-length", List.of(Integer.toString(page.length)));
       }
-      assertThat(r.body()).isEqualTo(first);
+      assertThat(headers(r))
+          .as("headers for Accept-Encoding: %s", encodings[i % encodings.length])
+          .isEqualTo(expected);
+      assertThat(r.body()).isEqualTo(gzip ? rendered.body() : page);
     }
     assertThat(collections).as("one render for all of them").hasValue(1);
     assertThat(metrics.waitingScrapes()).isZero();
@@ -169,7 +200,9 @@ class WaitingScrapesTest {
     awaitTrue(() -> metrics.waitingScrapes() == 2, "two scrapes waiting");
     HttpResponse<byte[]> refused = scrape().get(20, TimeUnit.SECONDS);
     assertThat(refused.statusCode()).isEqualTo(503);
-    assertThat(new String(refused.body(), StandardCharsets.UTF_8)).contains("too many scrapes");
+    assertThat(refused.headers().firstValue("Retry-After")).hasValue("1");
+    assertThat(new String(refused.body(), StandardCharsets.UTF_8))
+        .isEqualTo("busy: 2 scrapes are waiting for the exposition already\n");
     assertThat(rendering).as("answered while the render is still in flight").isNotDone();
     finishCollecting.countDown();
     for (var f : List.of(rendering, waiter1, waiter2)) {
