@@ -48,6 +48,7 @@ class WaitingScrapesTest {
   final AtomicInteger collections = new AtomicInteger();
   final CountDownLatch collecting = new CountDownLatch(1);
   final CountDownLatch finishCollecting = new CountDownLatch(1);
+  volatile boolean firstCollectionFails;
   final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   Javalin server;
 
@@ -65,6 +66,9 @@ class WaitingScrapesTest {
                 finishCollecting.await(30, TimeUnit.SECONDS);
               } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+              }
+              if (firstCollectionFails) {
+                throw new IllegalStateException("collection failed");
               }
             }
             return GaugeSnapshot.builder()
@@ -252,5 +256,28 @@ class WaitingScrapesTest {
     }
     assertThat(ExpositionCacheProbe.livePages(metrics.cache())).isEqualTo(1);
     assertThat(collections).hasValue(4);
+  }
+
+  /**
+   * A collection that fails reaches every scrape that waited for it as the one that rendered (500,
+   * as any handler failure), and the next scrape renders again.
+   */
+  @Test
+  void aFailedRender_failsItsWaiters_andTheNextScrapeRendersAgain() throws Exception {
+    firstCollectionFails = true;
+    MetricsEndpoint metrics = serve(MetricsEndpoint.MAX_WAITING_SCRAPES);
+    CompletableFuture<HttpResponse<byte[]>> rendering = scrape();
+    assertThat(collecting.await(20, TimeUnit.SECONDS)).isTrue();
+    CompletableFuture<HttpResponse<byte[]>> waiter = scrape("identity");
+    awaitTrue(() -> metrics.waitingScrapes() == 1, "one scrape waiting");
+    finishCollecting.countDown();
+    assertThat(rendering.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(500);
+    assertThat(waiter.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(500);
+    assertThat(metrics.waitingScrapes()).isZero();
+    HttpResponse<byte[]> next = scrape().get(30, TimeUnit.SECONDS);
+    assertThat(next.statusCode()).isEqualTo(200);
+    assertThat(new String(gunzip(next.body()), StandardCharsets.UTF_8))
+        .contains("slow_collections 2.0");
+    assertThat(ExpositionCacheProbe.livePages(metrics.cache())).isEqualTo(1);
   }
 }
