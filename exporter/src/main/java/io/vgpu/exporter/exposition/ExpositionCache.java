@@ -97,61 +97,93 @@ public final class ExpositionCache {
   /**
    * A page in {@code format}: a {@link Rendition} the caller must {@link Rendition#release release}
    * once sent, or a {@link Exposition.Fallback} to encode with client_java. A failed collection is
-   * thrown to every scrape that waited for it; the next call tries again.
+   * thrown to every scrape that waited for it; the next call tries again. Blocks while a render is
+   * in flight; {@link #acquireAsync} is the same without blocking.
    */
   public Exposition acquire(ExpositionFormat format) {
-    while (true) {
-      CompletableFuture<Exposition> pending;
-      boolean mine = false;
-      synchronized (lock) {
-        long now = nanoTime.getAsLong();
-        trimIdle(now);
-        Slot slot = slots.get(format);
-        if (slot.streaming) {
-          return new Exposition.Stream(format);
-        }
-        Rendition cur = slot.current;
-        if (cur != null && now - cur.renderedAtNanos() <= maxAgeNanos && cur.addReader()) {
-          return cur;
-        }
+    try {
+      return acquireAsync(format).join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * {@link #acquire} without holding the calling thread while another scrape's render is in flight:
+   * the future completes, on the thread that rendered, with the page already claimed for the caller
+   * (a {@link Rendition} to release once sent) or with the collection's failure. A scrape that
+   * finds a fresh page, or no render in flight, gets a completed future (it rendered on the calling
+   * thread). A caller that gives up cancels the future; a page that arrives after that is released
+   * here, so a scrape that went away never holds a page.
+   */
+  public CompletableFuture<Exposition> acquireAsync(ExpositionFormat format) {
+    CompletableFuture<Exposition> claimed = new CompletableFuture<>();
+    acquireInto(format, claimed);
+    return claimed;
+  }
+
+  private void acquireInto(ExpositionFormat format, CompletableFuture<Exposition> claimed) {
+    CompletableFuture<Exposition> pending;
+    Exposition ready = null;
+    boolean mine = false;
+    synchronized (lock) {
+      long now = nanoTime.getAsLong();
+      trimIdle(now);
+      Slot slot = slots.get(format);
+      Rendition cur = slot.current;
+      if (slot.streaming) {
+        ready = new Exposition.Stream(format);
+      } else if (cur != null && now - cur.renderedAtNanos() <= maxAgeNanos && cur.addReader()) {
+        ready = cur;
+      } else if (cur != null
+          && slot.inFlight == null
+          && slot.live >= MAX_LIVE_PAGES
+          && cur.addReader()) {
         // Slow readers still hold older pages: share the newest instead of rendering into yet
         // another buffer, so a crowd of slow scrapers cannot multiply the page in memory.
-        if (cur != null
-            && slot.inFlight == null
-            && slot.live >= MAX_LIVE_PAGES
-            && cur.addReader()) {
-          return cur;
-        }
-        if (slot.inFlight == null) {
-          slot.inFlight = new CompletableFuture<>();
-          mine = true;
-        }
-        pending = slot.inFlight;
+        ready = cur;
+      } else if (slot.inFlight == null) {
+        slot.inFlight = new CompletableFuture<>();
+        mine = true;
       }
-      if (mine) {
-        render(format, pending);
-      }
-      Exposition result;
-      try {
-        result = pending.join();
-      } catch (CompletionException e) {
-        if (e.getCause() instanceof RuntimeException re) {
-          throw re;
-        }
-        if (e.getCause() instanceof Error err) {
-          throw err;
-        }
-        throw e;
-      }
-      if (!(result instanceof Rendition r)) {
-        return result;
-      }
-      synchronized (lock) {
-        if (r.addReader()) {
-          return r;
-        }
-      }
-      // A newer render retired this one and reused its array before we could read it: go again.
+      pending = slot.inFlight;
+    }
+    if (ready != null) {
+      hand(claimed, ready);
+      return;
+    }
+    if (mine) {
+      render(format, pending);
+    }
+    pending.whenComplete(
+        (result, failure) -> {
+          if (failure != null) {
+            claimed.completeExceptionally(failure);
+          } else if (result instanceof Rendition r && !claim(r)) {
+            // A newer render retired this one and reused its array before we could read it.
+            acquireInto(format, claimed);
+          } else {
+            hand(claimed, result);
+          }
+        });
+  }
+
+  private boolean claim(Rendition r) {
+    synchronized (lock) {
+      return r.addReader();
+    }
+  }
+
+  /** Gives a claimed page to its scrape, or back to the cache when the scrape gave up. */
+  private static void hand(CompletableFuture<Exposition> claimed, Exposition page) {
+    if (!claimed.complete(page) && page instanceof Rendition r) {
+      r.release();
     }
   }
 
@@ -313,6 +345,20 @@ public final class ExpositionCache {
       for (Slot slot : slots.values()) {
         n += (slot.current != null ? slot.current.gzipped().length : 0);
         n += (slot.spareGzip != null ? slot.spareGzip.length : 0);
+      }
+      return n;
+    }
+  }
+
+  /**
+   * Pages not yet given back: current ones and older ones a scrape still reads (tests: a scrape
+   * that went away while waiting left no reader behind).
+   */
+  int livePages() {
+    synchronized (lock) {
+      int n = 0;
+      for (Slot slot : slots.values()) {
+        n += slot.live;
       }
       return n;
     }

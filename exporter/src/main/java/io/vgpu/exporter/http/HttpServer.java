@@ -62,10 +62,10 @@ public final class HttpServer implements AutoCloseable {
   /**
    * Server threads. Every handler only reads in-memory state except the status views, which are
    * bounded separately ({@link StatusViews#MAX_CONCURRENT}), so a few threads serve many scrapers:
-   * concurrent /metrics scrapes share one render and then only copy bytes out. Each thread costs a
-   * stack (a few hundred KB touched), which is what the footprint goal (README: Footprint) bounds.
-   * Not fewer: with 8, fewer of 50 concurrent scrapers wait on the same render, so more renders run
-   * and the exporter spent 2.4 times the CPU per request for no memory it could measure.
+   * concurrent /metrics scrapes share one render and then only copy bytes out, and a scrape waiting
+   * for a render in flight holds no thread ({@link MetricsEndpoint}), so the pool does not limit
+   * how many scrapes share one render. Each thread costs a stack (a few hundred KB touched), which
+   * is what the footprint goal (README: Footprint) bounds.
    */
   static final int MAX_THREADS = 16;
 

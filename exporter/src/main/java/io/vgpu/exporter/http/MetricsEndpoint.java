@@ -13,11 +13,19 @@ import io.vgpu.exporter.exposition.ExpositionFormat;
 import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.exposition.Rendition;
 import io.vgpu.exporter.metrics.CollectorStats;
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.time.Duration;
 import java.util.Enumeration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@code /metrics}. Content negotiation is client_java's ({@link ExpositionFormats#findWriter}):
@@ -50,6 +58,13 @@ final class MetricsEndpoint {
     return (int) Math.clamp(Math.min(byHeap, cpus), 1, MAX_CONCURRENT_FALLBACK_SCRAPES);
   }
 
+  /**
+   * Scrapes waiting for a render in flight, past which a scrape is answered 503 at once. A waiting
+   * scrape holds no server thread, only its connection and request (a few KB); the bound keeps a
+   * render that hangs (a stuck driver call) from piling up requests without end.
+   */
+  static final int MAX_WAITING_SCRAPES = 1_000;
+
   private final Semaphore fallbackPermits =
       new Semaphore(
           fallbackPermits(
@@ -59,6 +74,8 @@ final class MetricsEndpoint {
   private final ExpositionFormats formats = ExpositionFormats.init();
   private final ExpositionCache cache;
   private final CollectorStats stats;
+  private final int maxWaiting;
+  private final AtomicInteger waiting = new AtomicInteger();
 
   /** Renders what the registry's collectors give (client_java snapshots, tests). */
   MetricsEndpoint(PrometheusRegistry registry, Duration maxAge, CollectorStats stats) {
@@ -71,34 +88,166 @@ final class MetricsEndpoint {
    */
   MetricsEndpoint(
       PrometheusRegistry registry, FamilySource page, Duration maxAge, CollectorStats stats) {
+    this(registry, page, maxAge, stats, MAX_WAITING_SCRAPES);
+  }
+
+  /** As above, with another bound on waiting scrapes (tests). */
+  MetricsEndpoint(
+      PrometheusRegistry registry,
+      FamilySource page,
+      Duration maxAge,
+      CollectorStats stats,
+      int maxWaiting) {
     this.clientJava = new PrometheusScrapeHandler(registry);
     this.cache = new ExpositionCache(page, maxAge, System::nanoTime);
     this.stats = stats;
+    this.maxWaiting = maxWaiting;
   }
 
+  /**
+   * A scrape that finds a fresh page, or no render in flight, is answered on its server thread (the
+   * render runs there). One that arrives while another scrape's render is in flight waits for that
+   * render without holding a thread (the request is suspended, servlet async), and is answered on a
+   * server thread once the page is there: any number of concurrent scrapes share one render, where
+   * a waiting thread each would let only as many as the pool has threads join it, and queue the
+   * rest for the next render, and the next.
+   */
   void handle(Context ctx) throws Exception {
     long start = System.nanoTime();
-    try {
-      ExpositionFormat format = cacheableFormat(ctx);
-      if (format == null) {
+    ExpositionFormat format = cacheableFormat(ctx);
+    if (format == null) {
+      try {
         delegate(ctx);
-        return;
+      } finally {
+        stats.recordScrape(System.nanoTime() - start);
       }
-      Exposition page = cache.acquire(format);
-      switch (page) {
-        case Rendition r -> {
-          try {
-            send(ctx, r);
-          } finally {
-            r.release();
-          }
-        }
-        case Exposition.Stream s -> stream(ctx, s.format());
-        case Exposition.Fallback f -> delegate(ctx);
-      }
-    } finally {
-      stats.recordScrape(System.nanoTime() - start);
+      return;
     }
+    CompletableFuture<Exposition> page = cache.acquireAsync(format);
+    if (page.isDone()) {
+      try {
+        answer(ctx, claimedNow(page));
+      } finally {
+        stats.recordScrape(System.nanoTime() - start);
+      }
+      return;
+    }
+    if (waiting.incrementAndGet() > maxWaiting) {
+      waiting.decrementAndGet();
+      page.cancel(false); // the cache releases the page when it comes
+      ctx.status(503)
+          .header("Retry-After", "1")
+          .contentType("text/plain")
+          .result("busy: " + maxWaiting + " scrapes are waiting for the exposition already\n");
+      stats.recordScrape(System.nanoTime() - start);
+      return;
+    }
+    ctx.future(() -> answerWhenRendered(ctx, page, start));
+  }
+
+  /** Called once Javalin suspended the request: answers on a server thread when the page comes. */
+  private CompletableFuture<Void> answerWhenRendered(
+      Context ctx, CompletableFuture<Exposition> page, long start) {
+    AsyncContext suspended = ctx.req().getAsyncContext();
+    Executor serverThread =
+        task -> {
+          try {
+            suspended.start(task); // the server's pool
+          } catch (RuntimeException stopping) {
+            task.run(); // the page must still be released and the request completed
+          }
+        };
+    // The server ends a suspended request whose connection failed or timed out: then the page is
+    // only given back, never written to a response that is no longer this scrape's.
+    AtomicBoolean ended = new AtomicBoolean();
+    suspended.addListener(new EndedListener(ended));
+    CompletableFuture<Void> answered = new CompletableFuture<>();
+    page.whenCompleteAsync(
+        (exposition, failure) -> {
+          waiting.decrementAndGet();
+          try {
+            if (failure != null) {
+              answered.completeExceptionally(failure);
+              return;
+            }
+            if (ended.get()) {
+              if (exposition instanceof Rendition r) {
+                r.release();
+              }
+              answered.complete(null);
+              return;
+            }
+            answer(ctx, exposition);
+            answered.complete(null);
+          } catch (Throwable t) { // a client that went away mid-send: Javalin ends the request
+            answered.completeExceptionally(t);
+          } finally {
+            stats.recordScrape(System.nanoTime() - start);
+          }
+        },
+        serverThread);
+    return answered;
+  }
+
+  /** Marks a suspended request that the server ended (error, timeout) before it was answered. */
+  private record EndedListener(AtomicBoolean ended) implements AsyncListener {
+    @Override
+    public void onComplete(AsyncEvent event) {
+      ended.set(true);
+    }
+
+    @Override
+    public void onTimeout(AsyncEvent event) {
+      ended.set(true);
+    }
+
+    @Override
+    public void onError(AsyncEvent event) {
+      ended.set(true);
+    }
+
+    @Override
+    public void onStartAsync(AsyncEvent event) {}
+  }
+
+  /** The page of a completed acquisition, or its failure as {@link ExpositionCache#acquire}. */
+  private static Exposition claimedNow(CompletableFuture<Exposition> page) {
+    try {
+      return page.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw e;
+    }
+  }
+
+  /** Sends a claimed page (and releases it), streams it, or hands the scrape to client_java. */
+  private void answer(Context ctx, Exposition page) throws IOException, InterruptedException {
+    switch (page) {
+      case Rendition r -> {
+        try {
+          send(ctx, r);
+        } finally {
+          r.release();
+        }
+      }
+      case Exposition.Stream s -> stream(ctx, s.format());
+      case Exposition.Fallback f -> delegate(ctx);
+    }
+  }
+
+  /** Scrapes waiting for a render now (tests). */
+  int waitingScrapes() {
+    return waiting.get();
+  }
+
+  /** The page cache (tests). */
+  ExpositionCache cache() {
+    return cache;
   }
 
   /** The format to serve from the cache, or null when client_java's handler must answer. */

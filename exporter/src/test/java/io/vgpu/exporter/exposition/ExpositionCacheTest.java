@@ -446,4 +446,56 @@ class ExpositionCacheTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("maxAge");
   }
+
+  /**
+   * A scrape that arrives while another renders is not blocked: it gets a future that the rendering
+   * thread completes with the same page, claimed for it. One that gives up before the page comes
+   * holds no reader: the page goes back to the cache when its last real reader is done.
+   */
+  @Test
+  void acquireAsync_waitsWithoutBlocking_andAWaiterThatGaveUpHoldsNoPage() throws Exception {
+    CountDownLatch collecting = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    ExpositionCache c =
+        cacheOf(
+            () -> {
+              int n = collects.incrementAndGet();
+              if (n == 1) {
+                collecting.countDown();
+                try {
+                  finish.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              }
+              return page(n);
+            },
+            Duration.ZERO,
+            now::get);
+    ExecutorService renderer = Executors.newSingleThreadExecutor();
+    try {
+      Future<Exposition> rendering = renderer.submit(() -> c.acquire(ExpositionFormat.OPENMETRICS));
+      assertThat(collecting.await(30, TimeUnit.SECONDS)).isTrue();
+      java.util.concurrent.CompletableFuture<Exposition> waiter =
+          c.acquireAsync(ExpositionFormat.OPENMETRICS);
+      java.util.concurrent.CompletableFuture<Exposition> quitter =
+          c.acquireAsync(ExpositionFormat.OPENMETRICS);
+      assertThat(waiter).as("returned while the render is in flight").isNotDone();
+      assertThat(quitter.cancel(false)).isTrue();
+      finish.countDown();
+      Rendition first = (Rendition) rendering.get(30, TimeUnit.SECONDS);
+      Rendition shared = (Rendition) waiter.get(30, TimeUnit.SECONDS);
+      assertThat(shared).isSameAs(first);
+      assertThat(collects).hasValue(1);
+      first.release();
+      shared.release();
+    } finally {
+      renderer.shutdownNow();
+    }
+    // The next render retires the first page: given back at once unless a reader still holds it.
+    now.addAndGet(1);
+    acquire(c, ExpositionFormat.OPENMETRICS).release();
+    assertThat(collects).hasValue(2);
+    assertThat(c.livePages()).as("only the current page is alive").isEqualTo(1);
+  }
 }
