@@ -65,8 +65,9 @@ public final class Flags {
           "How often the background evidence pass (the regions and the pod processes' procfs"
               + " entries) runs: /, /api/v1/containers and the slot liveness in /metrics render"
               + " its one judgment; the status model is computed at most once per this interval"
-              + " and shared.",
-          "5s",
+              + " and shared. A pass reads every pod process's maps (up to 64 MiB), so it is not"
+              + " run more often than liveness needs.",
+          "15s",
           List.of(),
           Parsers::duration,
           "DURATION");
