@@ -2,6 +2,7 @@ package io.vgpu.exporter.bench;
 
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.testing.TestNode;
+import io.vgpu.exporter.testing.TestProcfs;
 import io.vgpu.exporter.testing.TestRegions;
 import io.vgpu.regioncodec.RegionSpec;
 import io.vgpu.regioncodec.RegionWriter;
@@ -21,9 +22,36 @@ import java.util.UUID;
  * java -cp exporter/target/test-classes:exporter/target/classes:$CP \
  *   io.vgpu.exporter.bench.BenchNode DIR [CONTAINERS [DEVICES [PROCESSES [sparse]]]]   (100 8 4)
  * </pre>
+ *
+ * With {@code -Dbench.procfs=PROC} it also writes a procfs fixture there: every slot's process
+ * (host pid 10 000 + its index, pid 100 + p in its container) in its pod's cgroup, mapping its
+ * container's region, so the exporter served with {@code --path.procfs=PROC} judges every slot
+ * ALIVE and its evidence pass reads one {@code maps} per process, as on a real node.
  */
 public final class BenchNode {
   private BenchNode() {}
+
+  /**
+   * What else a CUDA process maps ({@code -Dbench.maps-bytes}, default 100 KB: a PyTorch process
+   * maps ~1 000-3 000 lines of libraries and anonymous memory), so the evidence pass reads as much
+   * as on a real node.
+   */
+  private static final String MAPS_FILLER =
+      mapsFiller(Integer.getInteger("bench.maps-bytes", 100_000));
+
+  private static String mapsFiller(int bytes) {
+    StringBuilder b = new StringBuilder(bytes + 128);
+    for (long line = 0; b.length() < bytes; line++) {
+      b.append(
+          "%012x-%012x r-xp 00000000 08:01 %d                 /usr/lib/x86_64-linux-gnu/libtorch_part%d.so%n"
+              .formatted(
+                  0x7f4000000000L + line * 0x1000,
+                  0x7f4000001000L + line * 0x1000,
+                  5000 + line,
+                  line));
+    }
+    return b.toString();
+  }
 
   /** Writes the regions under {@code root} and returns the pods that own them. */
   public static List<PodMeta> write(Path root, int containers, int devices, int processes)
@@ -52,6 +80,18 @@ public final class BenchNode {
         TestRegions.writeSparse(dir.resolve("r.cache"), RegionWriter.encode(spec));
       } else {
         TestRegions.write(root, uid, "main", "r.cache", spec);
+      }
+      String procfs = System.getProperty("bench.procfs");
+      if (procfs != null) {
+        Path region = root.resolve(uid + "_main").resolve("r.cache");
+        for (int p = 0; p < processes; p++) {
+          int hostPid = 10_000 + i * processes + p;
+          TestProcfs.podProcess(Path.of(procfs), hostPid, pids[p], uid, region);
+          Files.writeString(
+              Path.of(procfs, Integer.toString(hostPid), "maps"),
+              MAPS_FILLER,
+              java.nio.file.StandardOpenOption.APPEND);
+        }
       }
       pods.add(TestNode.pod(uid, "ns" + (i % 10), "pod-" + i, "Running", "main"));
     }

@@ -59,6 +59,46 @@ class OpsParserProperties {
     }
   }
 
+  /**
+   * Only lines that name libvgpu, libcuda, libnvidia-ml or a .cache file are split into fields (a
+   * pass reads thousands of lines per CUDA process); the result is what splitting every line gives.
+   */
+  @Property(tries = 500)
+  void readMaps_anyText_sameAsSplittingEveryLine(@ForAll("mapsText") String text)
+      throws IOException {
+    Path f = Files.createTempFile("maps", ".txt");
+    try {
+      Files.writeString(f, text, StandardCharsets.UTF_8);
+      EvidenceCollector.Maps m = EvidenceCollector.readMaps(f);
+      java.util.TreeSet<String> vgpu = new java.util.TreeSet<>();
+      java.util.Set<Long> inodes = new java.util.HashSet<>();
+      boolean gpu = false;
+      for (String line : Files.readString(f).split("\n", -1)) {
+        String[] fields = line.trim().split("\\s+", 6);
+        if (fields.length < 6) {
+          continue;
+        }
+        String name = fields[5].substring(fields[5].lastIndexOf('/') + 1);
+        if (name.contains("libvgpu")) {
+          vgpu.add(fields[5] + " (" + fields[3] + ":" + fields[4] + ")");
+        } else if (name.startsWith("libcuda.so") || name.startsWith("libnvidia-ml.so")) {
+          gpu = true;
+        } else if (name.endsWith(".cache")) {
+          try {
+            inodes.add(Long.parseLong(fields[4]));
+          } catch (NumberFormatException e) {
+            // skipped, as the collector skips it
+          }
+        }
+      }
+      assertThat(m.vgpu()).containsExactlyElementsOf(vgpu);
+      assertThat(m.cacheInodes()).isEqualTo(inodes);
+      assertThat(m.gpu()).isEqualTo(gpu);
+    } finally {
+      Files.delete(f);
+    }
+  }
+
   @Provide
   Arbitrary<String> mapsText() {
     Arbitrary<String> line =
@@ -71,7 +111,15 @@ class OpsParserProperties {
             Arbitraries.strings()
                 .withChars("0123456789abcdef-: ")
                 .ofMaxLength(60)
-                .map(s -> s + " /x/libcuda.so.1"));
+                .map(s -> s + " /x/libcuda.so.1"),
+            Arbitraries.longs()
+                .map(i -> "7f00-7f01 r-xp 00000000 08:01 " + i + "   /usr/lib/libtorch_cuda.so"),
+            Arbitraries.longs()
+                .map(i -> "7f00-7f01 rw-s 00000000 00:2a " + i + " /a.cache (deleted)"),
+            Arbitraries.strings()
+                .withChars("0123456789abcdef-: /.")
+                .ofMaxLength(60)
+                .map(s -> s + "libnvidia-ml.so.580 x.cache libvgpu"));
     return line.list().ofMaxSize(30).map(l -> String.join("\n", l));
   }
 
