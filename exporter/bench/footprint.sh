@@ -12,6 +12,12 @@
 #   4. peak: LOAD_CONNECTIONS concurrent scrapers (wrk, Prometheus' Accept and gzip headers) for
 #      LOAD_SECONDS: p50/p99, errors, requests/s, CPU per request; then the peak RSS (VmHWM: the
 #      kernel's high-water mark of the process since it started, startup included)
+# Each node comes with a procfs fixture (BenchNode -Dbench.procfs, served with --path.procfs): every
+# slot's process is alive and maps ~100 KB, so the background evidence pass reads what it reads on a
+# real node. The exporter runs in a memory cgroup of its own where the script may create one (root;
+# cgroup v1 or v2): its charge is what the kubelet compares with the container's limit, which the
+# tenants' region pages (charged to the tenants that wrote them) are not part of, though VmRSS counts
+# them. "cg" columns: usage at the steady point and the cgroup's high-water mark at the end.
 # Heap allocated per scrape comes from the GC log (JDK_JAVA_OPTIONS adds -Xlog:gc; the java launcher
 # prepends it to the launcher's flags, which stay as they are). Ends with one table for README.
 #   exporter/bench/footprint.sh                    the issue's protocol: 300 s steady, 50 x 60 s
@@ -48,6 +54,7 @@ pid=""
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
   rm -rf "$work" "$cp_file"
+  if [ -n "$cg_dir" ]; then rmdir "$cg_dir" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 lua="$work/prometheus.lua"
@@ -63,6 +70,35 @@ done = function(summary, latency, requests)
 end
 LUA
 
+# A memory cgroup for the exporter, under this shell's own (v1: the memory hierarchy; v2: the
+# unified one, where the parent must delegate the memory controller). Empty where neither works.
+cg_dir=""
+cg_version=""
+make_cgroup() {
+  local own
+  own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+  if [ -n "$own" ] && [ -w "/sys/fs/cgroup/memory$own" ]; then
+    cg_dir="/sys/fs/cgroup/memory$own/vgpu-footprint-$$" cg_version=1
+  else
+    own=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
+    if [ -n "$own" ] && grep -qw memory "/sys/fs/cgroup$own/cgroup.subtree_control" 2>/dev/null; then
+      cg_dir="/sys/fs/cgroup$own/vgpu-footprint-$$" cg_version=2
+    fi
+  fi
+  if [ -n "$cg_dir" ] && ! mkdir "$cg_dir" 2>/dev/null; then cg_dir="" cg_version=""; fi
+}
+# MiB charged now (usage) and at most since the cgroup was made (peak): v1 usage_in_bytes and
+# max_usage_in_bytes; v2 memory.current and memory.peak (kernel 5.19+).
+cg_mib() {
+  local f
+  [ -n "$cg_dir" ] || { echo "n/a"; return; }
+  case "$cg_version$1" in
+    1usage) f=memory.usage_in_bytes ;; 1peak) f=memory.max_usage_in_bytes ;;
+    2usage) f=memory.current ;; 2peak) f=memory.peak ;;
+  esac
+  [ -r "$cg_dir/$f" ] && awk '{printf "%.1f", $1/1048576}' "$cg_dir/$f" || echo "n/a"
+}
+make_cgroup
 mib() { awk -v k="$1:" '$1==k{printf "%.1f", $2/1024}' "/proc/$pid/status"; }
 rss() { awk '/^(VmRSS|RssAnon|RssFile|RssShmem):/{printf "%s %.1f MiB  ", $1, $2/1024}' "/proc/$pid/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
@@ -76,10 +112,13 @@ heap_alloc_mb() {
 pct() { awk -v p="$1" '{v[NR]=$1} END{i=int(NR*p/100+0.999); if(i<1)i=1; printf "%.1f", v[i]*1000}'; }
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 table=()
+row_format='%-12s %8s %6s %13s %7s %9s %12s %13s %6s %4s %12s'
 
 run_row() {
   local containers=$1 node="$work/node-$1" gclog="$work/gc-$1.log" port url
-  "$java_bin" -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
+  local procfs="$work/proc-$1"
+  "$java_bin" -Dbench.procfs="$procfs" \
+    -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
     io.vgpu.exporter.bench.BenchNode "$node" "$containers" "$DEVICES" "$PROCESSES"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   url="http://127.0.0.1:$port/metrics"
@@ -87,8 +126,11 @@ run_row() {
   [ "${NMT:-0}" = 1 ] && extra="$extra -XX:NativeMemoryTracking=summary"
   local start_ns; start_ns=$(date +%s%N)
   # shellcheck disable=SC2086
-  JDK_JAVA_OPTIONS="$extra" bin/vgpu-exporter serve --path.cache-root="$node" --kubernetes=false \
-    --nvml=false --node-name=bench --web.listen-address=127.0.0.1 --web.listen-port="$port" \
+  # A fresh cgroup per row (its peak counts from this start); the exporter joins it before exec.
+  if [ -n "$cg_dir" ]; then rmdir "$cg_dir" 2>/dev/null || true; mkdir "$cg_dir"; fi
+  JDK_JAVA_OPTIONS="$extra" sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' \
+    _ "$cg_dir" bin/vgpu-exporter serve --path.cache-root="$node" --path.procfs="$procfs" \
+    --kubernetes=false --nvml=false --node-name=bench --web.listen-address=127.0.0.1 --web.listen-port="$port" \
     --log.level=warn ${FOOTPRINT_FLAGS:-} >"$work/exporter-$containers.log" 2>&1 &
   pid=$!
   until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
@@ -127,8 +169,8 @@ run_row() {
     wait "$second" || steady_errors=$((steady_errors + 1))
     sleep 15
   done
-  local steady; steady=$(mib VmRSS)
-  echo "steady after ${STEADY_SECONDS} s of 2 scrapers every 15 s: $(rss)scrape errors $steady_errors"
+  local steady steady_cg; steady=$(mib VmRSS); steady_cg=$(cg_mib usage)
+  echo "steady after ${STEADY_SECONDS} s of 2 scrapers every 15 s: $(rss)cgroup $steady_cg MiB, scrape errors $steady_errors"
 
   # 4. Peak: concurrent scrapers.
   local load_out
@@ -136,7 +178,7 @@ run_row() {
   load_out=$(wrk -t2 -c"$LOAD_CONNECTIONS" -d"${LOAD_SECONDS}s" --timeout 10s -s "$lua" "$url" \
     | grep -E "requests:|latency:|Requests/sec")
   local load_ticks=$(( $(cpu_ticks) - t0 ))
-  local peak; peak=$(mib VmHWM)
+  local peak peak_cg; peak=$(mib VmHWM); peak_cg=$(cg_mib peak)
   local reqs rps load_p50 load_p99 errs cpu_req
   reqs=$(awk -F'[:,]' '/^requests:/{print $2+0}' <<<"$load_out")
   rps=$(awk '/^Requests\/sec:/{printf "%.0f", $2}' <<<"$load_out")
@@ -146,7 +188,7 @@ run_row() {
   cpu_req=$(awk -v d="$load_ticks" -v n="$reqs" -v hz="$ticks_per_s" 'BEGIN{printf "%.2f", n ? d*1000/hz/n : 0}')
   echo "$LOAD_CONNECTIONS scrapers for ${LOAD_SECONDS} s: CPU $cpu_req ms/request"
   echo "$load_out" | sed 's/^/  /'
-  echo "after load: $(rss)peak VmHWM $peak MiB, threads $(awk '/^Threads:/{print $2}' "/proc/$pid/status")"
+  echo "after load: $(rss)peak VmHWM $peak MiB, cgroup peak $peak_cg MiB, threads $(awk '/^Threads:/{print $2}' "/proc/$pid/status")"
   if [ "${NMT:-0}" = 1 ]; then
     echo "where the memory goes (NMT committed, then smaps_rollup):"
     "$JAVA_HOME/bin/jcmd" "$pid" VM.native_memory summary | grep -E '^Total|^-' | sed 's/^/  /'
@@ -155,11 +197,11 @@ run_row() {
     echo "  live heap after a full GC: $("$JAVA_HOME/bin/jcmd" "$pid" GC.heap_info | grep -oE 'used [0-9]+K' | awk '{s+=$2} END{printf "%.1f MiB", s/1024}')"
   fi
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
-  rm -rf "$node"
-  table+=("$(printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s' \
+  rm -rf "$node" "$procfs"
+  table+=("$(printf "$row_format" \
     "${containers}x${DEVICES}x${PROCESSES}" "$(( bytes / 1000 ))/$(( gz / 1000 ))" "$ready_ms" \
-    "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$steady" "$load_p50/$load_p99" "$rps" \
-    "$errs" "$peak")")
+    "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$steady/$steady_cg" "$load_p50/$load_p99" \
+    "$rps" "$errs" "$peak/$peak_cg")")
 }
 
 for containers in $ROWS; do
@@ -169,7 +211,8 @@ done
 echo
 echo "exporter/bench/footprint.sh: one scraper $SINGLE_SCRAPES scrapes; steady ${STEADY_SECONDS} s of 2 scrapers/15 s; $LOAD_CONNECTIONS scrapers ${LOAD_SECONDS} s"
 echo "load average $load_at_start at start, $(cut -d' ' -f1-3 /proc/loadavg) at end; $(nproc) CPUs"
-printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s\n' node "page KB" "ready" "1 scrape ms" "CPU ms" "alloc KB" "steady" "50 scr. ms" "req/s" "err" "peak"
-printf '%-12s %8s %6s %13s %7s %9s %8s %13s %6s %4s %8s\n' "" "raw/gzip" "ms" "p50/p99" "/scrape" "/scrape" "RSS MiB" "p50/p99" "" "" "RSS MiB"
+printf "$row_format\n" node "page KB" "ready" "1 scrape ms" "CPU ms" "alloc KB" "steady MiB" "50 scr. ms" "req/s" "err" "peak MiB"
+printf "$row_format\n" "" "raw/gzip" "ms" "p50/p99" "/scrape" "/scrape" "RSS/cg" "p50/p99" "" "" "RSS/cg"
 printf '%s\n' "${table[@]}"
+[ -n "$cg_dir" ] || echo "(cg n/a: no memory cgroup could be made here; run as root for the charge)"
 echo "goals (100x8x4): steady <= 128 MiB, peak <= 160 MiB, one scrape p50 <= 15 ms, 50 scrapers p99 <= 60 ms"
