@@ -326,8 +326,14 @@ public final class CacheDiscovery implements AutoCloseable {
         skippedContainers = skipped;
         List<Path> ordered = new ArrayList<>(chosen);
         ordered.sort(null);
+        // A directory that stays keeps its key object from pass to pass, so the per-scrape
+        // lookups keyed by it (label sets, fates) end at the identity check.
+        Map<String, ContainerKey> knownKeys = new HashMap<>();
+        for (DiscoveredContainer c : current.containers()) {
+          knownKeys.put(c.key().dirName(), c.key());
+        }
         for (Path dir : ordered) {
-          scanContainerDir(dir, seenFiles, excessNow).ifPresent(containers::add);
+          scanContainerDir(dir, seenFiles, excessNow, knownKeys).ifPresent(containers::add);
           seenDirs.add(dir);
         }
       } catch (AccessDeniedException e) {
@@ -399,7 +405,10 @@ public final class CacheDiscovery implements AutoCloseable {
   }
 
   private Optional<DiscoveredContainer> scanContainerDir(
-      Path dir, Set<Path> seenFiles, Map<Path, Integer> excessNow) {
+      Path dir,
+      Set<Path> seenFiles,
+      Map<Path, Integer> excessNow,
+      Map<String, ContainerKey> knownKeys) {
     String name = dir.getFileName().toString();
     BasicFileAttributes attrs = stat(dir);
     if (attrs == null || !attrs.isDirectory()) {
@@ -409,7 +418,8 @@ public final class CacheDiscovery implements AutoCloseable {
           attrs != null && attrs.isSymbolicLink() ? "symlink, not followed" : "not a directory");
       return Optional.empty();
     }
-    Optional<ContainerKey> key = ContainerKey.parse(name);
+    Optional<ContainerKey> key =
+        Optional.ofNullable(knownKeys.get(name)).or(() -> ContainerKey.parse(name));
     if (key.isEmpty()) {
       reportOnce(name, "name is not <podUID>_<container>");
       return Optional.empty();

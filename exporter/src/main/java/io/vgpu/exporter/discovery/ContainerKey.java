@@ -43,6 +43,24 @@ public record ContainerKey(String podUid, String containerName)
     return podUid + "_" + containerName;
   }
 
+  /*
+   * equals and hashCode are written out: a record's generated ones go through method handles
+   * (ObjectMethods), which the exporter's C1-only JIT does not inline, and a scrape looks up
+   * thousands of keys (label sets per container and device). Same contract as the record's.
+   */
+  @Override
+  public boolean equals(Object o) {
+    return this == o
+        || (o instanceof ContainerKey k
+            && podUid.equals(k.podUid)
+            && containerName.equals(k.containerName));
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * podUid.hashCode() + containerName.hashCode();
+  }
+
   @Override
   public int compareTo(ContainerKey o) {
     int c = podUid.compareTo(o.podUid);

@@ -23,7 +23,29 @@ public final class SlotFates {
    * process records another pid, host pid or start time, so it misses and reads UNKNOWN).
    */
   private record Key(
-      ContainerKey container, String regionFile, int pid, int recordedHostPid, long startTicks) {}
+      ContainerKey container, String regionFile, int pid, int recordedHostPid, long startTicks) {
+    // Written out: a record's generated equals/hashCode go through method handles, which the
+    // exporter's C1-only JIT does not inline, and every scrape looks up every slot.
+    @Override
+    public boolean equals(Object o) {
+      return this == o
+          || (o instanceof Key k
+              && pid == k.pid
+              && recordedHostPid == k.recordedHostPid
+              && startTicks == k.startTicks
+              && container.equals(k.container)
+              && Objects.equals(regionFile, k.regionFile));
+    }
+
+    @Override
+    public int hashCode() {
+      int h = container.hashCode();
+      h = 31 * h + Objects.hashCode(regionFile);
+      h = 31 * h + pid;
+      h = 31 * h + recordedHostPid;
+      return 31 * h + Long.hashCode(startTicks);
+    }
+  }
 
   private final Map<Key, NodeEvidence.SlotFate> fates;
 

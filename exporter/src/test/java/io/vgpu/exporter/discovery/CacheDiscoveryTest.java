@@ -96,6 +96,19 @@ class CacheDiscoveryTest {
   }
 
   @Test
+  void rescan_directoryThatStays_keepsItsKeyObject_aNewOneGetsItsOwn() throws IOException {
+    write(root, UID, "train", "a.cache", spec(1, 1024, 50, new int[] {10}, 100, 5, false));
+    ContainerKey first = discovery(Duration.ofHours(1)).rescan().containers().getFirst().key();
+    write(root, UID, "eval", "a.cache", spec(1, 1024, 50, new int[] {11}, 100, 5, false));
+    List<ContainerKey> second =
+        discovery.rescan().containers().stream().map(DiscoveredContainer::key).toList();
+
+    // Per-scrape lookups keyed by it (label sets, slot fates) end at the identity check.
+    assertThat(second).containsExactly(new ContainerKey(UID, "eval"), first);
+    assertThat(second.get(1)).isSameAs(first);
+  }
+
+  @Test
   void rescan_moreCacheFilesThanTheCap_mapsTheFirstByNameAndCountsTheRestOnce() throws IOException {
     int extra = 4;
     for (int i = 0; i < CacheDiscovery.MAX_FILES_PER_CONTAINER + extra; i++) {
