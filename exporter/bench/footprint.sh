@@ -149,6 +149,16 @@ run_row() {
   local args=() i
   for i in $(seq 1 "$SINGLE_SCRAPES"); do args+=(-o /dev/null "$url"); done
   curl -fs -H 'Accept-Encoding: gzip' "${args[@]:0:150}" # 50 warm-up scrapes (3 words each)
+  # Then until the first background evidence pass has judged every slot (none "unknown"): before
+  # it the page lacks the live processes' series and is ~10 % smaller.
+  local unknown waited=0
+  while :; do
+    unknown=$(curl -fs "$url" | awk '/^vgpu_container_processes\{.*state="unknown"/ {s += $NF} END {print s + 0}')
+    [ "$unknown" = 0 ] && break
+    waited=$((waited + 1))
+    [ "$waited" -le 60 ] || { echo "footprint: slots still unjudged after 30 s"; exit 1; }
+    sleep 0.5
+  done
   local bytes gz
   bytes=$(curl -fs "$url" | wc -c)
   gz=$(curl -fs -H 'Accept-Encoding: gzip' "$url" | wc -c)
