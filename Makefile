@@ -68,7 +68,7 @@ bench-fleet: ## N simulated nodes (NODES="10 50"; 50 needs 8+ cores) scraped by 
 	$(MVN) -q install -DskipTests
 	@scripts/fleet-bench.sh
 
-bench-footprint: ## exporter RSS steady/peak, scrape latency and CPU on 100 and 200 x 8 x 4 nodes (README: Footprint; ~16 min; FOOTPRINT_QUICK=1 ~1 min)
+bench-footprint: ## exporter RSS and cgroup charge steady/peak, scrape latency and CPU on 100 and 200 x 8 x 4 nodes (README: Footprint; ~18 min; FOOTPRINT_QUICK=1 ~2 min)
 	$(need_jdk)
 	$(MAKE) -C libvgpu all
 	$(MVN) -q install -DskipTests
