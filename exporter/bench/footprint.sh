@@ -8,9 +8,8 @@
 #      scrapes paced at SINGLE_RATE per second (default 4: the exporter idles between scrapes, as
 #      it does between Prometheus' scrapes), p50/p99 end to end; then as many back to back, p50/p99
 #      and the exporter's CPU time per scrape (/proc/<pid>/stat utime+stime), which a loaded
-#      machine does not inflate the way it does latency. On this 2-CPU VM a core kept busy by
-#      back-to-back scrapes runs the same code ~25 % slower (user time, no GC or kernel time
-#      behind it), so the paced p50 is the one-scrape latency and the back-to-back one its ceiling
+#      machine does not inflate the way it does latency. The paced p50 is the one judged against
+#      the goal; on the 2-CPU development VM the two differ by a few ms either way
 #   3. steady: two scrapers (an HA pair of Prometheus servers), each every 15 s, for
 #      STEADY_SECONDS; then RSS ("steady") and its parts (anonymous, file, shared memory)
 #   4. peak: LOAD_CONNECTIONS concurrent scrapers (wrk, Prometheus' Accept and gzip headers) for
@@ -161,12 +160,12 @@ run_row() {
     [ "$waited" -le 60 ] || { echo "footprint: no slot judged after 30 s"; exit 1; }
     sleep 0.5
   done
-  echo "slots unknown/judged when measuring: ${counts% *}/${counts#* }"
   local bytes gz
   bytes=$(curl -fs "$url" | wc -c)
   gz=$(curl -fs -H 'Accept-Encoding: gzip' "$url" | wc -c)
   echo
   echo "== node $containers x $DEVICES x $PROCESSES: page $bytes bytes ($gz gzipped); startup to ready $ready_ms ms"
+  echo "slots unknown/judged when measuring: ${counts% *}/${counts#* }"
   local t0 a0 lat
   lat=$(curl -fs -H 'Accept-Encoding: gzip' --rate "$SINGLE_RATE/s" -w '%{time_total}\n' "${args[@]}" | sort -n)
   local paced_p50 paced_p99

@@ -328,9 +328,9 @@ public final class CacheDiscovery implements AutoCloseable {
         ordered.sort(null);
         // A directory that stays keeps its key object from pass to pass, so the per-scrape
         // lookups keyed by it (label sets, fates) end at the identity check.
-        Map<String, ContainerKey> knownKeys = new HashMap<>();
+        Map<Path, ContainerKey> knownKeys = new HashMap<>();
         for (DiscoveredContainer c : current.containers()) {
-          knownKeys.put(c.key().dirName(), c.key());
+          knownKeys.put(c.dir(), c.key());
         }
         for (Path dir : ordered) {
           scanContainerDir(dir, seenFiles, excessNow, knownKeys).ifPresent(containers::add);
@@ -408,7 +408,7 @@ public final class CacheDiscovery implements AutoCloseable {
       Path dir,
       Set<Path> seenFiles,
       Map<Path, Integer> excessNow,
-      Map<String, ContainerKey> knownKeys) {
+      Map<Path, ContainerKey> knownKeys) {
     String name = dir.getFileName().toString();
     BasicFileAttributes attrs = stat(dir);
     if (attrs == null || !attrs.isDirectory()) {
@@ -419,7 +419,7 @@ public final class CacheDiscovery implements AutoCloseable {
       return Optional.empty();
     }
     Optional<ContainerKey> key =
-        Optional.ofNullable(knownKeys.get(name)).or(() -> ContainerKey.parse(name));
+        Optional.ofNullable(knownKeys.get(dir)).or(() -> ContainerKey.parse(name));
     if (key.isEmpty()) {
       reportOnce(name, "name is not <podUID>_<container>");
       return Optional.empty();
