@@ -21,6 +21,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.concurrent.Executors;
@@ -92,6 +93,15 @@ public final class AttributionService implements AutoCloseable {
   private final RegionWriteBack writeBack;
   private final Supplier<NodeState> states;
   private volatile AttributionResult latest;
+
+  /**
+   * {@link #latest}'s containers by key, made once per result: {@link #smUtilization} is asked per
+   * container and device every scrape, and {@link AttributionResult#byKey} builds the map per call.
+   */
+  private volatile Indexed indexed;
+
+  private record Indexed(AttributionResult result, Map<ContainerKey, ContainerAttribution> byKey) {}
+
   private Instant lastFeedback = Instant.MIN;
   private ScheduledExecutorService executor;
 
@@ -136,11 +146,18 @@ public final class AttributionService implements AutoCloseable {
    * (no NVML, no pass yet, or the container's processes were not seen on the GPU).
    */
   public OptionalDouble smUtilization(ContainerKey container, int deviceIndex, String deviceUuid) {
-    return latest
-        .container(container)
-        .flatMap(a -> a.device(deviceIndex, deviceUuid))
-        .map(DeviceAttribution::smUtilization)
-        .orElse(OptionalDouble.empty());
+    AttributionResult now = latest;
+    Indexed index = indexed;
+    if (index == null || index.result() != now) {
+      index = new Indexed(now, now.byKey());
+      indexed = index; // racing scrapes may each build it once; any of them is right
+    }
+    ContainerAttribution a = index.byKey().get(container);
+    if (a == null) {
+      return OptionalDouble.empty();
+    }
+    Optional<DeviceAttribution> d = a.device(deviceIndex, deviceUuid);
+    return d.isEmpty() ? OptionalDouble.empty() : d.get().smUtilization();
   }
 
   /** Region writes so far by field; zeros when no write flag is on. */

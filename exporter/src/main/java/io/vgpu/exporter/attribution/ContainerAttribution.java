@@ -61,12 +61,21 @@ public record ContainerAttribution(
       out.put(r, 0L);
     }
     for (SlotVerdict v : slots) {
-      v.mismatch().ifPresent(r -> out.merge(r, 1L, Long::sum));
+      Optional<MismatchReason> r = v.mismatch();
+      if (r.isPresent()) {
+        out.put(r.get(), out.get(r.get()) + 1);
+      }
     }
     return out;
   }
 
   public Optional<DeviceAttribution> device(int index, String uuid) {
-    return devices.stream().filter(d -> d.index() == index && d.uuid().equals(uuid)).findFirst();
+    // A loop, not a stream: every scrape asks once per container and device.
+    for (DeviceAttribution d : devices) {
+      if (d.index() == index && d.uuid().equals(uuid)) {
+        return Optional.of(d);
+      }
+    }
+    return Optional.empty();
   }
 }

@@ -74,29 +74,6 @@ final class DoubleText {
       out.write((byte) '-');
       whole = -whole;
     }
-    int exponent = ExpositionBuffer.digits(whole) - 1;
-    long mantissa = whole;
-    while (mantissa % 10 == 0) {
-      mantissa /= 10;
-    }
-    int mantissaDigits = ExpositionBuffer.digits(mantissa);
-    long scale = 1;
-    for (int i = 1; i < mantissaDigits; i++) {
-      scale *= 10;
-    }
-    out.write((byte) ('0' + (int) (mantissa / scale)));
-    out.write((byte) '.');
-    if (mantissaDigits == 1) {
-      out.write((byte) '0');
-    } else {
-      long rest = mantissa % scale;
-      // The fraction digits, including zeros right after the point (1.05E9).
-      for (long s = scale / 10; s >= 1; s /= 10) {
-        out.write((byte) ('0' + (int) (rest / s)));
-        rest %= s;
-      }
-    }
-    out.write((byte) 'E');
-    out.writeLong(exponent);
+    out.writeScientific(whole);
   }
 }

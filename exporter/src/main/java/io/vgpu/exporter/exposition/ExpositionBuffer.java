@@ -148,7 +148,11 @@ public final class ExpositionBuffer {
     }
   }
 
-  /** Writes {@code v} in decimal, as {@link Long#toString(long)} would. */
+  /**
+   * Writes {@code v} in decimal, as {@link Long#toString(long)} would. In int arithmetic two digits
+   * at a time: C1 (the exporter's only compiler) calls into the VM for every long division, and a
+   * page has ~16 000 values.
+   */
   public void writeLong(long v) {
     if (v == Long.MIN_VALUE) {
       writeAscii(Long.toString(v));
@@ -159,20 +163,91 @@ public final class ExpositionBuffer {
       bytes[size++] = '-';
       v = -v;
     }
-    int digits = digits(v);
-    int end = size + digits;
-    for (int i = end - 1; i >= size; i--) {
-      bytes[i] = (byte) ('0' + (int) (v % 10));
-      v /= 10;
-    }
-    size = end;
+    putDigits(v);
   }
 
-  /** Decimal digits of a non-negative long. */
-  static int digits(long v) {
+  /**
+   * Writes a whole number of at least 8 digits ({@code v >= 1e7}) as {@link Double#toString} prints
+   * it: {@code d.ddd} without trailing zeros (at least one fraction digit), {@code E} and the
+   * exponent ({@code 4294967296} is {@code 4.294967296E9}).
+   */
+  void writeScientific(long v) {
+    ensure(24);
+    int start = size;
+    size = start + 1; // the digits go one to the right; the first is moved left of the point
+    putDigits(v);
+    int digits = size - start - 1;
+    bytes[start] = bytes[start + 1];
+    bytes[start + 1] = '.';
+    int end = size;
+    while (end > start + 3 && bytes[end - 1] == '0') {
+      end--;
+    }
+    size = end;
+    bytes[size++] = 'E';
+    writeInt(digits - 1, 0);
+  }
+
+  /** The digits of non-negative {@code v}; room is the caller's. */
+  private void putDigits(long v) {
+    if (v < BILLION) {
+      writeInt((int) v, 0);
+      return;
+    }
+    long high = v / BILLION;
+    int low = (int) (v - high * BILLION);
+    if (high < BILLION) {
+      writeInt((int) high, 0);
+    } else {
+      long top = high / BILLION;
+      writeInt((int) top, 0);
+      writeInt((int) (high - top * BILLION), 9);
+    }
+    writeInt(low, 9);
+  }
+
+  private static final long BILLION = 1_000_000_000L;
+
+  /** "00" to "99". */
+  private static final byte[] PAIRS = new byte[200];
+
+  static {
+    for (int i = 0; i < 100; i++) {
+      PAIRS[2 * i] = (byte) ('0' + i / 10);
+      PAIRS[2 * i + 1] = (byte) ('0' + i % 10);
+    }
+  }
+
+  /**
+   * Writes {@code v} (0 to 999 999 999) with at least {@code width} digits (zero-padded); room is
+   * the caller's.
+   */
+  private void writeInt(int v, int width) {
+    int start = size;
+    int at = start + Math.max(digits(v), width);
+    size = at;
+    while (v >= 100) {
+      int q = v / 100;
+      int pair = (v - q * 100) << 1;
+      bytes[--at] = PAIRS[pair + 1];
+      bytes[--at] = PAIRS[pair];
+      v = q;
+    }
+    if (v >= 10) {
+      bytes[--at] = PAIRS[(v << 1) + 1];
+      bytes[--at] = PAIRS[v << 1];
+    } else {
+      bytes[--at] = (byte) ('0' + v);
+    }
+    while (at > start) {
+      bytes[--at] = '0';
+    }
+  }
+
+  /** Decimal digits of a non-negative int. */
+  private static int digits(int v) {
     int d = 1;
-    while (v >= 10) {
-      v /= 10;
+    for (int limit = 10; d < 10 && v >= limit; limit *= 10) {
       d++;
     }
     return d;

@@ -48,14 +48,30 @@ public final class TextEncoder {
   /** An encoded label block ({@code {a="x",b="y"}}, or nothing for no labels) and its last use. */
   private static final class Block {
     final byte[] bytes;
+    final boolean cached; // false: past the cache's budget, encoded for one point
     long lastUsed;
 
-    Block(byte[] bytes) {
+    Block(byte[] bytes, boolean cached) {
       this.bytes = bytes;
+      this.cached = cached;
     }
   }
 
   private final Map<Labels, Block> blocks = new IdentityHashMap<>();
+
+  /**
+   * Each family's label sets and blocks by position, as of the last render: a family's points come
+   * in the same order scrape after scrape, so most points find their block at their own index by
+   * one identity check instead of a hash lookup. Holds only blocks that are also in {@link
+   * #blocks}; keyed by family name, dropped for a family not rendered.
+   */
+  private static final class Positions {
+    Labels[] labels = new Labels[0];
+    Block[] blocks = new Block[0];
+    long lastUsed;
+  }
+
+  private final Map<String, Positions> positions = new java.util.HashMap<>();
 
   /**
    * Encoded label blocks kept at most (bytes): a 200-container node needs ~3 MB; a node of 10 000
@@ -125,8 +141,26 @@ public final class TextEncoder {
         default -> throw new Unsupported("kind " + f.kind());
       }
       boolean info = f.kind() == Family.Kind.INFO;
+      Positions at = positions(name, n);
+      Labels[] atLabels = at.labels;
+      Block[] atBlocks = at.blocks;
       for (int i = 0; i < n; i++) {
-        out.writeSampleStart(prefix, block(f.labels(i)));
+        Labels labels = f.labels(i);
+        byte[] block;
+        Block b = atBlocks[i];
+        if (b != null && atLabels[i] == labels) {
+          if (b.lastUsed != render) {
+            b.lastUsed = render;
+            liveBlocks++;
+          }
+          block = b.bytes;
+        } else {
+          b = block(labels);
+          atLabels[i] = b.cached ? labels : null;
+          atBlocks[i] = b.cached ? b : null;
+          block = b.bytes;
+        }
+        out.writeSampleStart(prefix, block);
         if (info) {
           out.write((byte) '1');
         } else {
@@ -141,11 +175,23 @@ public final class TextEncoder {
     evictUnused();
   }
 
+  /** The positions of family {@code name}, sized for {@code n} points (cleared when resized). */
+  private Positions positions(String name, int n) {
+    Positions p = positions.computeIfAbsent(name, k -> new Positions());
+    if (p.labels.length != n) {
+      p.labels = new Labels[n];
+      p.blocks = new Block[n];
+    }
+    p.lastUsed = render;
+    return p;
+  }
+
   /**
    * Label sets not seen in the last render are dropped once they outnumber the live ones. The live
    * ones are counted as they are used, so a render that evicts nothing does not walk the cache.
    */
   private void evictUnused() {
+    positions.values().removeIf(p -> p.lastUsed != render);
     if (blocks.size() > 2 * liveBlocks + 64) {
       Iterator<Block> it = blocks.values().iterator();
       while (it.hasNext()) {
@@ -210,14 +256,18 @@ public final class TextEncoder {
     }
   }
 
-  private byte[] block(Labels labels) throws Unsupported {
+  /**
+   * The cached block of {@code labels}, encoded and cached now if new; when the cache is full, one
+   * encoded for this point only.
+   */
+  private Block block(Labels labels) throws Unsupported {
     Block b = blocks.get(labels);
     if (b == null) {
       byte[] encoded = encodeLabels(labels);
       if (cachedLabelBytes + encoded.length > MAX_CACHED_LABEL_BYTES) {
-        return encoded;
+        return new Block(encoded, false);
       }
-      b = new Block(encoded);
+      b = new Block(encoded, true);
       blocks.put(labels, b);
       cachedLabelBytes += encoded.length;
     }
@@ -225,7 +275,7 @@ public final class TextEncoder {
       b.lastUsed = render;
       liveBlocks++;
     }
-    return b.bytes;
+    return b;
   }
 
   private byte[] encodeLabels(Labels labels) throws Unsupported {

@@ -10,6 +10,7 @@ import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.attribution.ContainerAttribution;
 import io.vgpu.exporter.attribution.DeviceAttribution;
 import io.vgpu.exporter.attribution.GpuAttribution;
+import io.vgpu.exporter.attribution.MismatchReason;
 import io.vgpu.exporter.attribution.UnknownReason;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
@@ -198,20 +199,30 @@ public final class AttributionCollector extends VgpuCollector {
               1, labels.deviceWith(node, c, d, "reason", UnknownReason.NOT_RECONCILED_YET.label()));
           continue;
         }
+        // Plain branches, not ifPresent lambdas: each capturing lambda is an allocation through a
+        // method handle under C1, and this runs per container and device every scrape.
         DeviceAttribution x = da.get();
-        x.smUtilization().ifPresent(v -> util.add(v, dl));
-        x.unknown()
-            .ifPresent(r -> unknown.add(1, labels.deviceWith(node, c, d, "reason", r.label())));
-        x.nvmlMemoryBytes().ifPresent(v -> nvmlMem.add(v, dl));
+        if (x.smUtilization().isPresent()) {
+          util.add(x.smUtilization().getAsDouble(), dl);
+        }
+        if (x.unknown().isPresent()) {
+          unknown.add(1, labels.deviceWith(node, c, d, "reason", x.unknown().get().label()));
+        }
+        if (x.nvmlMemoryBytes().isPresent()) {
+          nvmlMem.add(x.nvmlMemoryBytes().getAsLong(), dl);
+        }
         overLimit.add(a.overSmLimitSeconds().getOrDefault(d.index(), 0.0), dl);
       }
       if (a == null) {
         continue;
       }
-      a.mismatches()
-          .forEach((r, n) -> mismatch.add(n, labels.containerWith(node, c, "reason", r.label())));
+      for (Map.Entry<MismatchReason, Long> m : a.mismatches().entrySet()) {
+        mismatch.add(m.getValue(), labels.containerWith(node, c, "reason", m.getKey().label()));
+      }
       unslotted.add(a.unslottedProcesses(), cl);
-      a.memoryIdleSeconds().ifPresent(v -> idle.add(v, cl));
+      if (a.memoryIdleSeconds().isPresent()) {
+        idle.add(a.memoryIdleSeconds().get(), cl);
+      }
       leak.add(a.leakSuspected() ? 1 : 0, cl);
       blocked.add(a.priorityBlocked() ? 1 : 0, cl);
       blockedSeconds.add(a.priorityBlockedSeconds(), cl);

@@ -89,6 +89,61 @@ class TextEncoderTest {
     assertSameAsClientJava(new MetricSnapshots(unique));
   }
 
+  /**
+   * One encoder across pages whose families keep their names while their points come and go,
+   * reorder and change value, with label objects that recur (as the exporter's cached label sets
+   * do) and fresh ones: every page must still be exactly client_java's, whether a point finds its
+   * label set at its own position from the last render, elsewhere, or nowhere.
+   */
+  @Property(tries = 300)
+  void changingPages_oneEncoder_eachExactlyAsClientJava(
+      @ForAll("labelPool") List<Labels> pool, @ForAll("pagePlans") List<List<List<Integer>>> pages)
+      throws Exception {
+    TextEncoder encoder = new TextEncoder();
+    int page = 0;
+    for (List<List<Integer>> plan : pages) {
+      List<MetricSnapshot> families = new ArrayList<>();
+      for (int f = 0; f < plan.size(); f++) {
+        Map<Labels, Double> points = new LinkedHashMap<>();
+        for (int pick : plan.get(f)) {
+          Labels l =
+              pick < 0 ? Labels.of("fresh", "p" + page + "-" + pick) : pool.get(pick % pool.size());
+          points.putIfAbsent(l, (double) (pick * 1_000_003L + page));
+        }
+        List<GaugeDataPointSnapshot> ps = new ArrayList<>();
+        points.forEach((l, v) -> ps.add(new GaugeDataPointSnapshot(v, l, null)));
+        families.add(new GaugeSnapshot(new MetricMetadata("family_" + f, "h"), ps));
+      }
+      MetricSnapshots s = new MetricSnapshots(families);
+      for (ExpositionFormat format : ExpositionFormat.values()) {
+        assertThat(new String(ours(encoder, s, format), StandardCharsets.UTF_8))
+            .as("page %d, %s", page, format)
+            .isEqualTo(new String(clientJava(s, format), StandardCharsets.UTF_8));
+      }
+      page++;
+    }
+  }
+
+  @Provide
+  Arbitrary<List<Labels>> labelPool() {
+    return labels().list().ofMinSize(1).ofMaxSize(8);
+  }
+
+  /** Pages of up to 3 families, each a list of pool indices (negative: a fresh label set). */
+  @Provide
+  Arbitrary<List<List<List<Integer>>>> pagePlans() {
+    return Arbitraries.integers()
+        .between(-2, 9)
+        .list()
+        .ofMaxSize(8)
+        .list()
+        .ofMinSize(1)
+        .ofMaxSize(3)
+        .list()
+        .ofMinSize(2)
+        .ofMaxSize(6);
+  }
+
   @Provide
   Arbitrary<List<MetricSnapshot>> families() {
     return family().list().ofMaxSize(6);

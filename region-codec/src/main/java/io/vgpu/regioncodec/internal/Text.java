@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /** Fixed-size, NUL-terminated C strings from tenant-written bytes. */
 public final class Text {
@@ -17,11 +18,15 @@ public final class Text {
    * so the result is always safe to log or use as a label value.
    */
   public static String cString(MemorySegment segment, long offset, int capacity) {
+    // One bulk copy, then plain array reads: a MemorySegment read per byte is a chain of calls
+    // under C1, and every scrape reads ~10 of these strings per region.
+    byte[] raw = scratch(capacity);
+    MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, raw, 0, capacity);
     int length = 0;
     boolean ascii = true;
     int hash = 0;
     for (; length < capacity; length++) {
-      byte b = segment.get(ValueLayout.JAVA_BYTE, offset + length);
+      byte b = raw[length];
       if (b == 0) {
         break;
       }
@@ -34,11 +39,21 @@ public final class Text {
       return "";
     }
     if (ascii) {
-      return recentAscii(segment, offset, length, hash);
+      return recentAscii(raw, length, hash);
     }
-    byte[] bytes = new byte[length];
-    MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
-    return sanitize(bytes);
+    return sanitize(Arrays.copyOf(raw, length));
+  }
+
+  /** Per-thread copy buffer: a snapshot is read by one thread start to end. */
+  private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[256]);
+
+  private static byte[] scratch(int capacity) {
+    byte[] a = SCRATCH.get();
+    if (a.length < capacity) {
+      a = new byte[capacity];
+      SCRATCH.set(a);
+    }
+    return a;
   }
 
   /**
@@ -52,13 +67,13 @@ public final class Text {
 
   private static final String[] RECENT = new String[RECENT_SIZE];
 
-  private static String recentAscii(MemorySegment segment, long offset, int length, int hash) {
+  private static String recentAscii(byte[] raw, int length, int hash) {
     int slot = (hash ^ (hash >>> 15) ^ length) & (RECENT_SIZE - 1);
     String candidate = RECENT[slot];
     if (candidate != null && candidate.length() == length) {
       boolean same = true;
       for (int i = 0; i < length; i++) {
-        if (candidate.charAt(i) != segment.get(ValueLayout.JAVA_BYTE, offset + i)) {
+        if (candidate.charAt(i) != raw[i]) {
           same = false;
           break;
         }
@@ -67,9 +82,7 @@ public final class Text {
         return candidate;
       }
     }
-    byte[] bytes = new byte[length];
-    MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, bytes, 0, length);
-    String made = new String(bytes, StandardCharsets.ISO_8859_1);
+    String made = new String(raw, 0, length, StandardCharsets.ISO_8859_1);
     RECENT[slot] = made;
     return made;
   }
