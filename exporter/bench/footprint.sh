@@ -113,10 +113,16 @@ heap_alloc_mb() {
   sed -nE 's/.* ([0-9]+)M->([0-9]+)M\(.*/\1 \2/p' "$1" |
     awk '{ if (n++) s += $1 - prev; else s += $1; prev = $2 } END { print s + 0 }'
 }
+# How fast this VM is right now (exporter/src/test/java/io/vgpu/exporter/bench/SpeedProbe.java):
+# a fixed native deflate whose time moves only with the machine, printed beside the latencies.
+speed_probe() {
+  "$java_bin" -Xshare:auto -XX:TieredStopAtLevel=1 -cp exporter/target/test-classes \
+    io.vgpu.exporter.bench.SpeedProbe
+}
 pct() { awk -v p="$1" '{v[NR]=$1} END{i=int(NR*p/100+0.999); if(i<1)i=1; printf "%.1f", v[i]*1000}'; }
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 table=()
-row_format='%-12s %8s %6s %11s %11s %7s %9s %12s %13s %6s %4s %12s'
+row_format='%-12s %8s %6s %11s %11s %7s %9s %9s %12s %13s %6s %4s %12s'
 
 run_row() {
   local containers=$1 node="$work/node-$1" gclog="$work/gc-$1.log" port url
@@ -166,6 +172,9 @@ run_row() {
   echo
   echo "== node $containers x $DEVICES x $PROCESSES: page $bytes bytes ($gz gzipped); startup to ready $ready_ms ms"
   echo "slots unknown/judged when measuring: ${counts% *}/${counts#* }"
+  local probe_before probe_after
+  probe_before=$(speed_probe)
+  echo "speed probe (SpeedProbe: median ms to deflate its fixed 2.8 MB page): $probe_before"
   local t0 a0 lat
   lat=$(curl -fs -H 'Accept-Encoding: gzip' --rate "$SINGLE_RATE/s" -w '%{time_total}\n' "${args[@]}" | sort -n)
   local paced_p50 paced_p99
@@ -178,6 +187,8 @@ run_row() {
   alloc_kb=$(( ($(heap_alloc_mb "$gclog") - a0) * 1024 / SINGLE_SCRAPES ))
   single_p50=$(pct 50 <<<"$lat"); single_p99=$(pct 99 <<<"$lat")
   echo "one scraper, $SINGLE_SCRAPES scrapes back to back: p50 $single_p50 ms, p99 $single_p99 ms; exporter CPU $cpu_ms ms/scrape (background passes included), heap allocated ~$alloc_kb KB/scrape"
+  probe_after=$(speed_probe)
+  echo "speed probe after them: $probe_after"
   echo "after them: $(rss)threads $(awk '/^Threads:/{print $2}' "/proc/$pid/status")"
 
   # 3. Steady: two scrapers every 15 s.
@@ -221,7 +232,8 @@ run_row() {
   rm -rf "$node" "$procfs"
   table+=("$(printf "$row_format" \
     "${containers}x${DEVICES}x${PROCESSES}" "$(( bytes / 1000 ))/$(( gz / 1000 ))" "$ready_ms" \
-    "$paced_p50/$paced_p99" "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$steady/$steady_cg" "$load_p50/$load_p99" \
+    "$paced_p50/$paced_p99" "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$probe_before/$probe_after" \
+    "$steady/$steady_cg" "$load_p50/$load_p99" \
     "$rps" "$errs" "$peak/$peak_cg")")
 }
 
@@ -232,8 +244,8 @@ done
 echo
 echo "exporter/bench/footprint.sh: one scraper $SINGLE_SCRAPES scrapes at $SINGLE_RATE/s, then back to back (b2b); steady ${STEADY_SECONDS} s of 2 scrapers/15 s; $LOAD_CONNECTIONS scrapers ${LOAD_SECONDS} s"
 echo "load average $load_at_start at start, $(cut -d' ' -f1-3 /proc/loadavg) at end; $(nproc) CPUs"
-printf "$row_format\n" node "page KB" "ready" "1 scrape ms" "b2b ms" "CPU ms" "alloc KB" "steady MiB" "50 scr. ms" "req/s" "err" "peak MiB"
-printf "$row_format\n" "" "raw/gzip" "ms" "p50/p99" "p50/p99" "/scrape" "/scrape" "RSS/cg" "p50/p99" "" "" "RSS/cg"
+printf "$row_format\n" node "page KB" "ready" "1 scrape ms" "b2b ms" "CPU ms" "alloc KB" "probe ms" "steady MiB" "50 scr. ms" "req/s" "err" "peak MiB"
+printf "$row_format\n" "" "raw/gzip" "ms" "p50/p99" "p50/p99" "/scrape" "/scrape" "bef/aft" "RSS/cg" "p50/p99" "" "" "RSS/cg"
 printf '%s\n' "${table[@]}"
 [ -n "$cg_dir" ] || echo "(cg n/a: no memory cgroup could be made here; run as root for the charge)"
 echo "goals (100x8x4): steady RSS <= 128 MiB, peak RSS <= 160 MiB, one scrape p50 <= 15 ms, 50 scrapers p99 <= 60 ms"
