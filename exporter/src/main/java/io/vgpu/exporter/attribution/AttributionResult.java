@@ -11,26 +11,39 @@ import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /**
- * One reconciliation: immutable, published for scrapes.
- *
- * @param at when it ran
- * @param nvml the NVML snapshot it used
- * @param containers per container, sorted by key
- * @param gpus per GPU NVML listed
- * @param history what the next reconciliation needs to remember
+ * One reconciliation: immutable, published for scrapes. A class rather than a record so that its
+ * containers are indexed by key once, when it is made: every scrape looks them up per container and
+ * device.
  */
-public record AttributionResult(
-    Instant at,
-    NvmlSnapshot nvml,
-    List<ContainerAttribution> containers,
-    List<GpuAttribution> gpus,
-    History history) {
-  public AttributionResult {
-    Objects.requireNonNull(at, "at");
-    Objects.requireNonNull(nvml, "nvml");
-    containers = List.copyOf(containers);
-    gpus = List.copyOf(gpus);
-    Objects.requireNonNull(history, "history");
+public final class AttributionResult {
+  private final Instant at;
+  private final NvmlSnapshot nvml;
+  private final List<ContainerAttribution> containers;
+  private final List<GpuAttribution> gpus;
+  private final History history;
+  private final Map<ContainerKey, ContainerAttribution> byKey;
+
+  /**
+   * @param at when it ran
+   * @param nvml the NVML snapshot it used
+   * @param containers per container, sorted by key
+   * @param gpus per GPU NVML listed
+   * @param history what the next reconciliation needs to remember
+   */
+  public AttributionResult(
+      Instant at,
+      NvmlSnapshot nvml,
+      List<ContainerAttribution> containers,
+      List<GpuAttribution> gpus,
+      History history) {
+    this.at = Objects.requireNonNull(at, "at");
+    this.nvml = Objects.requireNonNull(nvml, "nvml");
+    this.containers = List.copyOf(containers);
+    this.gpus = List.copyOf(gpus);
+    this.history = Objects.requireNonNull(history, "history");
+    this.byKey =
+        this.containers.stream()
+            .collect(Collectors.toUnmodifiableMap(ContainerAttribution::key, Function.identity()));
   }
 
   /** Before the first reconciliation. */
@@ -43,16 +56,51 @@ public record AttributionResult(
         History.EMPTY);
   }
 
-  public Optional<ContainerAttribution> container(ContainerKey key) {
-    return Optional.ofNullable(byKey().get(key));
+  public Instant at() {
+    return at;
   }
 
+  public NvmlSnapshot nvml() {
+    return nvml;
+  }
+
+  public List<ContainerAttribution> containers() {
+    return containers;
+  }
+
+  public List<GpuAttribution> gpus() {
+    return gpus;
+  }
+
+  public History history() {
+    return history;
+  }
+
+  public Optional<ContainerAttribution> container(ContainerKey key) {
+    return Optional.ofNullable(byKey.get(key));
+  }
+
+  /** The containers by key (made once, with the result). */
   public Map<ContainerKey, ContainerAttribution> byKey() {
-    return containers.stream()
-        .collect(Collectors.toUnmodifiableMap(ContainerAttribution::key, Function.identity()));
+    return byKey;
   }
 
   public Optional<GpuAttribution> gpu(String uuid) {
     return gpus.stream().filter(g -> g.uuid().equals(uuid)).findFirst();
+  }
+
+  @Override
+  public String toString() {
+    return "AttributionResult[at="
+        + at
+        + ", nvml="
+        + nvml
+        + ", containers="
+        + containers
+        + ", gpus="
+        + gpus
+        + ", history="
+        + history
+        + "]";
   }
 }

@@ -94,14 +94,6 @@ public final class AttributionService implements AutoCloseable {
   private final Supplier<NodeState> states;
   private volatile AttributionResult latest;
 
-  /**
-   * {@link #latest}'s containers by key, made once per result: {@link #smUtilization} is asked per
-   * container and device every scrape, and {@link AttributionResult#byKey} builds the map per call.
-   */
-  private volatile Indexed indexed;
-
-  private record Indexed(AttributionResult result, Map<ContainerKey, ContainerAttribution> byKey) {}
-
   private Instant lastFeedback = Instant.MIN;
   private ScheduledExecutorService executor;
 
@@ -146,17 +138,12 @@ public final class AttributionService implements AutoCloseable {
    * (no NVML, no pass yet, or the container's processes were not seen on the GPU).
    */
   public OptionalDouble smUtilization(ContainerKey container, int deviceIndex, String deviceUuid) {
-    AttributionResult now = latest;
-    Indexed index = indexed;
-    if (index == null || index.result() != now) {
-      index = new Indexed(now, now.byKey());
-      indexed = index; // racing scrapes may each build it once; any of them is right
-    }
-    ContainerAttribution a = index.byKey().get(container);
-    if (a == null) {
+    // Branches, not an Optional chain of capturing lambdas: asked per container and device.
+    Optional<ContainerAttribution> a = latest.container(container);
+    if (a.isEmpty()) {
       return OptionalDouble.empty();
     }
-    Optional<DeviceAttribution> d = a.device(deviceIndex, deviceUuid);
+    Optional<DeviceAttribution> d = a.get().device(deviceIndex, deviceUuid);
     return d.isEmpty() ? OptionalDouble.empty() : d.get().smUtilization();
   }
 

@@ -6,6 +6,7 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
@@ -71,7 +72,7 @@ public final class TextEncoder {
     long lastUsed;
   }
 
-  private final Map<String, Positions> positions = new java.util.HashMap<>();
+  private final Map<String, Positions> positions = new HashMap<>();
 
   /**
    * Encoded label blocks kept at most (bytes): a 200-container node needs ~3 MB; a node of 10 000

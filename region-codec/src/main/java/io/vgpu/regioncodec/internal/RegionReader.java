@@ -175,7 +175,7 @@ public final class RegionReader {
       this.g = g;
       this.deviceCount = deviceCount;
       this.hasExtension = hasExtension;
-      this.usage = usageScratch(deviceCount * USAGE_FIELDS);
+      this.usage = Scratch.longs(deviceCount * USAGE_FIELDS);
     }
 
     void run(int slotCount) {
@@ -293,22 +293,6 @@ public final class RegionReader {
       LockSupport.parkNanos(Math.min(pause, parkBudgetNanos));
       parkBudgetNanos -= Math.max(System.nanoTime() - start, 1);
     }
-  }
-
-  /**
-   * Per-thread scratch for one slot's usage fields: a snapshot is read by one thread start to end,
-   * and a fresh array per snapshot was a tenth of a large node's per-scrape allocation here.
-   */
-  private static final ThreadLocal<long[]> USAGE_SCRATCH =
-      ThreadLocal.withInitial(() -> new long[16 * USAGE_FIELDS]);
-
-  private static long[] usageScratch(int length) {
-    long[] a = USAGE_SCRATCH.get();
-    if (a.length < length) {
-      a = new long[length];
-      USAGE_SCRATCH.set(a);
-    }
-    return a;
   }
 
   /** Open-addressing set of non-zero ints, sized once per pass: no boxing per slot. */

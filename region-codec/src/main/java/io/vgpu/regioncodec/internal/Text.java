@@ -20,7 +20,7 @@ public final class Text {
   public static String cString(MemorySegment segment, long offset, int capacity) {
     // One bulk copy, then plain array reads: a MemorySegment read per byte is a chain of calls
     // under C1, and every scrape reads ~10 of these strings per region.
-    byte[] raw = scratch(capacity);
+    byte[] raw = Scratch.bytes(capacity);
     MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, raw, 0, capacity);
     int length = 0;
     boolean ascii = true;
@@ -42,18 +42,6 @@ public final class Text {
       return recentAscii(raw, length, hash);
     }
     return sanitize(Arrays.copyOf(raw, length));
-  }
-
-  /** Per-thread copy buffer: a snapshot is read by one thread start to end. */
-  private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[256]);
-
-  private static byte[] scratch(int capacity) {
-    byte[] a = SCRATCH.get();
-    if (a.length < capacity) {
-      a = new byte[capacity];
-      SCRATCH.set(a);
-    }
-    return a;
   }
 
   /**
