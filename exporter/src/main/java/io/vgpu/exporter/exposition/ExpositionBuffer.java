@@ -62,6 +62,20 @@ public final class ExpositionBuffer {
     }
   }
 
+  /** Whether this buffer writes itself to {@code s} as it fills. */
+  boolean streamsTo(OutputStream s) {
+    return sink == s;
+  }
+
+  /** {@link #flush}, with a sink's failure as {@link java.io.UncheckedIOException}. */
+  void drainToSink() {
+    try {
+      flush();
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** Bytes written in total, including those already flushed to a sink. */
   public long written() {
     return flushed + size;

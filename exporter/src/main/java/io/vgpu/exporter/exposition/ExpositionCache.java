@@ -18,10 +18,10 @@ import java.util.function.LongSupplier;
  * once.
  *
  * <p>Memory: a page is held gzipped only ({@link PageCompressor}: the encoder's output is
- * compressed in 64 KB chunks as it is written, so the uncompressed page never exists in memory; ~75
- * KB for the 3 MB page of 100 containers). Per format, the current page and at most one spare array
- * for the next render; a page that a slow client is still reading stays alive until its last reader
- * releases it. A format not scraped for {@link #IDLE_TRIM} gives its arrays up.
+ * compressed in 64 KB chunks as it is written, so the uncompressed page never exists in memory;
+ * ~125 KB for the 3 MB page of 100 containers). Per format, the current page and at most one spare
+ * array for the next render; a page that a slow client is still reading stays alive until its last
+ * reader releases it. A format not scraped for {@link #IDLE_TRIM} gives its arrays up.
  */
 public final class ExpositionCache {
   static final Duration IDLE_TRIM = Duration.ofMinutes(2);
@@ -198,7 +198,7 @@ public final class ExpositionCache {
           try {
             compressor.start(into, pageLimit);
             chunks.reset();
-            encoder.encode(families, format, chunks);
+            encoder.encode(families, format, chunks, compressor);
             chunks.flush();
             compressor.finish();
             result =

@@ -7,7 +7,7 @@ import java.util.zip.Inflater;
 
 /**
  * One rendered exposition, shared by every scrape that asks within its freshness window. It holds
- * the page gzipped only (what Prometheus asks for; ~75 KB for a 3 MB page): a scrape without gzip
+ * the page gzipped only (what Prometheus asks for; ~125 KB for a 3 MB page): a scrape without gzip
  * gets the page inflated as it is sent. Readers {@link ExpositionCache#acquire acquire} it and
  * {@link #release} it when sent; its array goes back to the cache for the next render only once it
  * is retired and no reader holds it, so bytes being sent are never overwritten.

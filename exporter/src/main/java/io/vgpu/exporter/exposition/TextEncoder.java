@@ -4,6 +4,7 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.prometheus.metrics.model.snapshots.Unit;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -12,6 +13,7 @@ import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -70,6 +72,19 @@ public final class TextEncoder {
     Labels[] labels = new Labels[0];
     Block[] blocks = new Block[0];
     long lastUsed;
+
+    /**
+     * The family as last deflated on its own (null when it was not, or written since without being
+     * captured): exactly the bytes of the labels above, the value bits below, this format, kind,
+     * help and unit.
+     */
+    PageCompressor.Segment segment;
+
+    long[] values = new long[0]; // raw bits of the points' values, kept with the segment
+    ExpositionFormat format;
+    Family.Kind kind;
+    String help;
+    Unit unit;
   }
 
   private final Map<String, Positions> positions = new HashMap<>();
@@ -108,6 +123,31 @@ public final class TextEncoder {
    */
   public void encode(List<? extends Family> families, ExpositionFormat format, ExpositionBuffer out)
       throws Unsupported {
+    encode(families, format, out, null);
+  }
+
+  /**
+   * Families of at least this many points are deflated as segments of their own when encoding into
+   * a {@link PageCompressor}: smaller ones cost more in a flush and a lost history than they save.
+   */
+  static final int MIN_SEGMENT_POINTS = 32;
+
+  /**
+   * As {@link #encode(List, ExpositionFormat, ExpositionBuffer)}, into {@code out} streaming to
+   * {@code segments}: each family of at least {@link #MIN_SEGMENT_POINTS} points is deflated as a
+   * {@linkplain PageCompressor.Segment segment} of its own, and one whose every point has the same
+   * label set object and value bits as when its segment was made is not encoded again: its segment
+   * is replayed. {@code segments} null: no segments.
+   */
+  void encode(
+      List<? extends Family> families,
+      ExpositionFormat format,
+      ExpositionBuffer out,
+      PageCompressor segments)
+      throws Unsupported {
+    if (segments != null && !out.streamsTo(segments)) {
+      throw new IllegalArgumentException("segments need a buffer streaming to their compressor");
+    }
     render++;
     liveBlocks = 0;
     boolean om = format == ExpositionFormat.OPENMETRICS;
@@ -143,8 +183,20 @@ public final class TextEncoder {
       }
       boolean info = f.kind() == Family.Kind.INFO;
       Positions at = positions(name, n);
+      boolean segment = segments != null && n >= MIN_SEGMENT_POINTS;
+      if (segment && unchanged(f, n, at, format, meta)) {
+        out.drainToSink();
+        segments.replay(at.segment);
+        continue;
+      }
+      at.segment = null;
+      if (segment) {
+        out.drainToSink();
+        segments.beginSegment();
+      }
       Labels[] atLabels = at.labels;
       Block[] atBlocks = at.blocks;
+      long[] atValues = at.values;
       for (int i = 0; i < n; i++) {
         Labels labels = f.labels(i);
         byte[] block;
@@ -165,9 +217,19 @@ public final class TextEncoder {
         if (info) {
           out.write((byte) '1');
         } else {
-          DoubleText.write(out, f.value(i), fractions);
+          double v = f.value(i);
+          atValues[i] = Double.doubleToRawLongBits(v);
+          DoubleText.write(out, v, fractions);
         }
         out.write((byte) '\n');
+      }
+      if (segment) {
+        out.drainToSink();
+        at.segment = segments.endSegment();
+        at.format = format;
+        at.kind = f.kind();
+        at.help = meta.getHelp();
+        at.unit = meta.getUnit();
       }
     }
     if (om) {
@@ -176,12 +238,47 @@ public final class TextEncoder {
     evictUnused();
   }
 
+  /**
+   * True when family {@code f} would be written exactly as its kept segment: same format, kind,
+   * help and unit, and every point's label set the very object at its index with the same value
+   * bits (the same bits print the same text). Marks the blocks it checks as used by this render.
+   */
+  private boolean unchanged(
+      Family f, int n, Positions at, ExpositionFormat format, MetricMetadata meta) {
+    if (at.segment == null
+        || at.format != format
+        || at.kind != f.kind()
+        || !Objects.equals(at.help, meta.getHelp())
+        || !Objects.equals(at.unit, meta.getUnit())) {
+      return false;
+    }
+    boolean info = f.kind() == Family.Kind.INFO;
+    Labels[] labels = at.labels;
+    Block[] blocks = at.blocks;
+    long[] values = at.values;
+    for (int i = 0; i < n; i++) {
+      Block b = blocks[i];
+      if (b == null
+          || labels[i] != f.labels(i)
+          || (!info && values[i] != Double.doubleToRawLongBits(f.value(i)))) {
+        return false;
+      }
+      if (b.lastUsed != render) {
+        b.lastUsed = render;
+        liveBlocks++;
+      }
+    }
+    return true;
+  }
+
   /** The positions of family {@code name}, sized for {@code n} points (cleared when resized). */
   private Positions positions(String name, int n) {
     Positions p = positions.computeIfAbsent(name, k -> new Positions());
     if (p.labels.length != n) {
       p.labels = new Labels[n];
       p.blocks = new Block[n];
+      p.values = new long[n];
+      p.segment = null;
     }
     p.lastUsed = render;
     return p;
