@@ -25,6 +25,10 @@
 # prepends it to the launcher's flags, which stay as they are). Ends with one table for README.
 #   exporter/bench/footprint.sh                    the issue's protocol: 300 s steady, 50 x 60 s
 #   FOOTPRINT_QUICK=1 exporter/bench/footprint.sh  iteration: 100 containers, 30 s steady, 50 x 15 s
+#   BUSY_MS=100 ... a busy node: BenchNode's busy mode moves every process's memory use, last
+#                 kernel time and limiter/OOM counters every BUSY_MS while the row runs, so every
+#                 paced scrape finds ~60 % of the page changed (a static node lets the exporter
+#                 replay the deflated bytes of unchanged families; this is the other end)
 #   NMT=1 ...     adds native memory tracking (costs ~2 MiB itself) and prints where the memory
 #                 goes after the load: jcmd VM.native_memory, smaps_rollup, the live heap
 # Extra serve flags: FOOTPRINT_FLAGS; JVM flags: VGPU_EXPORTER_JAVA_OPTS (replaces the defaults).
@@ -55,8 +59,10 @@ java_bin="$JAVA_HOME/bin/java"
 base=/dev/shm; [ -d "$base" ] || base=/tmp
 work=$(mktemp -d "$base/vgpu-footprint.XXXXXX")
 pid=""
+busy_pid=""
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
   rm -rf "$work" "$cp_file"
   if [ -n "$cg_dir" ]; then rmdir "$cg_dir" 2>/dev/null || true; fi
 }
@@ -122,7 +128,7 @@ speed_probe() {
 pct() { awk -v p="$1" '{v[NR]=$1} END{i=int(NR*p/100+0.999); if(i<1)i=1; printf "%.1f", v[i]*1000}'; }
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 table=()
-row_format='%-12s %8s %6s %11s %11s %7s %9s %9s %12s %13s %6s %4s %12s'
+row_format='%-15s %8s %6s %11s %11s %7s %9s %9s %12s %13s %6s %4s %12s'
 
 run_row() {
   local containers=$1 node="$work/node-$1" gclog="$work/gc-$1.log" port url
@@ -130,6 +136,14 @@ run_row() {
   "$java_bin" -Dbench.procfs="$procfs" \
     -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
     io.vgpu.exporter.bench.BenchNode "$node" "$containers" "$DEVICES" "$PROCESSES"
+  local label="${containers}x${DEVICES}x${PROCESSES}"
+  if [ -n "${BUSY_MS:-}" ]; then
+    "$java_bin" -XX:+UseSerialGC -Xmx64m -XX:TieredStopAtLevel=1 -Dbench.busy-ms="$BUSY_MS" \
+      -cp "exporter/target/test-classes:exporter/target/classes:$(cat "$cp_file")" \
+      io.vgpu.exporter.bench.BenchNode "$node" "$containers" "$DEVICES" "$PROCESSES" busy &
+    busy_pid=$!
+    label="$label busy"
+  fi
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   url="http://127.0.0.1:$port/metrics"
   local extra="-Xlog:gc:file=$gclog"
@@ -229,9 +243,10 @@ run_row() {
     echo "  live heap after a full GC: $("$JAVA_HOME/bin/jcmd" "$pid" GC.heap_info | grep -oE 'used [0-9]+K' | awk '{s+=$2} END{printf "%.1f MiB", s/1024}')"
   fi
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  if [ -n "$busy_pid" ]; then kill "$busy_pid"; wait "$busy_pid" 2>/dev/null || true; busy_pid=""; fi
   rm -rf "$node" "$procfs"
   table+=("$(printf "$row_format" \
-    "${containers}x${DEVICES}x${PROCESSES}" "$(( bytes / 1000 ))/$(( gz / 1000 ))" "$ready_ms" \
+    "$label" "$(( bytes / 1000 ))/$(( gz / 1000 ))" "$ready_ms" \
     "$paced_p50/$paced_p99" "$single_p50/$single_p99" "$cpu_ms" "$alloc_kb" "$probe_before/$probe_after" \
     "$steady/$steady_cg" "$load_p50/$load_p99" \
     "$rps" "$errs" "$peak/$peak_cg")")

@@ -119,7 +119,15 @@ class OpsParserProperties {
             Arbitraries.strings()
                 .withChars("0123456789abcdef-: /.")
                 .ofMaxLength(60)
-                .map(s -> s + "libnvidia-ml.so.580 x.cache libvgpu"));
+                .map(s -> s + "libnvidia-ml.so.580 x.cache libvgpu"),
+            // the names in a directory, not the last element; and after the last '/'
+            Arbitraries.of(
+                "7f00-7f01 r-xp 00000000 08:01 5   /opt/libvgpu.so/extra",
+                "7f00-7f01 r-xp 00000000 08:01 6   /libcuda.so.d/x.cache",
+                "7f00-7f01 r-xp 00000000 08:01 7   libvgpu.so",
+                "7f00-7f01 r-xp 00000000 08:01 8   /a b/libnvidia-ml.so.1 (deleted)",
+                "7f00-7f01 rw-s 00000000 00:2a 9   /x/.cache\t ",
+                "/7f00-7f01 rw-s 00000000 00:2a 10 x.cache"));
     return line.list().ofMaxSize(30).map(l -> String.join("\n", l));
   }
 
