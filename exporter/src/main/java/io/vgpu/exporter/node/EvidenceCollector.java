@@ -423,26 +423,30 @@ public final class EvidenceCollector {
   }
 
   static Maps readMaps(Path maps, int maxBytes) {
-    Optional<String> text = read(maps, maxBytes);
+    Optional<byte[]> text = readBytes(maps, maxBytes);
     TreeSet<String> vgpu = new TreeSet<>();
     Set<Long> inodes = new HashSet<>();
     boolean gpu = false;
     if (text.isPresent()) {
-      String all = text.get();
-      for (int start = 0; start < all.length(); ) {
-        int end = all.indexOf('\n', start);
-        if (end < 0) {
-          end = all.length();
+      byte[] all = text.get();
+      for (int start = 0; start < all.length; ) {
+        int end = start;
+        while (end < all.length && all[end] != '\n') {
+          end++;
         }
         // Most of a CUDA process's maps (thousands of library and anonymous lines) cannot match:
-        // only lines naming one of these are split into fields, which made a pass over 400
-        // processes with 100 KB of maps each five times cheaper.
-        boolean candidate =
-            contains(all, "libvgpu", start, end)
-                || contains(all, "libcuda.so", start, end)
-                || contains(all, "libnvidia-ml.so", start, end)
-                || contains(all, ".cache", start, end);
-        String line = candidate ? all.substring(start, end) : null;
+        // only lines whose path's last element names one of these are split into fields. That
+        // element lies after the line's last '/' (or is the line, without one), so only that
+        // tail is searched, byte by byte: a pass over 400 processes with 100 KB of maps each
+        // took ~0.4 s of CPU under C1 with String searches of whole lines.
+        int tail = end;
+        while (tail > start && all[tail - 1] != '/') {
+          tail--;
+        }
+        String line =
+            candidate(all, tail, end)
+                ? new String(all, start, end - start, StandardCharsets.ISO_8859_1)
+                : null;
         start = end + 1;
         if (line == null) {
           continue;
@@ -467,12 +471,44 @@ public final class EvidenceCollector {
       }
     }
     return new Maps(
-        List.copyOf(vgpu), inodes, gpu, text.map(String::length).orElse(0), text.isPresent());
+        List.copyOf(vgpu), inodes, gpu, text.map(b -> b.length).orElse(0), text.isPresent());
   }
 
-  /** Whether {@code s[from, to)} contains {@code what} (looks no further than {@code to}). */
-  private static boolean contains(String s, String what, int from, int to) {
-    return s.indexOf(what, from, to) >= 0;
+  private static final byte[] LIBVGPU = ascii("libvgpu");
+  private static final byte[] LIBCUDA = ascii("libcuda.so");
+  private static final byte[] LIBNVML = ascii("libnvidia-ml.so");
+  private static final byte[] CACHE = ascii(".cache");
+
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** Whether {@code b[from, to)} holds one of the names a line is split for. */
+  private static boolean candidate(byte[] b, int from, int to) {
+    for (int i = from; i < to; i++) {
+      byte c = b[i];
+      if (c == 'l') {
+        if (at(b, i, to, LIBVGPU) || at(b, i, to, LIBCUDA) || at(b, i, to, LIBNVML)) {
+          return true;
+        }
+      } else if (c == '.' && at(b, i, to, CACHE)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether {@code what} starts at {@code b[i]} and ends by {@code to}. */
+  private static boolean at(byte[] b, int i, int to, byte[] what) {
+    if (to - i < what.length) {
+      return false;
+    }
+    for (int k = 1; k < what.length; k++) {
+      if (b[i + k] != what[k]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   static Map<String, String> environment(Path environ) {
@@ -512,12 +548,16 @@ public final class EvidenceCollector {
 
   /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
   private static Optional<String> read(Path p, int max) {
+    return readBytes(p, max).map(b -> new String(b, StandardCharsets.ISO_8859_1));
+  }
+
+  private static Optional<byte[]> readBytes(Path p, int max) {
     try {
       if (!Files.isRegularFile(p)) {
         return Optional.empty();
       }
       try (InputStream in = Files.newInputStream(p)) {
-        return Optional.of(new String(in.readNBytes(max), StandardCharsets.ISO_8859_1));
+        return Optional.of(in.readNBytes(max));
       }
     } catch (IOException | SecurityException e) {
       return Optional.empty();
