@@ -169,15 +169,20 @@ run_row() {
   for i in $(seq 1 "$SINGLE_SCRAPES"); do args+=(-o /dev/null "$url"); done
   curl -fs -H 'Accept-Encoding: gzip' "${args[@]:0:150}" # 50 warm-up scrapes (3 words each)
   # Then until the first background evidence pass has judged the slots (before it every slot is
-  # "unknown" and the page lacks the live processes' series, ~10 % of it). At 200 containers some
-  # stay unknown: 800 processes' maps (100 KB each) pass the evidence pass's 64 MiB read budget.
-  local counts waited=0
+  # "unknown" and the page lacks the live processes' series, ~10 % of it) and the first
+  # attribution pass has reconciled (before it the page lacks its families, ~12 %: warm-up
+  # scrapes can end first). At 200 containers some slots stay unknown: 800 processes' maps
+  # (100 KB each) pass the evidence pass's 64 MiB read budget.
+  local counts unknown judged attributed waited=0
   while :; do
     counts=$(curl -fs "$url" | awk '/^vgpu_container_processes\{/ {
-        if ($0 ~ /state="unknown"/) u += $NF; else j += $NF } END {print u + 0, j + 0}')
-    [ "${counts% *}" = 0 ] || [ "${counts#* }" != 0 ] && break
+        if ($0 ~ /state="unknown"/) u += $NF; else j += $NF }
+        /^vgpu_container_over_sm_limit_seconds_total\{/ { a++ }
+        END {print u + 0, j + 0, a + 0}')
+    read -r unknown judged attributed <<<"$counts"
+    { [ "$unknown" = 0 ] || [ "$judged" != 0 ]; } && [ "$attributed" != 0 ] && break
     waited=$((waited + 1))
-    [ "$waited" -le 60 ] || { echo "footprint: no slot judged after 30 s"; exit 1; }
+    [ "$waited" -le 60 ] || { echo "footprint: slots not judged or not reconciled after 30 s"; exit 1; }
     sleep 0.5
   done
   local bytes gz
@@ -185,7 +190,7 @@ run_row() {
   gz=$(curl -fs -H 'Accept-Encoding: gzip' "$url" | wc -c)
   echo
   echo "== node $containers x $DEVICES x $PROCESSES: page $bytes bytes ($gz gzipped); startup to ready $ready_ms ms"
-  echo "slots unknown/judged when measuring: ${counts% *}/${counts#* }"
+  echo "slots unknown/judged when measuring: $unknown/$judged"
   local probe_before probe_after
   probe_before=$(speed_probe)
   echo "speed probe (SpeedProbe: median ms to deflate its fixed 2.8 MB page): $probe_before"
