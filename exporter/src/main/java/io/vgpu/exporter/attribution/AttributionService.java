@@ -138,12 +138,13 @@ public final class AttributionService implements AutoCloseable {
    * (no NVML, no pass yet, or the container's processes were not seen on the GPU).
    */
   public OptionalDouble smUtilization(ContainerKey container, int deviceIndex, String deviceUuid) {
-    // Branches, not an Optional chain of capturing lambdas: asked per container and device.
-    Optional<ContainerAttribution> a = latest.container(container);
-    if (a.isEmpty()) {
+    // The index and branches, not an Optional chain of capturing lambdas: asked per container
+    // and device every scrape.
+    ContainerAttribution a = latest.byKey().get(container);
+    if (a == null) {
       return OptionalDouble.empty();
     }
-    Optional<DeviceAttribution> d = a.get().device(deviceIndex, deviceUuid);
+    Optional<DeviceAttribution> d = a.device(deviceIndex, deviceUuid);
     return d.isEmpty() ? OptionalDouble.empty() : d.get().smUtilization();
   }
 

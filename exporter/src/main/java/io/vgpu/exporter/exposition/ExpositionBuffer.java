@@ -108,11 +108,7 @@ public final class ExpositionBuffer {
   private void ensure(int extra) {
     int need = size + extra;
     if (need > bytes.length && sink != null) {
-      try {
-        flush();
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
+      drainToSink();
       need = extra;
     }
     if (need > limit) {

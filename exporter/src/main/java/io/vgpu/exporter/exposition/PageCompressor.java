@@ -116,9 +116,11 @@ final class PageCompressor extends OutputStream {
       } while (length == out.length); // a full output array may hold back more of the flush
       flushNeeded = false;
     }
-    pageCrc = Crc32Combine.combine(pageCrc, (int) crc.getValue(), runLength);
-    crc.reset();
-    runLength = 0;
+    if (runLength != 0) { // a segment right after another: nothing to fold
+      pageCrc = Crc32Combine.combine(pageCrc, (int) crc.getValue(), runLength);
+      crc.reset();
+      runLength = 0;
+    }
   }
 
   /** Starts a segment: the bytes written until {@link #endSegment} are deflated on their own. */
