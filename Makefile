@@ -13,7 +13,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image-test
+.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -100,6 +100,12 @@ soak-apiserver: ## API server down mid-run for API_OUTAGE_SECONDS (default 300),
 	$(need_jdk)
 	$(MVN) -q install -DskipTests
 	@scripts/apiserver-outage.sh
+
+image: ## build the container image vgpu-exporter:0.1.0 into your Docker (DOCKER="docker -H ...", IMAGE=, BASE_IMAGE=)
+	$(need_jdk)
+	$(MAKE) -C libvgpu all
+	$(MVN) -q install -DskipTests
+	@deploy/image/build.sh $(DOCKER)
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)
 	$(need_jdk)

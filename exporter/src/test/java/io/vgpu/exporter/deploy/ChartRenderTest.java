@@ -472,10 +472,10 @@ class ChartRenderTest {
   }
 
   /**
-   * README "Operate: kubectl exec recipes" promises, per chart mode, who the pod runs as, how the
-   * cache root is mounted and whether {@code cleanup --apply} / {@code unlock --apply} work. Each
-   * mode's rendered DaemonSet must grant exactly that, plus what every mode's read-only recipe
-   * needs: the host's /proc, a writable /tmp for the exec'd JVM, the cache root in {@code
+   * docs/operate.md ("Operate: kubectl exec recipes") promises, per chart mode, who the pod runs
+   * as, how the cache root is mounted and whether {@code cleanup --apply} / {@code unlock --apply}
+   * work. Each mode's rendered DaemonSet must grant exactly that, plus what every mode's read-only
+   * recipe needs: the host's /proc, a writable /tmp for the exec'd JVM, the cache root in {@code
    * VGPU_EXPORTER_PATH_CACHE_ROOT} (so the exec'd subcommands read what serve reads), {@code
    * NODE_NAME}, and API reads of nodes (doctor's annotations) and pods (doctor --pod).
    */
@@ -484,9 +484,9 @@ class ChartRenderTest {
   void template_eachMode_grantsWhatItsKubectlExecRecipeSays(Mode mode) throws IOException {
     Map<String, List<String>> table = recipeTable();
     String valuesFile = mode.valuesFile.orElse("values.yaml");
-    assertThat(table).as("README recipe table rows").hasSize(Mode.values().length);
+    assertThat(table).as("docs/operate.md recipe table rows").hasSize(Mode.values().length);
     List<String> row = table.get(valuesFile);
-    assertThat(row).as("README recipe table has a row for %s", valuesFile).isNotNull();
+    assertThat(row).as("docs/operate.md recipe table has a row for %s", valuesFile).isNotNull();
     String runsAs = row.get(2);
     String cacheRoot = row.get(3);
     String apply = row.get(5);
@@ -535,14 +535,14 @@ class ChartRenderTest {
         .anyMatch(r -> r.getResources().contains("pods") && r.getVerbs().contains("list"));
   }
 
-  /** README's recipe table: the values file (column 2) to the row's cells. */
+  /** docs/operate.md's recipe table: the values file (column 2) to the row's cells. */
   private static Map<String, List<String>> recipeTable() throws IOException {
-    String readme = Files.readString(HelmChart.repoRoot().resolve("README.md"));
-    int start = readme.indexOf("\n## Operate: kubectl exec recipes\n");
-    assertThat(start).as("README section \"Operate: kubectl exec recipes\"").isNotNegative();
-    int end = readme.indexOf("\n## ", start + 1);
+    String recipes = Files.readString(HelmChart.repoRoot().resolve("docs/operate.md"));
+    assertThat(recipes)
+        .as("docs/operate.md is \"Operate: kubectl exec recipes\"")
+        .startsWith("# Operate: kubectl exec recipes\n");
     Map<String, List<String>> rows = new java.util.LinkedHashMap<>();
-    for (String line : readme.substring(start, end < 0 ? readme.length() : end).split("\n")) {
+    for (String line : recipes.split("\n")) {
       if (!line.startsWith("| ") || line.startsWith("| chart mode")) {
         continue;
       }

@@ -37,10 +37,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The cardinality guard. A node's series count with the default collectors is exactly {@code fixed
  * + perGpu x GPUs + perContainer x containers + perContainerGpu x containers x GPUs used}, and each
- * term stays within the budget the README's "Fleet" section documents, which the fleet's Prometheus
- * sizing is built on. Pod churn must leave nothing behind: after 500 pods came and went, the scrape
- * has exactly the series it had before. Scrapes go through the real exporter (serve's wiring with
- * NVML on, through the repository's fake libnvidia-ml; HTTP /metrics).
+ * term stays within the budget docs/fleet.md documents, which the fleet's Prometheus sizing is
+ * built on. Pod churn must leave nothing behind: after 500 pods came and went, the scrape has
+ * exactly the series it had before. Scrapes go through the real exporter (serve's wiring with NVML
+ * on, through the repository's fake libnvidia-ml; HTTP /metrics).
  */
 class SeriesBudgetTest {
   private static final HttpClient HTTP = HttpClient.newHttpClient();
@@ -176,18 +176,17 @@ class SeriesBudgetTest {
     }
   }
 
-  /** The budget rows of README "## Fleet": fixed per node, per container, per container × GPU. */
+  /** The budget rows of docs/fleet.md: fixed per node, per container, per container × GPU. */
   static Map<String, Long> documentedBudget() throws IOException {
-    String readme = Files.readString(HelmChart.repoRoot().resolve("README.md"));
-    int fleet = readme.indexOf("\n## Fleet");
-    assertThat(fleet).as("README has a \"## Fleet\" section").isPositive();
-    Matcher m = BUDGET_ROW.matcher(readme.substring(fleet));
+    String fleet = Files.readString(HelmChart.repoRoot().resolve("docs/fleet.md"));
+    assertThat(fleet).as("docs/fleet.md is the Fleet document").startsWith("# Fleet\n");
+    Matcher m = BUDGET_ROW.matcher(fleet);
     Map<String, Long> budget = new LinkedHashMap<>();
     while (m.find()) {
       budget.put(m.group(1), Long.parseLong(m.group(2)));
     }
     assertThat(budget)
-        .as("README \"## Fleet\" budget rows")
+        .as("docs/fleet.md budget rows")
         .containsOnlyKeys("fixed per node", "per GPU", "per container", "per container × GPU");
     return budget;
   }
@@ -219,17 +218,17 @@ class SeriesBudgetTest {
     Map<String, Long> budget = documentedBudget();
     assertThat(perContainerDevice)
         .as(
-            "series per container x GPU (README \"Fleet\" budget; raise it there only on purpose) %s",
+            "series per container x GPU (docs/fleet.md budget; raise it there only on purpose) %s",
             what)
         .isLessThanOrEqualTo(budget.get("per container × GPU"));
     assertThat(perGpu)
-        .as("series per GPU (README \"Fleet\" budget) %s", what)
+        .as("series per GPU (docs/fleet.md budget) %s", what)
         .isLessThanOrEqualTo(budget.get("per GPU"));
     assertThat(perContainer)
-        .as("series per container (README \"Fleet\" budget) %s", what)
+        .as("series per container (docs/fleet.md budget) %s", what)
         .isLessThanOrEqualTo(budget.get("per container"));
     assertThat(fixed)
-        .as("fixed series per node (README \"Fleet\" budget) %s", what)
+        .as("fixed series per node (docs/fleet.md budget) %s", what)
         .isLessThanOrEqualTo(budget.get("fixed per node"));
   }
 
