@@ -42,7 +42,10 @@ public final class DeadlineReads {
 
   private final Duration deadline;
   private final ThreadPoolExecutor readers;
-  private final ConcurrentHashMap<String, AtomicInteger> outstanding = new ConcurrentHashMap<>();
+
+  /** Reads in flight per pod; a pod with none has no entry (pods come and go for months). */
+  private final ConcurrentHashMap<String, Integer> outstanding = new ConcurrentHashMap<>();
+
   private final LongAdder givenUp = new LongAdder();
   private final java.util.function.Consumer<Path> beforeRead;
 
@@ -92,9 +95,7 @@ public final class DeadlineReads {
    * was given up: the caller counts what it did not see as not seen, never as absent.
    */
   public <T> Optional<T> read(String pod, Path file, Callable<T> read) {
-    AtomicInteger mine = outstanding.computeIfAbsent(pod, k -> new AtomicInteger());
-    if (mine.incrementAndGet() > MAX_STALLED_PER_POD) {
-      mine.decrementAndGet();
+    if (!reserve(pod)) {
       return gaveUp(file, "earlier reads of this pod's files are still blocked");
     }
     Future<T> f;
@@ -106,11 +107,11 @@ public final class DeadlineReads {
                   beforeRead.accept(file);
                   return read.call();
                 } finally {
-                  mine.decrementAndGet();
+                  release(pod);
                 }
               });
     } catch (RejectedExecutionException e) {
-      mine.decrementAndGet();
+      release(pod);
       return gaveUp(file, "every reader thread is blocked in an earlier read");
     }
     try {
@@ -124,6 +125,31 @@ public final class DeadlineReads {
     } catch (ExecutionException e) {
       return gaveUp(file, "failed: " + e.getCause());
     }
+  }
+
+  /** Counts one more read of {@code pod} in flight; false when it has the most already. */
+  private boolean reserve(String pod) {
+    boolean[] reserved = {false};
+    outstanding.compute(
+        pod,
+        (k, n) -> {
+          int now = n == null ? 0 : n;
+          if (now >= MAX_STALLED_PER_POD) {
+            return n;
+          }
+          reserved[0] = true;
+          return now + 1;
+        });
+    return reserved[0];
+  }
+
+  private void release(String pod) {
+    outstanding.computeIfPresent(pod, (k, n) -> n <= 1 ? null : n - 1);
+  }
+
+  /** Pods with a read in flight (tests: entries do not outlive their reads). */
+  int podsWithReadsInFlight() {
+    return outstanding.size();
   }
 
   private <T> Optional<T> gaveUp(Path file, String why) {

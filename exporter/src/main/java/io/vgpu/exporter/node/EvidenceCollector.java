@@ -2,7 +2,6 @@ package io.vgpu.exporter.node;
 
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
-import io.vgpu.exporter.discovery.MappedFaults;
 import io.vgpu.exporter.discovery.SafeOpenSideFileReader;
 import io.vgpu.exporter.discovery.TenantDirListing;
 import io.vgpu.exporter.k8s.NodeMeta;
@@ -11,9 +10,6 @@ import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.ProcFs;
 import io.vgpu.hostpid.ProcessInfo;
-import io.vgpu.regioncodec.RegionException;
-import io.vgpu.regioncodec.RegionFile;
-import io.vgpu.regioncodec.RegionSnapshot;
 import io.vgpu.regioncodec.SafeOpen;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -164,7 +160,7 @@ public final class EvidenceCollector {
     }
     // (device, inode) of every region opened: a second name of one file is judged once.
     Set<String> openedFiles = new HashSet<>();
-    List<Open> opened = new ArrayList<>();
+    List<SampledRegion> opened = new ArrayList<>();
     List<NodeEvidence.Container> containers = new ArrayList<>();
     try {
       for (Map.Entry<Path, Target> d : dirs.entrySet()) {
@@ -179,9 +175,9 @@ public final class EvidenceCollector {
         if (key.isEmpty()) {
           continue;
         }
-        List<Open> files = new ArrayList<>();
+        List<SampledRegion> files = new ArrayList<>();
         for (Path f : d.getValue().files()) {
-          Open o = Open.of(f, openedFiles);
+          SampledRegion o = SampledRegion.of(f, openedFiles);
           files.add(o);
           opened.add(o);
         }
@@ -199,7 +195,7 @@ public final class EvidenceCollector {
       List<NodeEvidence.Container> done = new ArrayList<>();
       for (NodeEvidence.Container c : containers) {
         List<NodeEvidence.Region> regions = new ArrayList<>();
-        for (Open o : containersFiles.get(c.dir())) {
+        for (SampledRegion o : containersFiles.get(c.dir())) {
           regions.add(o.second(!window.isZero()));
         }
         done.add(
@@ -224,12 +220,12 @@ public final class EvidenceCollector {
           lastPodsNotFullySeen,
           lastShortfalls());
     } finally {
-      opened.forEach(Open::close);
+      opened.forEach(SampledRegion::close);
       containersFiles.clear();
     }
   }
 
-  private final Map<Path, List<Open>> containersFiles = new HashMap<>();
+  private final Map<Path, List<SampledRegion>> containersFiles = new HashMap<>();
 
   /**
    * Slots whose process is not found through pod cgroups (no Kubernetes, or a runtime whose cgroups
@@ -329,91 +325,6 @@ public final class EvidenceCollector {
   private static Target listed(Path dir) {
     TenantDirListing.Listing l = TenantDirListing.of(dir);
     return new Target(new ArrayList<>(l.cacheFiles()), l.sideFiles());
-  }
-
-  /** One cache file kept open between the two samples. */
-  private static final class Open {
-    final Path path;
-    long inode = -1;
-    long device = -1;
-    RegionFile file;
-    Optional<RegionSnapshot> first = Optional.empty();
-    Optional<String> error = Optional.empty();
-    int semaphoreFirst = -1;
-
-    private Open(Path path) {
-      this.path = path;
-    }
-
-    /**
-     * Opens through region-codec's safe open; inode and device come from that descriptor, so the
-     * file every later verdict (and {@code --expect-inode}) refers to is the one that was read.
-     */
-    static Open of(Path path, Set<String> opened) {
-      Open o = new Open(path);
-      try {
-        o.file = RegionFile.openReadOnly(path);
-        o.inode = o.file.identity().inode();
-        o.device = o.file.identity().device();
-        if (!opened.add(o.device + ":" + o.inode)) {
-          // A hard link to a region already judged: its slots are that region's, counted once.
-          o.file.close();
-          o.file = null;
-          o.error = Optional.of(HARD_LINK);
-          return o;
-        }
-        RegionSnapshot s = o.file.snapshot();
-        MappedFaults.deliverPending();
-        o.first = Optional.of(s);
-        o.semaphoreFirst = o.file.semaphoreValue();
-        MappedFaults.deliverPending();
-      } catch (RegionException e) {
-        o.error =
-            Optional.of(
-                e.getCause() instanceof InternalError && !o.file.changedOnDisk()
-                    ? FAULTED
-                    : e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
-      } catch (InternalError e) {
-        o.error = Optional.of(FAULTED);
-      } catch (RuntimeException e) {
-        // A hostile file must cost one region, never the whole report.
-        o.error = Optional.of("unreadable: " + e);
-      }
-      return o;
-    }
-
-    static final String HARD_LINK =
-        "hard_link: another name of a region already read (each file is judged once)";
-
-    /** A load faulted (SIGBUS) on a file that kept its size. */
-    static final String FAULTED =
-        "io_error: reading the mapping faulted although the file kept its size (a page the"
-            + " filesystem cannot provide: a hole of a sparse file on a full tmpfs?)";
-
-    NodeEvidence.Region second(boolean resample) {
-      Optional<RegionSnapshot> second = first;
-      int semaphoreSecond = semaphoreFirst;
-      if (resample && file != null) {
-        try {
-          RegionSnapshot s = file.snapshot();
-          MappedFaults.deliverPending();
-          second = Optional.of(s);
-          semaphoreSecond = file.semaphoreValue();
-          MappedFaults.deliverPending();
-        } catch (RuntimeException | InternalError e) {
-          second = Optional.empty();
-          semaphoreSecond = -1;
-        }
-      }
-      return new NodeEvidence.Region(
-          path, inode, device, first, second, error, semaphoreFirst, semaphoreSecond);
-    }
-
-    void close() {
-      if (file != null) {
-        file.close();
-      }
-    }
   }
 
   /**
