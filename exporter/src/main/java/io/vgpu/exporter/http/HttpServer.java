@@ -165,22 +165,35 @@ public final class HttpServer implements AutoCloseable {
   private static final String AUTHENTICATED = "vgpu.authenticated";
 
   /**
-   * Basic auth on every path but the probes: /healthz answers anyone, /readyz answers anyone its
-   * status and only authenticated clients its reasons (they name files and pods).
+   * Basic auth on every path but the probes: /healthz answers anyone (and hashes nothing), /readyz
+   * answers anyone its status and only authenticated clients its reasons (they name files and
+   * pods). A check the saturated hashing could not take is answered 429 at once ({@link BasicAuth}:
+   * a wrong-password flood must not hold the server's threads).
    */
   private static void authenticate(Context ctx, BasicAuth auth) {
-    if (auth.allows(ctx.header("Authorization"))) {
+    String path = ctx.path();
+    if (path.equals(Endpoints.HEALTHZ)) {
+      return;
+    }
+    BasicAuth.Outcome outcome = auth.check(ctx.header("Authorization"));
+    if (outcome == BasicAuth.Outcome.ALLOWED) {
       ctx.attribute(AUTHENTICATED, Boolean.TRUE);
       return;
     }
-    String path = ctx.path();
-    if (path.equals(Endpoints.HEALTHZ) || path.equals(Endpoints.READYZ)) {
+    if (path.equals(Endpoints.READYZ)) {
       return;
     }
-    ctx.status(401)
-        .header("WWW-Authenticate", "Basic realm=\"vgpu-exporter\", charset=\"UTF-8\"")
-        .contentType("text/plain")
-        .result("Unauthorized\n");
+    if (outcome == BasicAuth.Outcome.BUSY) {
+      ctx.status(429)
+          .header("Retry-After", "1")
+          .contentType("text/plain")
+          .result("Too many authentication attempts at once; retry shortly\n");
+    } else {
+      ctx.status(401)
+          .header("WWW-Authenticate", "Basic realm=\"vgpu-exporter\", charset=\"UTF-8\"")
+          .contentType("text/plain")
+          .result("Unauthorized\n");
+    }
     ctx.skipRemainingHandlers();
   }
 

@@ -75,6 +75,98 @@ class NetworkFloodTest {
     }
   }
 
+  /**
+   * 48 attackers (16 on each of 127.0.0.2-4, within the per-client connection limit) send wrong
+   * passwords as fast as they are answered while a Prometheus that authenticated before scrapes
+   * /metrics every 250 ms with a 10 s timeout (its default). Before, every check waited for one
+   * lock around bcrypt: the attackers held the server's 16 threads and legitimate scrapes timed out
+   * behind them. Now a remembered credential needs no hash and the checks beyond the hashing's
+   * small waiting room are answered 429 at once.
+   */
+  @Test
+  void wrongPasswordFlood_legitimateScrapesAnswer() throws Exception {
+    String password = "correct horse battery staple";
+    String hash =
+        new String(
+            at.favre.lib.crypto.bcrypt.BCrypt.withDefaults().hash(10, password.toCharArray()),
+            StandardCharsets.UTF_8);
+    Path web = dir.resolve("web.yml");
+    Files.writeString(web, "basic_auth_users:\n  prometheus: " + hash + "\n");
+    String good = basic("prometheus", password);
+    InetAddress scraper = InetAddress.getLoopbackAddress();
+    try (ForkedServe s = ForkedServe.start(dir, List.of("--web.config.file=" + web))) {
+      assertThat(get(scraper, s.port, "/metrics", null, good)).isEqualTo(200);
+      assertThat(get(scraper, s.port, "/metrics", null, basic("prometheus", "nope")))
+          .isEqualTo(401);
+      java.util.concurrent.atomic.AtomicBoolean stop =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.atomic.LongAdder>
+          answers = new java.util.concurrent.ConcurrentHashMap<>();
+      List<Thread> attackers = new ArrayList<>();
+      for (int i = 0; i < 48; i++) {
+        InetAddress from = address("127.0.0." + (2 + i / 16));
+        String user = i % 2 == 0 ? "prometheus" : "mallory" + i;
+        attackers.add(
+            Thread.ofPlatform()
+                .start(
+                    () -> {
+                      for (int k = 0; !stop.get() && k < 100_000; k++) {
+                        String key;
+                        try {
+                          key = "" + get(from, s.port, "/metrics", null, basic(user, "guess" + k));
+                        } catch (IOException e) {
+                          key = e.getClass().getSimpleName();
+                        }
+                        answers
+                            .computeIfAbsent(key, x -> new java.util.concurrent.atomic.LongAdder())
+                            .increment();
+                      }
+                    }));
+      }
+      List<String> failures = new ArrayList<>();
+      int probes = 0;
+      long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+      try {
+        TimeUnit.SECONDS.sleep(2); // the flood under way
+        while (System.nanoTime() < end && s.alive()) {
+          probes++;
+          try {
+            int status = get(scraper, s.port, "/metrics", null, good);
+            if (status != 200) {
+              failures.add("/metrics " + status);
+            }
+          } catch (IOException e) {
+            failures.add("/metrics " + e);
+          }
+          TimeUnit.MILLISECONDS.sleep(250);
+        }
+      } finally {
+        stop.set(true);
+        for (Thread t : attackers) {
+          t.join(30_000);
+        }
+      }
+      System.out.printf(
+          "wrong-password flood: legitimate /metrics probes %d, failed %d (%.1f %%); attacker"
+              + " answers %s; failures %s%n",
+          probes,
+          failures.size(),
+          100.0 * failures.size() / Math.max(1, probes),
+          answers,
+          failures);
+      assertThat(s.alive()).as("exporter alive; log: %s", s.logText()).isTrue();
+      assertThat(s.logText()).doesNotContain("OutOfMemoryError");
+      assertThat(failures).as("legitimate scrapes that failed during the flood").isEmpty();
+      assertThat(answers.keySet()).as("the attackers were never let in").doesNotContain("200");
+    }
+  }
+
+  static String basic(String user, String password) {
+    return "Basic "
+        + java.util.Base64.getEncoder()
+            .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+  }
+
   record FloodResult(
       int opened,
       int refused,
