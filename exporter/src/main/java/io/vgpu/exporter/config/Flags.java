@@ -87,7 +87,8 @@ public final class Flags {
       new Flag<>(
           "web.max-connections-per-client",
           "Open HTTP(S) connections per client address; more are closed as they open, so one pod"
-              + " cannot take --web.max-connections from the scrapers.",
+              + " cannot take --web.max-connections from the scrapers (127.0.0.1 and ::1, the"
+              + " pod's own loopback, excepted).",
           "16",
           List.of(),
           Flags::atLeastOne,

@@ -32,7 +32,8 @@ import org.eclipse.jetty.util.thread.Scheduler;
  *       ones drops to {@link #IDLE_TIMEOUT_AT_LIMIT}, so idle and stalled connections make room
  *       fast.
  *   <li>At most {@link NetworkLimits#maxPerClient()} per client address: more are closed as soon as
- *       they open, so one pod cannot take the whole budget from the scrapers on other addresses.
+ *       they open, so one pod cannot take the whole budget from the scrapers on other addresses
+ *       (the pod's own 127.0.0.1 and ::1 excepted, see {@link #OWN_LOOPBACK}).
  *   <li>A TLS handshake not finished within {@link NetworkLimits#handshakeTimeout()} is closed,
  *       however slowly its bytes keep coming (the idle timeout alone restarts with every byte).
  *   <li>A connection with no progress (read or write) for {@link NetworkLimits#idleTimeout()} is
@@ -89,7 +90,7 @@ final class ConnectionGuard implements Connection.Listener {
       open = perClient.merge(client, 1, Integer::sum);
     }
     counted.put(connection, client);
-    if (open > limits.maxPerClient()) {
+    if (open > limits.maxPerClient() && !OWN_LOOPBACK.contains(client)) {
       rejectedPerClient.incrementAndGet();
       connection.getEndPoint().close();
       return;
@@ -157,4 +158,13 @@ final class ConnectionGuard implements Connection.Listener {
   }
 
   private static final InetAddress UNKNOWN_CLIENT = InetAddress.ofLiteral("0.0.0.0");
+
+  /**
+   * Not held to the per-client limit: the pod's own loopback, which only the pod's containers,
+   * {@code kubectl exec} and {@code kubectl port-forward} reach (the exporter runs without
+   * hostNetwork), where load tests and several viewers legitimately share one address. Other 127/8
+   * addresses are held to it like any client. The total limit applies to everyone.
+   */
+  private static final java.util.Set<InetAddress> OWN_LOOPBACK =
+      java.util.Set.of(InetAddress.ofLiteral("127.0.0.1"), InetAddress.ofLiteral("::1"));
 }
