@@ -339,10 +339,26 @@ void vgpu_region_close(struct vgpu_region_map *m) {
 
 static pthread_mutex_t g_lock_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r->sem; }
+static void *hami_sem(struct vgpu_region_map *m) { return m->r->sem; }
 
-/* HAMi-core's lock: sem_timedwait on region->sem, then owner_pid = our pid. Bounded by
- * `deadline` (monotonic ns). Recovery as HAMi-core's lock_shrreg, but at once instead of after a
+/* Whether region->sem can be used as a lock; an unusable one is reported once per process and the
+ * slot lock is then the record lock alone (every libvgpu process still excluded; HAMi-core
+ * processes sharing the file are not, and their own sem_* calls may abort on those bytes). */
+static bool hami_sem_usable(struct vgpu_region_map *m) {
+  static int reported;
+  int value = 0;
+  const char *why = NULL;
+  if (vgpu_sem_check(hami_sem(m), &value, &why)) return true;
+  if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+    VGPU_LOG_ERROR("shrreg semaphore is unusable (%s); locking with the record lock only, which "
+                   "HAMi-core processes sharing the file do not take; fix: delete the cache file "
+                   "once no process of the container uses it",
+                   why);
+  return false;
+}
+
+/* HAMi-core's lock: wait on region->sem, then owner_pid = our pid. Bounded by `deadline`
+ * (monotonic ns). Recovery as HAMi-core's lock_shrreg, but at once instead of after a
  * 10 s timeout: an owner that is dead in our /proc (one file = one container = one pid namespace)
  * is cleared and the semaphore posted. A semaphore left at 0 with no owner (a holder SIGKILLed
  * between sem_wait and storing owner_pid, or between HAMi-core's owner_pid = 0 and sem_post:
@@ -353,7 +369,7 @@ static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r
  * stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
 static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died,
                             bool recover) {
-  sem_t *sem = hami_sem(m);
+  void *sem = hami_sem(m);
   uint64_t *owner = &m->r->owner_pid;
   uint64_t me = (uint64_t)getpid();
   uint64_t owner_seen = vgpu_now_monotonic_ns(); /* last time owner_pid was non-zero (or start) */
@@ -361,9 +377,10 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
   int recoveries = 0;
   uint64_t dead_owner = 0, dead_since = 0;
   uint64_t step = 1000000ull; /* 1 ms, doubling to 50 ms */
+  m->sem_held = false;
   for (;;) {
-    if (sem_trywait(sem) == 0) break;
-    if (errno != EAGAIN && errno != EINTR) return true; /* not a semaphore we can use: fcntl only */
+    if (!hami_sem_usable(m)) return true; /* not a semaphore we can use: record lock only */
+    if (vgpu_sem_trywait(sem)) break;
     uint64_t o = LOAD(owner);
     uint64_t now = vgpu_now_monotonic_ns();
     if (o != 0) owner_seen = now;
@@ -384,7 +401,7 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
       if (__atomic_compare_exchange_n(owner, &o, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         VGPU_LOG_WARN("shrreg semaphore owner %llu is dead; recovered the lock",
                       (unsigned long long)o);
-        sem_post(sem);
+        vgpu_sem_post_if_down(sem);
       }
       continue;
     }
@@ -394,32 +411,28 @@ static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool p
                      "sem_wait and recording itself, HAMi-core #86); released it",
                      (unsigned long long)((now - owner_seen) / 1000000));
       orphan_posted = true;
-      sem_post(sem);
+      vgpu_sem_post_if_down(sem);
       continue;
     }
     if (now >= deadline) return false;
-    /* sem_timedwait in short steps: its CLOCK_REALTIME deadline would jump with the clock, and the
-     * owner is sampled between steps. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    /* Waits in short steps: the owner is sampled between them. */
     uint64_t wait = deadline - now < step ? deadline - now : step;
     if (step < 50000000ull) step *= 2;
-    ts.tv_nsec += (long)wait;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    if (sem_timedwait(sem, &ts) == 0) break;
+    if (vgpu_sem_wait_ns(sem, wait)) break;
   }
+  m->sem_held = true;
   STORE(owner, me);
   return true;
 }
 
 static void hami_unlock(struct vgpu_region_map *m) {
   /* Post first, then clear owner_pid only if it is still ours: a SIGKILL between the two leaves a
-   * free semaphore with a dead owner (harmless), never HAMi-core's unrecoverable 0-with-no-owner. */
+   * free semaphore with a dead owner (harmless), never HAMi-core's unrecoverable 0-with-no-owner.
+   * A semaphore this holder did not take (unusable bytes) is left alone. */
+  if (!m->sem_held) return;
+  m->sem_held = false;
   uint64_t me = (uint64_t)getpid();
-  sem_post(hami_sem(m));
+  vgpu_sem_post(hami_sem(m));
   __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
@@ -491,10 +504,11 @@ bool vgpu_region_release_stale_lock(struct vgpu_region_map *m, int32_t holder) {
     __atomic_compare_exchange_n(&m->r->owner_pid, &expect, 0, false, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
   }
+  /* Posts only a valid semaphore that is down (one CAS, so a holder taking it meanwhile wins). */
   int value = 0;
-  if (sem_getvalue(hami_sem(m), &value) != 0 || value != 0) return false;
-  sem_post(hami_sem(m));
-  return true;
+  const char *why = NULL;
+  if (!vgpu_sem_check(hami_sem(m), &value, &why)) return false;
+  return vgpu_sem_post_if_down(hami_sem(m));
 }
 
 void vgpu_region_lock(struct vgpu_region_map *m) {
@@ -1008,8 +1022,9 @@ void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx,
 
 void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_lock_facts *f) {
   memset(f, 0, sizeof *f);
-  /* sem_getvalue only reads the semaphore's value word. */
-  f->has_sem = sem_getvalue((sem_t *)(void *)(v->base + v->lay->off_sem), &f->sem_value) == 0;
+  /* Only loads: the bytes are judged, never handed to glibc's sem_* calls. */
+  f->has_sem = true;
+  f->sem_valid = vgpu_sem_check(v->base + v->lay->off_sem, &f->sem_value, &f->sem_invalid_why);
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VGPU_SLOT_LOCK_OFFSET,
                      .l_len = 1};
   if (fcntl(v->map.fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
@@ -1028,6 +1043,8 @@ void vgpu_region_view_lock_state(const struct vgpu_region_view *v, const char *p
   memset(lk, 0, sizeof *lk);
   lk->has_sem = f.has_sem;
   lk->sem_value = f.sem_value;
+  lk->sem_valid = f.sem_valid;
+  lk->sem_invalid_why = f.sem_invalid_why;
   lk->record_lock_pid = f.record_lock_pid;
   if (f.ext_holder_pid != 0 || f.record_lock_pid != 0) {
     uint64_t since = f.ext_holder_since_ns;
@@ -1051,7 +1068,7 @@ void vgpu_region_view_lock_state(const struct vgpu_region_view *v, const char *p
     lk->holder_source = "owner_pid";
     lk->holder_live = vgpu_proc_liveness(proc_root, owner, 0, NULL);
     lk->state = vgpu_liveness_dead(lk->holder_live) ? VGPU_LOCK_STALE_RECORD : VGPU_LOCK_HELD;
-  } else if (f.has_sem && f.sem_value == 0) {
+  } else if (f.has_sem && f.sem_valid && f.sem_value == 0) {
     lk->state = VGPU_LOCK_LOST;
     lk->holder_live = VGPU_LIVE_UNKNOWN;
   } else {
