@@ -33,7 +33,7 @@ build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" tes
 build shrreg_sem_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_sem_test" test/tools/shrreg_sem_test.c -lpthread
 # The fuzzer compiles the tool's source in, with the library's region unit it uses.
 build shrreg_fuzz "${FLAGS[@]}" -Isrc -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c \
-  src/region.c src/region_sem.c src/log.c src/config.c -lpthread
+  src/region*.c src/log.c src/config.c -lpthread
 # A real application for libvgpu-written regions (the CLI test fails without it).
 rm -f "$out/region_app"
 build region_app -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr/local/cuda/include}" \
