@@ -109,14 +109,14 @@ static bool read_fully(int fd, void *dst, size_t len, off_t off) {
 }
 
 /* Takes a read lock on the init range: a creator holds the write lock until the header is
- * complete (libvgpu and HAMi-core alike). Bounded by `deadline`. */
+ * complete (libvgpu and HAMi-core alike). Bounded by `deadline`; false only when a holder kept it
+ * that long (a filesystem without record locks is read without one). */
 static bool init_read_lock(int fd, uint64_t deadline) {
   struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0,
                      .l_len = (off_t)sizeof(vgpu_region_t)};
   while (fcntl(fd, F_SETLK, &fl) != 0) {
-    if ((errno != EAGAIN && errno != EACCES && errno != EINTR) ||
-        vgpu_now_monotonic_ns() >= deadline)
-      return false;
+    if (errno != EAGAIN && errno != EACCES && errno != EINTR) return true;
+    if (vgpu_now_monotonic_ns() >= deadline) return false;
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
