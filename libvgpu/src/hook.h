@@ -42,6 +42,8 @@ static inline void vgpu_release_rec(const struct vgpu_track_rec *r) {
 
 /* Pools (hook_cuda_mem.c): re-read what every known pool reserves and fix the count. */
 void vgpu_pools_refresh(void);
+/* The same, only when any pool is known; also graph memory and untracked memory (cheap when none). */
+void vgpu_pools_refresh_if_any(void);
 /* Graph memory (hook_cuda_graph.c): re-read each counted device's graph pool and fix the count. */
 void vgpu_graph_mem_refresh(void);
 /* Before launching or uploading an executable graph: reserves the growth of the graph pool its

@@ -84,6 +84,10 @@ PROG=$MEMK run graph_capture FAKE_CUDA_GRAPH_GRANULE=33554432
 PROG=$MEMK run ctx_limits
 PROG=$MEMK run ctx_destroy_many
 PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"
+# Routes around the limits (issue 35; test/preload/routes.c, libvgpu/README.md "Routes around the limits").
+ROUTES=$PWD/$BUILD/preload/routes
+PROG=$ROUTES run pools_many CUDA_DEVICE_MEMORY_LIMIT=1g LIBCUDA_LOG_LEVEL=0
+PROG=$ROUTES run async_no_ctx --stderr 'OOM: requested 128MB'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

@@ -91,6 +91,11 @@ static int primary_refs[MAXDEV];
 static __thread struct ctx *cur;
 static __thread struct ctx *stack[16];
 static __thread int depth;
+/* fake_cuda_routes.inc (issue 35): streams' contexts. */
+static void fr_stream_created(CUstream s, int idx);
+static struct ctx *fr_stream_ctx(CUstream s);
+static struct ctx *fr_enter_stream_ctx(CUstream s);
+static void fr_leave_stream_ctx(struct ctx *saved);
 
 #define MAXALLOC 65536
 struct alloc {
@@ -110,7 +115,7 @@ struct pool {
   int live;
 };
 static struct pool default_pool[MAXDEV];
-#define MAXPOOLS 64
+#define MAXPOOLS 1024 /* the driver has no small cap either (issue 35: past 256 pools) */
 static struct pool *explicit_pools[MAXPOOLS]; /* created with cuMemPoolCreate, for synchronize */
 
 static int parse_uuid(const char *s, unsigned char out[16]) {
@@ -581,16 +586,22 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
   return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
-  if (s && capture_alloc(s, size, dptr)) return CUDA_SUCCESS;
-  return pool_alloc(dptr, size, &default_pool[cur->dev]);
+  struct ctx *saved = fr_enter_stream_ctx(s);
+  CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
+  if (!cur) rc = CUDA_ERROR_INVALID_CONTEXT;
+  else if (s && capture_alloc(s, size, dptr)) rc = CUDA_SUCCESS;
+  else rc = pool_alloc(dptr, size, &default_pool[cur->dev]);
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
   return cuMemAllocAsync(dptr, size, s);
 }
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  (void)s;
-  return pool_alloc(dptr, size, (struct pool *)pool);
+  struct ctx *saved = fr_enter_stream_ctx(s);
+  CUresult rc = pool_alloc(dptr, size, (struct pool *)pool);
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                                                   CUstream s) {
@@ -623,7 +634,9 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   (void)flags;
   static char streams[1024];
   static int n;
-  *s = (CUstream)&streams[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024];
+  int idx = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024;
+  *s = (CUstream)&streams[idx];
+  fr_stream_created(*s, idx);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { /* runs at once */
@@ -636,8 +649,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
-  (void)s;
-  *pctx = (CUcontext)cur;
+  *pctx = (CUcontext)fr_stream_ctx(s);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
@@ -1767,3 +1779,5 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
   (void)p; (void)n; (void)loc; (void)flags; (void)s;
   return CUDA_SUCCESS;
 }
+
+#include "fake_cuda_routes.inc"
