@@ -15,6 +15,43 @@
 
 static int ridx_of_current(void) { return vgpu_current_ridx(); }
 
+/* The driver maps device memory in pages of the allocation granularity (2 MiB on H100/H200,
+ * driver 580): an allocation of at least one page holds whole pages (1 785 x 2 MiB + 4 KiB held
+ * 4.29 MiB each), so it is charged whole pages. Smaller ones share pages and are charged as
+ * requested (what they hold beyond that shows in NVML and is reconciled). The granularity is the
+ * driver's minimum for the device, asked once per device; 2 MiB when the driver cannot tell. */
+#define VGPU_GRANULE_DEVICES 64
+#define VGPU_GRANULE_FALLBACK (2ull << 20)
+static uint64_t g_granule[VGPU_GRANULE_DEVICES]; /* 0: not asked yet */
+
+static uint64_t device_granule(void) {
+  CUdevice dev = -1;
+  if (!vgpu_cuda.cuCtxGetDevice || vgpu_cuda.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
+      dev >= VGPU_GRANULE_DEVICES)
+    return VGPU_GRANULE_FALLBACK;
+  uint64_t g = __atomic_load_n(&g_granule[dev], __ATOMIC_RELAXED);
+  if (g) return g;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t q = 0;
+  if (!vgpu_cuda.cuMemGetAllocationGranularity ||
+      VGPU_CALL_REAL(cuMemGetAllocationGranularity, (&q, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS ||
+      q == 0 || (q & (q - 1)) != 0)
+    q = VGPU_GRANULE_FALLBACK;
+  __atomic_store_n(&g_granule[dev], (uint64_t)q, __ATOMIC_RELAXED);
+  return q;
+}
+
+/* What an allocation of `bytes` holds on the current device. */
+static uint64_t alloc_footprint(uint64_t bytes) {
+  uint64_t g = device_granule();
+  if (bytes < g || bytes > UINT64_MAX - g) return bytes;
+  return (bytes + g - 1) & ~(g - 1);
+}
+
 static void track(uint8_t kind, uint64_t key, int ridx, uint64_t bytes) {
   struct vgpu_track_rec rec = {.key = key, .bytes = bytes, .ctx = vgpu_current_ctx(),
                                .kind = kind, .ridx = (int8_t)ridx, .mem_kind = VGPU_MEM_DATA};
@@ -38,14 +75,15 @@ static bool settle(int ridx, uint64_t estimate, uint64_t actual) {
 static CUresult alloc_simple(CUdeviceptr *dptr, size_t bytesize, unsigned int flags, bool managed) {
   vgpu_untracked_maybe(); /* memory no allocation shows (lazily loaded modules): at most once a second */
   int ridx = ridx_of_current();
-  if (vgpu_mem_reserve(ridx, bytesize, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  uint64_t charge = alloc_footprint(bytesize);
+  if (vgpu_mem_reserve(ridx, charge, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc = managed ? VGPU_CALL_REAL(cuMemAllocManaged, (dptr, bytesize, flags))
                         : VGPU_CALL_REAL(cuMemAlloc_v2, (dptr, bytesize));
   if (rc != CUDA_SUCCESS) {
-    vgpu_mem_release(ridx, bytesize, VGPU_MEM_DATA);
+    vgpu_mem_release(ridx, charge, VGPU_MEM_DATA);
     return rc;
   }
-  track(VGPU_TRACK_PTR, (uint64_t)*dptr, ridx, bytesize);
+  track(VGPU_TRACK_PTR, (uint64_t)*dptr, ridx, charge);
   return rc;
 }
 
@@ -65,7 +103,7 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
   vgpu_untracked_maybe();
   int ridx = ridx_of_current();
   /* Pitch alignment is at most 512 bytes on every current GPU: a safe upper estimate. */
-  uint64_t estimate = ((uint64_t)WidthInBytes + 511) / 512 * 512 * (uint64_t)Height;
+  uint64_t estimate = alloc_footprint(((uint64_t)WidthInBytes + 511) / 512 * 512 * (uint64_t)Height);
   if (vgpu_mem_reserve(ridx, estimate, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc =
       VGPU_CALL_REAL(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
@@ -73,7 +111,7 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
     vgpu_mem_release(ridx, estimate, VGPU_MEM_DATA);
     return rc;
   }
-  uint64_t actual = (uint64_t)*pPitch * (uint64_t)Height;
+  uint64_t actual = alloc_footprint((uint64_t)*pPitch * (uint64_t)Height);
   if (!settle(ridx, estimate, actual)) {
     VGPU_CALL_REAL(cuMemFree_v2, (*dptr));
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -11,6 +11,8 @@
 #include <cuda.h>
 /* cuda.h maps the v1 name to _v2; we define both variants, so we need the plain name back. */
 #undef cuGetProcAddress
+/* ... and the CUDA 10 cuGraphInstantiate, which the driver still exports with its old ABI. */
+#undef cuGraphInstantiate
 
 #include "vgpu.h"
 

@@ -88,6 +88,11 @@ PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"
 ROUTES=$PWD/$BUILD/preload/routes
 PROG=$ROUTES run pools_many CUDA_DEVICE_MEMORY_LIMIT=1g LIBCUDA_LOG_LEVEL=0
 PROG=$ROUTES run async_no_ctx --stderr 'OOM: requested 128MB'
+PROG=$ROUTES run launch_no_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run launch_other_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run launch_legacy CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run graph_v1 FAKE_CUDA_GRAPH_GRANULE=2097152
+PROG=$ROUTES run granularity FAKE_CUDA_ALLOC_GRANULE=2097152
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

@@ -96,6 +96,13 @@ static void fr_stream_created(CUstream s, int idx);
 static struct ctx *fr_stream_ctx(CUstream s);
 static struct ctx *fr_enter_stream_ctx(CUstream s);
 static void fr_leave_stream_ctx(struct ctx *saved);
+static void *fr_lookup(const char *name);
+static int fr_event_fits_stream(CUevent e, CUstream s);
+static size_t fr_alloc_footprint(size_t size);
+static unsigned long long fr_nvml_extra(int phys);
+static CUresult fr_module_loaded(void *module);
+static void fr_module_unloaded(void *module);
+static CUresult fr_lmem_before_kernel(CUfunction f);
 
 #define MAXALLOC 65536
 struct alloc {
@@ -265,7 +272,7 @@ static void publish_context_memory_locked(int dev, int delta) {
   for (int d = 0; d < MAXDEV; d++)
     if (contexts_on[d] > 0)
       fprintf(out, "\nprocess %d pid=%d used=%llu\n", d, (int)getpid(),
-              (unsigned long long)contexts_on[d] * strtoull(bytes, NULL, 10));
+              (unsigned long long)contexts_on[d] * strtoull(bytes, NULL, 10) + fr_nvml_extra(d));
   fclose(out);
   rename(tmp, path);
 }
@@ -282,8 +289,10 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 }
 
 static void ctx_limits_drop_locked(const struct ctx *c);
+static void fr_ctx_dropped_locked(const struct ctx *c);
 static void free_ctx_allocs_locked(struct ctx *c) {
   ctx_limits_drop_locked(c);
+  fr_ctx_dropped_locked(c); /* its local memory (routes.inc) */
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].addr && allocs[i].ctx == c) {
       used_mem[phys_of(allocs[i].dev)] -= allocs[i].size;
@@ -389,6 +398,7 @@ FAKE_EXPORT CUresult cuCtxSynchronize(void) {
 static CUresult alloc_locked(unsigned long long *addr, size_t size, int kind, void *pool) {
   if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
   int phys = phys_of(cur->dev);
+  if (!pool && kind == 1) size = fr_alloc_footprint(size); /* whole pages (routes.inc) */
   if (!pool && used_mem[phys] + size > total_mem) return CUDA_ERROR_OUT_OF_MEMORY;
   for (int i = 0; i < MAXALLOC; i++) {
     if (allocs[i].addr) continue;
@@ -1325,10 +1335,10 @@ FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   static char modules[64];
   static int n;
   *module = (CUmodule)&modules[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 64];
-  return CUDA_SUCCESS;
+  return fr_module_loaded(*module); /* its globals (routes.inc) */
 }
 FAKE_EXPORT CUresult cuModuleUnload(CUmodule module) {
-  (void)module;
+  fr_module_unloaded(module);
   return CUDA_SUCCESS;
 }
 
@@ -1558,8 +1568,16 @@ static CUresult launched(void) {
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
   (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)p; (void)e;
+  struct ctx *saved = fr_enter_stream_ctx(s); /* no current context: the stream's (routes.inc) */
+  CUresult lm = cur ? fr_lmem_before_kernel(f) : CUDA_SUCCESS; /* local memory grows (routes.inc) */
+  if (lm != CUDA_SUCCESS) {
+    fr_leave_stream_ctx(saved);
+    return lm;
+  }
   enqueue_kernel(s);
-  return launched();
+  CUresult rc = launched();
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                          unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
@@ -1603,7 +1621,9 @@ FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { return cuGr
 /* An event holds its completion time (CLOCK_MONOTONIC ns); 0 = never recorded (complete). */
 FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
   (void)flags;
-  *e = (CUevent)calloc(1, sizeof(long long));
+  long long *ev = calloc(2, sizeof(long long)); /* [0] completion time, [1] owning context */
+  if (ev) ev[1] = (long long)(uintptr_t)cur;
+  *e = (CUevent)ev;
   return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -1611,6 +1631,7 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  if (!fr_event_fits_stream(e, s)) return CUDA_ERROR_INVALID_HANDLE; /* routes.inc */
   LOCK();
   long long now = mono_ns(), tail = *stream_tail_locked(s, cur_phys());
   long long done = tail > now ? tail : idle_event_done_locked(cur_phys(), now);
@@ -1713,6 +1734,8 @@ static const struct { const char *base, *name; int since; } variants[] = {
     {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 11000},
     {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", 11000},
     {"cuDeviceGetUuid", "cuDeviceGetUuid_v2", 11040}, {"cuEventElapsedTime", "cuEventElapsedTime_v2", 12080},
+    {"cuGraphInstantiate", "cuGraphInstantiate_v2", 11000},
+    {"cuGraphInstantiate", "cuGraphInstantiateWithFlags", 12000},
 };
 
 static CUresult tramp_cuMemAlloc_v2(CUdeviceptr *d, size_t n) { return cuMemAlloc_v2(d, n); }
@@ -1723,7 +1746,7 @@ static void *lookup(const char *name) {
     if (strcmp(procs[i].name, name) == 0) return procs[i].fn;
   for (size_t i = 0; i < sizeof mem_procs / sizeof mem_procs[0]; i++)
     if (strcmp(mem_procs[i].name, name) == 0) return mem_procs[i].fn;
-  return NULL;
+  return fr_lookup(name);
 }
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
