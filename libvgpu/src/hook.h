@@ -54,6 +54,12 @@ bool vgpu_graph_mem_before_launch(CUgraphExec exec);
  * once a second (_maybe). */
 void vgpu_untracked_reconcile(int ridx);
 void vgpu_untracked_maybe(void);
+/* Local memory (hook_cuda_lmem.c): charges the growth of the current context's local memory a
+ * launch of `f` causes. false: it does not fit the limit (logged), do not launch. */
+bool vgpu_lmem_before_launch(CUfunction f);
+/* Threads a device holds at once (multiprocessors x max threads per multiprocessor) for the
+ * current context's device; 0 when the driver cannot tell (hook_cuda_limits.c). */
+uint64_t vgpu_resident_threads(void);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

@@ -157,6 +157,13 @@ static void after(int dev, CUstream s, CUresult rc) {
 #endif
 }
 
+/* A launch of function f: first the local memory it makes the context grow (hook_cuda_lmem.c). */
+#define LAUNCH_F(name, f, stream, args)                                                            \
+  do {                                                                                             \
+    if (!vgpu_lmem_before_launch(f)) return CUDA_ERROR_OUT_OF_MEMORY;                              \
+    LAUNCH(name, stream, args);                                                                    \
+  } while (0)
+
 #define LAUNCH(name, stream, args)                                                                 \
   do {                                                                                             \
     CUstream s_ = (stream);                                                                        \
@@ -179,7 +186,7 @@ VGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
                                     void **kernelParams, void **extra) {
   VGPU_HOOK_BEGIN(cuLaunchKernel, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                                    sharedMemBytes, hStream, kernelParams, extra));
-  LAUNCH(cuLaunchKernel, hStream,
+  LAUNCH_F(cuLaunchKernel, f, hStream,
          (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
           kernelParams, extra));
 }
@@ -191,7 +198,7 @@ VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, un
                                          void **kernelParams, void **extra) {
   VGPU_HOOK_BEGIN(cuLaunchKernel_ptsz, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                         blockDimZ, sharedMemBytes, hStream, kernelParams, extra));
-  LAUNCH(cuLaunchKernel_ptsz, ptsz_stream(hStream),
+  LAUNCH_F(cuLaunchKernel_ptsz, f, ptsz_stream(hStream),
          (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
           kernelParams, extra));
 }
@@ -199,13 +206,13 @@ VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, un
 VGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                       void **extra) {
   VGPU_HOOK_BEGIN(cuLaunchKernelEx, (config, f, kernelParams, extra));
-  LAUNCH(cuLaunchKernelEx, config ? config->hStream : NULL, (config, f, kernelParams, extra));
+  LAUNCH_F(cuLaunchKernelEx, f, config ? config->hStream : NULL, (config, f, kernelParams, extra));
 }
 
 VGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                            void **kernelParams, void **extra) {
   VGPU_HOOK_BEGIN(cuLaunchKernelEx_ptsz, (config, f, kernelParams, extra));
-  LAUNCH(cuLaunchKernelEx_ptsz, ptsz_stream(config ? config->hStream : NULL),
+  LAUNCH_F(cuLaunchKernelEx_ptsz, f, ptsz_stream(config ? config->hStream : NULL),
          (config, f, kernelParams, extra));
 }
 
@@ -216,7 +223,7 @@ VGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
                                                CUstream hStream, void **kernelParams) {
   VGPU_HOOK_BEGIN(cuLaunchCooperativeKernel, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                               blockDimZ, sharedMemBytes, hStream, kernelParams));
-  LAUNCH(cuLaunchCooperativeKernel, hStream,
+  LAUNCH_F(cuLaunchCooperativeKernel, f, hStream,
          (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
           kernelParams));
 }
@@ -230,7 +237,7 @@ VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
   VGPU_HOOK_BEGIN(cuLaunchCooperativeKernel_ptsz,
                   (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                    hStream, kernelParams));
-  LAUNCH(cuLaunchCooperativeKernel_ptsz, ptsz_stream(hStream),
+  LAUNCH_F(cuLaunchCooperativeKernel_ptsz, f, ptsz_stream(hStream),
          (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
           kernelParams));
 }
@@ -285,15 +292,15 @@ VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream
 /* The pre-4.0 launch API: cuLaunch and cuLaunchGrid run on the legacy default stream. */
 VGPU_EXPORT CUresult cuLaunch(CUfunction f) {
   VGPU_HOOK_BEGIN(cuLaunch, (f));
-  LAUNCH(cuLaunch, NULL, (f));
+  LAUNCH_F(cuLaunch, f, NULL, (f));
 }
 
 VGPU_EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height) {
   VGPU_HOOK_BEGIN(cuLaunchGrid, (f, grid_width, grid_height));
-  LAUNCH(cuLaunchGrid, NULL, (f, grid_width, grid_height));
+  LAUNCH_F(cuLaunchGrid, f, NULL, (f, grid_width, grid_height));
 }
 
 VGPU_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream) {
   VGPU_HOOK_BEGIN(cuLaunchGridAsync, (f, grid_width, grid_height, hStream));
-  LAUNCH(cuLaunchGridAsync, hStream, (f, grid_width, grid_height, hStream));
+  LAUNCH_F(cuLaunchGridAsync, f, hStream, (f, grid_width, grid_height, hStream));
 }

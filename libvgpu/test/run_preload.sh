@@ -93,6 +93,10 @@ PROG=$ROUTES run launch_other_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=10
 PROG=$ROUTES run launch_legacy CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
 PROG=$ROUTES run graph_v1 FAKE_CUDA_GRAPH_GRANULE=2097152
 PROG=$ROUTES run granularity FAKE_CUDA_ALLOC_GRANULE=2097152
+cp "$NV" "$TMP/nvml-mod.conf"
+PROG=$ROUTES run module_refuse FAKE_CUDA_MODULE_BYTES=41943040 FAKE_CUDA_CONTEXT_BYTES=8388608 \
+  FAKE_NVML_CONFIG="$TMP/nvml-mod.conf" --stderr 'module load .* over the limit'
+PROG=$ROUTES run lmem --stderr 'OOM: requested 33MB'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"
