@@ -97,6 +97,9 @@ cp "$NV" "$TMP/nvml-mod.conf"
 PROG=$ROUTES run module_refuse FAKE_CUDA_MODULE_BYTES=41943040 FAKE_CUDA_CONTEXT_BYTES=8388608 \
   FAKE_NVML_CONFIG="$TMP/nvml-mod.conf" --stderr 'module load .* over the limit'
 PROG=$ROUTES run lmem --stderr 'OOM: requested 33MB'
+PROG=$ROUTES run opencl_refused --stderr 'OpenCL refused on a GPU with a memory or SM limit'
+PROG=$ROUTES run opencl_refused CUDA_DEVICE_MEMORY_LIMIT=0 CUDA_DEVICE_SM_LIMIT=40
+PROG=$ROUTES run opencl_unlimited CUDA_DEVICE_MEMORY_LIMIT=0 --no-stderr 'OpenCL refused'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

@@ -182,6 +182,23 @@ static int case_lmem(void) {
   return 0;
 }
 
+/* Items 14/21: OpenCL through NVIDIA's ICD goes around every CUDA hook: with a limit, the ICD's
+ * entry points are not found (an ICD loader then lists no NVIDIA platform); without any limit they
+ * are. (Before: found, OpenCL used the GPU uncounted and unthrottled.) */
+static int opencl(int expect_refused) {
+  void *h = dlopen("libnvidia-opencl.so.1", RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  static const char *names[] = {"clGetExtensionFunctionAddress", "clIcdGetPlatformIDsKHR", "clGetPlatformIDs"};
+  for (int i = 0; i < 3; i++) {
+    void *f = dlsym(h, names[i]);
+    CHECK(expect_refused ? f == NULL : f != NULL);
+  }
+  CHECK(dlsym(h, "clNoSuchSymbol") == NULL);
+  return 0;
+}
+static int case_opencl_refused(void) { return opencl(1); }
+static int case_opencl_unlimited(void) { return opencl(0); }
+
 /* ---- SM routes: a launch loop through one entry point; the share of the fake GPU's time it gets
  * (kernels of FAKE_CUDA_KERNEL_US on a serial engine) must stay near CUDA_DEVICE_SM_LIMIT (30 %;
  * unthrottled the loop takes ~100 %). */
@@ -331,6 +348,8 @@ static const struct {
     {"granularity", case_granularity},
     {"module_refuse", case_module_refuse},
     {"lmem", case_lmem},
+    {"opencl_refused", case_opencl_refused},
+    {"opencl_unlimited", case_opencl_unlimited},
 };
 
 int main(int argc, char **argv) {
