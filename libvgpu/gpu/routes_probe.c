@@ -67,6 +67,8 @@ static CUresult launch_kernel_noctx(CUstream s) {
   return cuLaunchKernel((CUfunction)g_spin_kernel, 528, 1, 1, 256, 1, 1, 0, s, args, NULL);
 }
 static CUresult launch_legacy(CUstream s) { return cuLaunchGridAsync(g_spin, 528, 1, s); }
+static CUdeviceptr g_buf;
+static CUresult launch_memset(CUstream s) { return cuMemsetD32Async(g_buf, 0, (256 * MiB) / 4, s); }
 
 static double loop(launcher l, CUstream s, CUcontext cur, double secs) {
   CUevent ev[16];
@@ -199,6 +201,9 @@ int main(int argc, char **argv) {
       CK(cuParamSetSize(g_spin, 8));
       CK(cuParamSetv(g_spin, 0, &g_cycles, 8));
       rate = loop(launch_legacy, s, g_ctx, 3.0);
+    } else if (strcmp(route, "sm_memset") == 0) { /* item 19: 256 MiB memsets back to back */
+      CK(cuMemAlloc(&g_buf, 256 * MiB));
+      rate = loop(launch_memset, s, g_ctx, 3.0);
     } else if (strcmp(route, "sm_otherctx") == 0) {
       CUlibrary lib;
       CK(cuLibraryLoadData(&lib, g_image, NULL, NULL, 0, NULL, NULL, 0));

@@ -25,7 +25,8 @@ probe() { # lib route [env...]
     "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep RESULT || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
 }
 solo=$(field rate "$(probe none sm_plain)")
-echo "solo rate: $solo kernels/s"
+solo_memset=$(field rate "$(probe none sm_memset)")
+echo "solo rate: $solo kernels/s, $solo_memset memsets/s"
 for route in granularity small pools async_noctx graph_v1 module lmem; do
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
@@ -33,11 +34,12 @@ for route in granularity small pools async_noctx graph_v1 module lmem; do
     echo "$route $lib ok=$(field ok "$r") refused=$(field refused "$r") held=$(mib "$(field held "$r")") tracked=$(mib "$(field tracked "$r")") $(field failed "$r")"
   done
 done
-for route in sm_plain sm_noctx sm_legacy sm_otherctx; do
+for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset; do
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
     r=$(probe "$l" $route CUDA_DEVICE_SM_LIMIT=25)
     rate=$(field rate "$r")
-    echo "$route $lib rate=$rate share=$(awk -v a="${rate:-0}" -v b="${solo:-1}" 'BEGIN { printf "%.1f", 100 * a / b }') $(field failed "$r")"
+    base=$solo; [ $route = sm_memset ] && base=$solo_memset
+    echo "$route $lib rate=$rate share=$(awk -v a="${rate:-0}" -v b="${base:-1}" 'BEGIN { printf "%.1f", 100 * a / b }') $(field failed "$r")"
   done
 done

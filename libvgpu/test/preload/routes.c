@@ -286,6 +286,26 @@ static int case_launch_legacy(void) {
   return 0;
 }
 
+static CUresult memset_async(CUstream s) { return cuMemsetD32Async(0x1000, 0, 1 << 28, s); }
+static CUresult memset_sync_mix(CUstream s) {
+  static int i;
+  switch (i++ % 3) {
+    case 0: return cuMemsetD8(0x1000, 0, 1 << 28);
+    case 1: return cuMemsetD32(0x1000, 0, 1 << 28);
+    default: return cuMemsetD2D16Async(0x1000, 4096, 0, 2048, 1024, s);
+  }
+}
+
+/* Item 19: GPU work that is not a launch (memsets back to back). Before: never throttled, 100 %. */
+static int case_memset(void) {
+  CUcontext ctx = setup();
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK_SHARE(busy_share(memset_async, s, ctx, 0.7));
+  CHECK_SHARE(busy_share(memset_sync_mix, NULL, ctx, 0.7));
+  return 0;
+}
+
 static CUgraph alloc_graph(size_t bytes, CUdeviceptr *dptr) {
   CUgraph g;
   CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS);
@@ -350,6 +370,7 @@ static const struct {
     {"lmem", case_lmem},
     {"opencl_refused", case_opencl_refused},
     {"opencl_unlimited", case_opencl_unlimited},
+    {"memset", case_memset},
 };
 
 int main(int argc, char **argv) {
