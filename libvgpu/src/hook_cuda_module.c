@@ -96,8 +96,8 @@ static CUresult load_settle(int ridx, CUresult rc, bool loaded, bool is_library,
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* From the count as it stands (the last reconciliation): one NVML query per load, not two. */
 static bool load_allowed(int ridx) {
-  vgpu_untracked_reconcile(ridx);
   if (!over_limit(ridx)) return true;
   VGPU_LOG_ERROR("Device %d: the container is over its limit (%llu of %llu bytes): module load refused", ridx,
                  (unsigned long long)vgpu_mem_used(ridx), (unsigned long long)vgpu_mem_limit(ridx));

@@ -103,6 +103,7 @@ static unsigned long long fr_nvml_extra(int phys);
 static CUresult fr_module_loaded(void *module);
 static void fr_module_unloaded(void *module);
 static CUresult fr_lmem_before_kernel(CUfunction f);
+static int fr_kept_alive_locked(unsigned long long addr);
 
 #define MAXALLOC 65536
 struct alloc {
@@ -456,7 +457,8 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (!dptr) return CUDA_SUCCESS;
   LOCK();
   struct alloc *a = find_locked((unsigned long long)dptr, 1);
-  if (a) release_locked(a);
+  if (a && fr_kept_alive_locked(a->addr)) memset(a, 0, sizeof *a); /* an importer holds it (routes.inc) */
+  else if (a) release_locked(a);
   int graph = !a && graph_mem_free((unsigned long long)dptr);
   UNLOCK();
   return a || graph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;

@@ -199,6 +199,63 @@ static int opencl(int expect_refused) {
 static int case_opencl_refused(void) { return opencl(1); }
 static int case_opencl_unlimited(void) { return opencl(0); }
 
+/* Item 9 (in part): glibc's dlsym reached through dlvsym (or dlsym("dlsym")) answered libcuda's raw
+ * functions around every hook. Now the lookup functions answer libvgpu's own. Limit 64 MiB.
+ * (Before: the raw cuMemAlloc_v2, 100 MiB held, nothing counted.) */
+typedef CUresult (*mem_alloc_fn)(CUdeviceptr *, size_t);
+typedef void *(*dlsym_fn)(void *, const char *);
+static int case_dlvsym(void) {
+  setup();
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(h != NULL);
+  dlsym_fn via[4] = {
+      (dlsym_fn)dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5"),
+      (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"),
+      (dlsym_fn)dlsym(RTLD_DEFAULT, "dlsym"),
+      (dlsym_fn)dlsym(RTLD_NEXT, "dlsym"),
+  };
+  for (int i = 0; i < 4; i++) {
+    if (i == 1 && via[i] == NULL) continue; /* glibc older than 2.34 */
+    CHECK(via[i] != NULL);
+    mem_alloc_fn alloc = (mem_alloc_fn)via[i](h, "cuMemAlloc_v2");
+    CHECK(alloc != NULL);
+    CUdeviceptr p;
+    CHECK(alloc(&p, 100 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(alloc(&p, 8 * MiB) == CUDA_SUCCESS);
+    CHECK_EXACT(8 * MiB);
+    CHECK(cuMemFree(p) == CUDA_SUCCESS);
+    CHECK_EXACT(0);
+  }
+  /* Everything else is glibc's answer. */
+  CHECK(dlvsym(RTLD_DEFAULT, "memcpy", "GLIBC_2.14") != NULL);
+  CHECK(dlvsym(RTLD_NEXT, "printf", "GLIBC_2.2.5") != NULL);
+  CHECK(dlvsym(h, "cuNoSuchFunction", "GLIBC_2.2.5") == NULL);
+  return 0;
+}
+
+/* Items 10/11: memory exported by CUDA IPC or as a dmabuf can outlive its cuMemFree (an importer,
+ * an open fd): it stays charged to the container that allocated it until the process exits.
+ * Limit 64 MiB. (Before: released at the free, the device held 80 MiB with 40 counted.) */
+static int case_ipc_export(void) {
+  setup();
+  CUdeviceptr a, b, c;
+  CHECK(cuMemAlloc(&a, 40 * MiB) == CUDA_SUCCESS);
+  CUipcMemHandle h;
+  CHECK(cuIpcGetMemHandle(&h, a) == CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  CHECK_EXACT(40 * MiB); /* the importer keeps it */
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&b, 8 * MiB) == CUDA_SUCCESS);
+  int fd;
+  CHECK(cuMemGetHandleForAddressRange(&fd, b, 8 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) == CUDA_SUCCESS);
+  CHECK(cuMemFree(b) == CUDA_SUCCESS);
+  CHECK_EXACT(48 * MiB);
+  CHECK(cuMemAlloc(&c, 8 * MiB) == CUDA_SUCCESS); /* not exported: released at its free */
+  CHECK(cuMemFree(c) == CUDA_SUCCESS);
+  CHECK_EXACT(48 * MiB);
+  return 0;
+}
+
 /* ---- SM routes: a launch loop through one entry point; the share of the fake GPU's time it gets
  * (kernels of FAKE_CUDA_KERNEL_US on a serial engine) must stay near CUDA_DEVICE_SM_LIMIT (30 %;
  * unthrottled the loop takes ~100 %). */
@@ -371,6 +428,8 @@ static const struct {
     {"opencl_refused", case_opencl_refused},
     {"opencl_unlimited", case_opencl_unlimited},
     {"memset", case_memset},
+    {"dlvsym", case_dlvsym},
+    {"ipc_export", case_ipc_export},
 };
 
 int main(int argc, char **argv) {
