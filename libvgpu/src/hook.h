@@ -60,6 +60,9 @@ bool vgpu_lmem_before_launch(CUfunction f);
 /* Threads a device holds at once (multiprocessors x max threads per multiprocessor) for the
  * current context's device; 0 when the driver cannot tell (hook_cuda_limits.c). */
 uint64_t vgpu_resident_threads(void);
+/* VMM (hook_cuda_vmm.c): the handle mapped at ptr was exported another way (dmabuf): counted until
+ * the process exits, like a handle exported with cuMemExportToShareableHandle. */
+void vgpu_vmm_mark_exported(CUdeviceptr ptr);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

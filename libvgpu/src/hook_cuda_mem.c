@@ -120,18 +120,55 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
   return rc;
 }
 
+/* aux of a VGPU_TRACK_PTR record: exported through CUDA IPC or as a dmabuf. An importer (another
+ * process, an open fd) can keep such memory alive after its cuMemFree, and that release is
+ * invisible here: it stays charged to this container until the process exits (the safe side; the
+ * same rule as exported VMM handles, hook_cuda_vmm.c). */
+#define PTR_EXPORTED 1u
+
 VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   VGPU_HOOK_BEGIN(cuMemFree_v2, (dptr));
   CUresult rc = VGPU_CALL_REAL(cuMemFree_v2, (dptr));
   struct vgpu_track_rec rec;
-  if (rc == CUDA_SUCCESS && dptr && vgpu_track_take(VGPU_TRACK_PTR, (uint64_t)dptr, &rec))
-    vgpu_release_rec(&rec);
+  if (rc == CUDA_SUCCESS && dptr && vgpu_track_take(VGPU_TRACK_PTR, (uint64_t)dptr, &rec)) {
+    if (rec.aux & PTR_EXPORTED)
+      VGPU_LOG_INFO("freed exported allocation %#llx: its %llu bytes stay counted (an importer may hold them)",
+                    (unsigned long long)dptr, (unsigned long long)rec.bytes);
+    else
+      vgpu_release_rec(&rec);
+  }
   else if (rc == CUDA_SUCCESS && dptr)
     vgpu_pools_refresh_if_any(); /* cuMemFree may free a stream-ordered allocation */
   return rc;
 }
 
 /* Virtual memory management (cuMemCreate & co.): hook_cuda_vmm.c. Graph memory: hook_cuda_graph.c. */
+
+/* Marks the allocation at dptr exported; VMM memory (a mapping) goes to hook_cuda_vmm.c. */
+static void mark_exported(CUdeviceptr dptr) {
+  struct vgpu_track_rec rec;
+  if (vgpu_track_get(VGPU_TRACK_PTR, (uint64_t)dptr, &rec)) {
+    rec.aux |= PTR_EXPORTED;
+    if (!vgpu_track_put(&rec)) VGPU_LOG_ERROR("out of host memory tracking an exported allocation");
+  } else {
+    vgpu_vmm_mark_exported(dptr);
+  }
+}
+
+VGPU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+  VGPU_HOOK_BEGIN(cuIpcGetMemHandle, (pHandle, dptr));
+  CUresult rc = VGPU_CALL_REAL(cuIpcGetMemHandle, (pHandle, dptr));
+  if (rc == CUDA_SUCCESS) mark_exported(dptr);
+  return rc;
+}
+
+VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size,
+                                                   CUmemRangeHandleType handleType, unsigned long long flags) {
+  VGPU_HOOK_BEGIN(cuMemGetHandleForAddressRange, (handle, dptr, size, handleType, flags));
+  CUresult rc = VGPU_CALL_REAL(cuMemGetHandleForAddressRange, (handle, dptr, size, handleType, flags));
+  if (rc == CUDA_SUCCESS) mark_exported(dptr);
+  return rc;
+}
 
 /* ---- arrays */
 
