@@ -13,8 +13,8 @@
  * stack limit and a large kernel are charged separately, so both together can count up to one
  * growth twice: on the safe side.
  *
- * Cost: a per-thread cache of (function, context) pairs already charged skips every query on the
- * launches that follow; nothing at all without a memory limit.
+ * Cost: a per-thread cache of (function, context) pairs already seen skips every query on the
+ * launches that follow (with or without a memory limit).
  */
 #include <pthread.h>
 
@@ -51,8 +51,8 @@ bool vgpu_lmem_before_launch(CUfunction f) {
   size_t slot = ((uintptr_t)f >> 4 ^ ctx >> 4) % LMEM_CACHE;
   if (t_cache[slot].f == f && t_cache[slot].ctx == ctx && t_cache[slot].gen == gen) return true;
   int ridx = vgpu_current_ridx();
-  if (ridx < 0 || vgpu_mem_limit(ridx) == 0) return true;
-  uint64_t need = func_local_bytes(f);
+  bool limited = ridx >= 0 && vgpu_mem_limit(ridx) != 0; /* limits are set when the region is created */
+  uint64_t need = limited ? func_local_bytes(f) : 0;
   bool ok = true;
   if (need > 0) {
     size_t stack = 0;

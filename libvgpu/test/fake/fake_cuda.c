@@ -51,6 +51,10 @@
  * the pool holds above its release threshold; cuMemPoolTrimTo releases unused memory down to its
  * argument, never blocks whose free was not yet seen complete.
  *
+ * More driver rules, for the routes around the limits (issue 35): test/fake/fake_cuda_routes.inc,
+ * included at the end (streams' and events' contexts, FAKE_CUDA_ALLOC_GRANULE, FAKE_CUDA_MODULE_BYTES,
+ * local-memory growth, the pre-4.0 launch API, memsets, IPC/dmabuf exports).
+ *
  * Thread safety: one mutex around all state.
  */
 #include <cuda.h>
