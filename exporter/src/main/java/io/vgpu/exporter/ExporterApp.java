@@ -132,7 +132,8 @@ public final class ExporterApp implements AutoCloseable {
     BuildInfo build = BuildInfo.load();
     this.page =
         Collectors.register(
-            new CollectorContext(config, states, errors, stats, build, nvml, attribution),
+            new CollectorContext(
+                config, states, errors, stats, build, nvml, attribution, evidence::latest),
             registry);
 
     this.readiness = new Readiness();

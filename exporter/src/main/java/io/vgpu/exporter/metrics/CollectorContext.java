@@ -3,16 +3,20 @@ package io.vgpu.exporter.metrics;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * Everything a collector in {@link Collectors#ALL} is built from, by name and type: the app
  * assembles one and each entry passes what it needs to its collector's constructor.
  *
  * @param nvml the running NVML sampler; empty with {@code --nvml=false}
+ * @param evidence the latest background evidence pass (the one judgment), empty before the first
+ *     pass or without one
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
  */
@@ -23,7 +27,8 @@ public record CollectorContext(
     CollectorStats stats,
     BuildInfo build,
     Optional<NvmlSampler> nvml,
-    Optional<AttributionService> attribution) {
+    Optional<AttributionService> attribution,
+    Supplier<Optional<EvidencePass.Pass>> evidence) {
   public CollectorContext {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(states, "states");
@@ -32,6 +37,19 @@ public record CollectorContext(
     Objects.requireNonNull(build, "build");
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(attribution, "attribution");
+    Objects.requireNonNull(evidence, "evidence");
+  }
+
+  /** Without an evidence pass: the judgment collector reports every container not judged. */
+  public CollectorContext(
+      ExporterConfig config,
+      NodeStateProvider states,
+      ParseErrors parseErrors,
+      CollectorStats stats,
+      BuildInfo build,
+      Optional<NvmlSampler> nvml,
+      Optional<AttributionService> attribution) {
+    this(config, states, parseErrors, stats, build, nvml, attribution, Optional::empty);
   }
 
   /** Region-only collectors: no NVML sampler, no attribution service (tests, benchmarks). */

@@ -89,6 +89,12 @@ public final class Collectors {
                   ctx.attribution()
                       .map(service -> new AttributionCollector(ctx.states(), service))),
           new Entry(
+              "judgment",
+              "the one judgment per container: doctor's verdict and WARN/FAIL findings by check,"
+                  + " as the status page shows them; the node's own findings",
+              c -> true,
+              ctx -> Optional.of(new JudgmentCollector(ctx.states(), ctx.evidence()))),
+          new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
               c -> true,
