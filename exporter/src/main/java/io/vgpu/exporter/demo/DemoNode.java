@@ -49,6 +49,9 @@ public final class DemoNode implements AutoCloseable {
       java.time.format.DateTimeFormatter.ofPattern("yyyy.MM.dd HH:mm:ss")
           .withZone(java.time.ZoneOffset.UTC);
 
+  /** Samples per fake NVML script, below the fake library's 4096. */
+  private static final long FAKE_SAMPLE_BUDGET = 3500;
+
   /** NVML's per-process sampling period on current drivers. */
   private static final long NVML_SAMPLE_PERIOD_MICROS = 200_000;
 
@@ -486,9 +489,20 @@ public final class DemoNode implements AutoCloseable {
     double t = (nowMillis - startMillis) / 1000.0;
     // Samples every 200 ms since the last script (at most 5 s of them), as the driver keeps them:
     // a reader then sees the whole time covered, whatever its polling interval.
+    // At most FAKE_SAMPLE_BUDGET samples in all (the fake keeps 4096): a node of many processes
+    // gets fewer, further apart, each still covering its share of the interval.
+    long pairs = 1;
+    for (DemoContainer s : sims) {
+      if (s.running() && s.behavior != DemoContainer.Behavior.IDLE) {
+        pairs += (long) s.children.size() * s.devices.size();
+      }
+    }
     List<Long> stamps = new ArrayList<>();
     long from = Math.max(lastSampleMicros, nowMicros - 5_000_000L);
-    for (long ts = nowMicros; ts > from; ts -= NVML_SAMPLE_PERIOD_MICROS) {
+    long most = Math.max(1, FAKE_SAMPLE_BUDGET / pairs);
+    long period =
+        Math.max(NVML_SAMPLE_PERIOD_MICROS, Math.ceilDiv(Math.max(1, nowMicros - from), most));
+    for (long ts = nowMicros; ts > from && stamps.size() < most; ts -= period) {
       stamps.addFirst(ts);
     }
     lastSampleMicros = nowMicros;
