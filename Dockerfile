@@ -18,8 +18,9 @@ COPY exporter.jar /opt/vgpu-exporter/exporter.jar
 COPY vgpu/ /opt/vgpu/
 
 # Same JVM footprint flags as bin/vgpu-exporter; /tmp is where JNA unpacks its stub (an emptyDir
-# in the chart, whose root filesystem is read-only).
-ENV JDK_JAVA_OPTIONS="-XX:+UseSerialGC -Xms16m -Xmx48m -XX:MaxMetaspaceSize=64m -XX:ReservedCodeCacheSize=32m -Xss512k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:TrimNativeHeapInterval=5000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:-ShrinkHeapInSteps -XX:+ExitOnOutOfMemoryError -Djava.io.tmpdir=/tmp -Djna.tmpdir=/tmp" \
+# in the chart, whose root filesystem is read-only). The launcher passes them to java as arguments
+# (not JDK_JAVA_OPTIONS, which makes java print "Picked up ..." before every command).
+ENV VGPU_EXPORTER_JAVA_OPTS="-XX:+UseSerialGC -Xms16m -Xmx48m -XX:MaxMetaspaceSize=64m -XX:ReservedCodeCacheSize=32m -Xss512k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:TrimNativeHeapInterval=5000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:-ShrinkHeapInSteps -XX:+ExitOnOutOfMemoryError -Djava.io.tmpdir=/tmp -Djna.tmpdir=/tmp" \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=utility
 

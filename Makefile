@@ -101,10 +101,9 @@ soak-apiserver: ## API server down mid-run for API_OUTAGE_SECONDS (default 300),
 	$(MVN) -q install -DskipTests
 	@scripts/apiserver-outage.sh
 
-image: ## build the container image vgpu-exporter:0.1.0 into your Docker (DOCKER="docker -H ...", IMAGE=, BASE_IMAGE=)
+image: ## build the container image vgpu-exporter:0.1.0 into your Docker (DOCKER_HOST, IMAGE=, BASE_IMAGE=; builds the jar if missing)
 	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+	@$(MAKE) -s -C libvgpu all >/dev/null
 	@deploy/image/build.sh $(DOCKER)
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)

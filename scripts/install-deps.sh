@@ -14,8 +14,10 @@ missing=()
 for cmd in "${!want[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${want[$cmd]}")
 done
-# libFuzzer / sanitizer runtimes come with libclang-rt-14-dev.
-if command -v clang >/dev/null 2>&1 && ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+# libFuzzer / sanitizer runtimes come with libclang-rt-14-dev. Wanted whether or not clang is there
+# yet: on a new machine clang is installed by this same run, and without the runtime the first
+# `make test` would fuzz with the gcc fallback instead of libFuzzer.
+if ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   missing+=(libclang-rt-14-dev)
 fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi

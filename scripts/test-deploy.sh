@@ -61,13 +61,15 @@ for t in deploy/rules/tests/*.test.yaml; do
   if promtool test rules "$t" >/tmp/test-deploy.$$ 2>&1; then ok; else bad "promtool test rules $t"; cat /tmp/test-deploy.$$; fi
 done
 
-# The chart's PrometheusRule must read the same file, not a copy.
-link=deploy/helm/vgpu-exporter/files/vgpu-exporter.rules.yaml
-if [ "$(readlink -f "$link")" = "$(readlink -f "$rules")" ]; then ok; else bad "$link is not a link to $rules"; fi
+# The chart carries real copies (a chart copied out of the repository keeps them), byte for byte
+# the sources: deploy/rules/ and grafana/ (scripts/sync-chart-files.sh refreshes them).
+copy=deploy/helm/vgpu-exporter/files/vgpu-exporter.rules.yaml
+if [ -f "$copy" ] && [ ! -L "$copy" ] && cmp -s "$copy" "$rules"; then ok; else bad "$copy is not a plain copy of $rules (run scripts/sync-chart-files.sh)"; fi
 for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
-  link=deploy/helm/vgpu-exporter/files/$dash
-  if [ "$(readlink -f "$link")" = "$(readlink -f "grafana/$dash")" ]; then ok; else bad "$link is not a link to grafana/$dash"; fi
+  copy=deploy/helm/vgpu-exporter/files/$dash
+  if [ -f "$copy" ] && [ ! -L "$copy" ] && cmp -s "$copy" "grafana/$dash"; then ok; else bad "$copy is not a plain copy of grafana/$dash (run scripts/sync-chart-files.sh)"; fi
 done
+if [ -z "$(find deploy/helm -type l)" ]; then ok; else bad "links in the chart (a copied chart loses them): $(find deploy/helm -type l)"; fi
 
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).
@@ -83,18 +85,24 @@ for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
   fi
 done
 # The image's vgpu-exporter launcher (the image has no shell): built against a stand-in java, it
-# must pass every argument through verbatim after "-jar JAR", keep the environment (JDK_JAVA_OPTIONS
-# is read by the real java launcher), return the program's exit code, and fail with 127 and a
-# message when the runtime is missing.
+# must pass VGPU_EXPORTER_JAVA_OPTS (split at blanks; the compiled-in footprint flags when unset) as
+# JVM options before "-jar JAR" and every argument through verbatim after it, set no
+# JDK_JAVA_OPTIONS (java would print "Picked up JDK_JAVA_OPTIONS" before every kubectl exec'd
+# command), return the program's exit code, and fail with 127 and a message when the runtime is
+# missing.
 t="$(mktemp -d)"
-printf '#!/bin/sh\nprintf "%%s\\n" "$0" "$@" "opts=$JDK_JAVA_OPTIONS"\nexit 7\n' >"$t/java"; chmod 755 "$t/java"
+printf '#!/bin/sh\nprintf "%%s\\n" "$0" "$@" "jdk_opts=${JDK_JAVA_OPTIONS-unset}"\nexit 7\n' >"$t/java"; chmod 755 "$t/java"
 if gcc -O2 -Wall -Wextra -Werror -DJAVA_BIN="\"$t/java\"" -DEXPORTER_JAR='"/opt/x/exporter.jar"' \
      -o "$t/vgpu-exporter" deploy/image/vgpu-exporter-launcher.c \
    && gcc -O2 -Wall -Wextra -Werror -DJAVA_BIN='"/nonexistent/java"' -o "$t/no-java" deploy/image/vgpu-exporter-launcher.c; then
   ok
-  JDK_JAVA_OPTIONS="-Xmx1m -Dk=v" "$t/vgpu-exporter" doctor "two words" "" --uid='$(id)' >"$t/out" 2>&1; rc=$?
-  printf '%s\n' "$t/java" -jar /opt/x/exporter.jar doctor "two words" "" '--uid=$(id)' "opts=-Xmx1m -Dk=v" >"$t/want"
+  env -u JDK_JAVA_OPTIONS VGPU_EXPORTER_JAVA_OPTS=" -Xmx1m  -Dk=v " "$t/vgpu-exporter" doctor "two words" "" --uid='$(id)' >"$t/out" 2>&1; rc=$?
+  printf '%s\n' "$t/java" -Xmx1m -Dk=v -jar /opt/x/exporter.jar doctor "two words" "" '--uid=$(id)' "jdk_opts=unset" >"$t/want"
   [ "$rc" -eq 7 ] && cmp -s "$t/out" "$t/want" && ok || { bad "launcher: exit $rc (want 7) or argv/env differ:"; diff "$t/want" "$t/out"; }
+  env -u JDK_JAVA_OPTIONS -u VGPU_EXPORTER_JAVA_OPTS "$t/vgpu-exporter" version >"$t/out" 2>&1; rc=$?
+  [ "$rc" -eq 7 ] && grep -qx -- '-Xmx48m' "$t/out" && grep -qx -- '-Djna.tmpdir=/tmp' "$t/out" \
+    && [ "$(grep -n -- '^-jar$' "$t/out" | cut -d: -f1)" -gt 10 ] && ok \
+    || bad "launcher without VGPU_EXPORTER_JAVA_OPTS: exit $rc, not the footprint flags: $(cat "$t/out")"
   "$t/no-java" version >"$t/out" 2>&1; rc=$?
   [ "$rc" -eq 127 ] && grep -q 'cannot run /nonexistent/java' "$t/out" && ok || bad "launcher without a runtime: exit $rc, $(cat "$t/out")"
 else

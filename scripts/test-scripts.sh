@@ -78,5 +78,24 @@ else
   passed=$((passed + 1))
 fi
 
+# README.md and docs/: links, the two setup commands, make targets and paths (scripts/check-docs.sh).
+# It must fail on a planted broken link, a missing target and a missing setup command first.
+bad_tree="$probe/docs-tree"
+mkdir -p "$bad_tree/docs" "$bad_tree/scripts"
+printf 'x:\n' >"$bad_tree/Makefile"
+printf '# T\n\n    make demo\n\nSee [gone](docs/gone.md) and `make nope`, `make x`, `make x`.\n' >"$bad_tree/README.md"
+printf '# D\n\n[up](../README.md#nothing)\n' >"$bad_tree/docs/a.md"
+bad_rc=0
+bad_out=$(scripts/check-docs.sh "$bad_tree" 2>&1) || bad_rc=$?
+if [ "$bad_rc" -ne 0 ] && grep -q 'no .*docs/gone.md' <<<"$bad_out" && grep -q 'make nope' <<<"$bad_out" \
+  && grep -q "make test' is not" <<<"$bad_out" && grep -q 'no heading #nothing' <<<"$bad_out"; then
+  passed=$((passed + 1))
+else
+  echo "check-docs: a planted broken tree was not caught:"
+  echo "$bad_out"
+  fail=$((fail + 1))
+fi
+if scripts/check-docs.sh; then passed=$((passed + 1)); else fail=$((fail + 1)); fi
+
 echo "scripts: $passed passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -56,8 +56,27 @@ trap cleanup EXIT
 "${docker[@]}" info >/dev/null 2>&1 && ok "dockerd up ($("${docker[@]}" version -f '{{.Server.Version}}'), storage $("${docker[@]}" info -f '{{.Driver}}'))" \
   || { bad "dockerd did not start: see /var/log/vgpu-dockerd.log"; finish; }
 
-if "$repo/deploy/image/build.sh" "${docker[@]}"; then ok "image $image built with --network none"; else bad "image build"; finish; fi
+# The README's road, as written: `make image` builds into "your" docker (here the private daemon,
+# through DOCKER_HOST, which the docker CLI reads), `docker tag` names it for a registry, and
+# without a registry `docker save | gzip` / `gunzip -c | docker load` carries it to a node.
+if DOCKER_HOST="unix://$sock" IMAGE="$image" make -s -C "$repo" image; then
+  ok "make image built $image into the docker at DOCKER_HOST (--network none)"
+else
+  bad "make image"; finish
+fi
 size="$("${docker[@]}" image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1f MB", $1/1e6}')"
+road=registry.example.com/gpu/vgpu-exporter:0.1.0
+mkdir -p "$work"
+if "${docker[@]}" tag "$image" "$road" && "${docker[@]}" save "$road" | gzip >"$work/../vgpu-exporter.tar.gz" \
+   && "${docker[@]}" rmi "$road" >/dev/null && ! "${docker[@]}" image inspect "$road" >/dev/null 2>&1 \
+   && gunzip -c "$work/../vgpu-exporter.tar.gz" | "${docker[@]}" load >/dev/null \
+   && [ "$("${docker[@]}" image inspect -f '{{.Id}}' "$road")" = "$("${docker[@]}" image inspect -f '{{.Id}}' "$image")" ]; then
+  ok "README road: docker tag, docker save | gzip, gunzip -c | docker load gives back the same image"
+else
+  bad "README road: tag / save / load"
+fi
+"${docker[@]}" rmi "$road" >/dev/null 2>&1
+rm -f "$work/../vgpu-exporter.tar.gz"
 
 # A fixture node: the demo's cache files (real v1.2 regions written for real processes), copied.
 rm -rf "$work"
@@ -65,7 +84,8 @@ mkdir -p "$work/live" "$work/fixture" "$work/host-vgpu" "$work/fixture-rw"
 "$repo/bin/vgpu-exporter" demo --port "$((port + 1))" --duration 30s --path.cache-root="$work/live" \
   >"$work/demo.log" 2>&1 &
 demo_pid=$!
-for _ in $(seq 30); do [ "$(find "$work/live" -name '*.cache' 2>/dev/null | wc -l)" -gt 0 ] && break; sleep 1; done
+# The demo prints its banner once every container (and its cache file) exists.
+for _ in $(seq 90); do grep -q '^vgpu-exporter demo: ' "$work/demo.log" 2>/dev/null && break; sleep 1; done
 sleep 3
 cp -r "$work/live/." "$work/fixture/"
 kill "$demo_pid" 2>/dev/null
@@ -111,6 +131,9 @@ recipes_start=$SECONDS
 "${ex[@]}" vgpu-exporter version >"$work/version.txt" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && [ -s "$work/version.txt" ] && ok "kubectl-exec recipe: vgpu-exporter is on PATH (version exits 0)" \
   || { bad "vgpu-exporter version: exit $rc"; head -5 "$work/version.txt"; }
+# The launcher passes the JVM flags itself: java has no JDK_JAVA_OPTIONS to announce.
+! grep -q 'Picked up' "$work/version.txt" && ok "exec'd commands print no 'Picked up JDK_JAVA_OPTIONS'" \
+  || bad "exec'd command output starts with: $(head -1 "$work/version.txt")"
 "${ex[@]}" vgpu-exporter doctor >"$work/doctor.txt" 2>&1; rc=$?
 # 0/1/2 are verdicts (ok, warnings, failures); 3 "could not run", 126/127 no launcher or no runtime.
 if [ "$rc" -le 2 ] && grep -q '^verdict: ' "$work/doctor.txt"; then

@@ -70,6 +70,18 @@ public final class Cli {
     }
     cl.setOut(out);
     cl.setErr(err);
+    // A bad flag or argument: one error line, picocli's suggestion if it has one, and where the
+    // usage is, not the whole usage (over 150 lines for serve).
+    cl.setParameterExceptionHandler(
+        (ex, args) -> {
+          CommandLine c = ex.getCommandLine();
+          PrintWriter e = c.getErr();
+          e.println("error: " + ex.getMessage());
+          CommandLine.UnmatchedArgumentException.printSuggestions(ex, e);
+          e.println("run '" + c.getCommandSpec().qualifiedName() + " --help' for the flags");
+          e.flush();
+          return 2;
+        });
     cl.setExecutionExceptionHandler(
         (ex, commandLine, parseResult) -> {
           if (ex instanceof io.vgpu.exporter.config.ConfigException ce) {

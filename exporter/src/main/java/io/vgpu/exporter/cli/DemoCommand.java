@@ -4,6 +4,7 @@ import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.demo.DemoNode;
+import io.vgpu.exporter.demo.DemoOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -42,11 +43,23 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   @Option(
       names = "--containers",
       description =
-          "Running containers to simulate, 1-"
+          "Healthy running containers to simulate, 1-"
               + io.vgpu.exporter.demo.DemoNode.MAX_CONTAINERS
-              + " (default ${DEFAULT-VALUE}).",
-      defaultValue = "6")
+              + " (default ${DEFAULT-VALUE}), besides the problem pods, a finished pod and a"
+              + " deleted pod's directory.",
+      defaultValue = "5")
   int containers;
+
+  @Option(
+      names = "--problems",
+      description =
+          "Add one pod per deliberate problem (wrong host pid, zombie slot, memory at the limit,"
+              + " stuck lock), labelled "
+              + io.vgpu.exporter.demo.DemoProblem.LABEL
+              + " (default ${DEFAULT-VALUE}).",
+      defaultValue = "true",
+      arity = "1")
+  boolean problems;
 
   @Option(
       names = "--gpus",
@@ -156,11 +169,14 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     DemoNode node =
         DemoNode.create(
             config.cacheRoot(),
-            containers,
-            gpus,
-            processesPerContainer,
-            idleContainers,
-            pidNamespaces);
+            new DemoOptions(
+                containers,
+                gpus,
+                processesPerContainer,
+                idleContainers,
+                pidNamespaces,
+                problems,
+                java.time.Clock.systemUTC()));
     // The demo's processes only: a procfs that shows its children as pod processes and nothing
     // else of this machine (no real process, no real pod on it is ever judged or attributed).
     Path procfs = tmp.resolve("proc");
@@ -235,9 +251,15 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
         TimeUnit.MILLISECONDS);
     spec.commandLine()
         .getOut()
-        .printf(
-            "vgpu-exporter demo: http://%s:%d/  (metrics: /metrics, JSON: /api/v1/containers); cache root %s%n",
-            bind, app.port(), config.cacheRoot());
+        .print(
+            DemoBanner.text(
+                bind,
+                app.port(),
+                config.cacheRoot(),
+                config.get(Flags.PROCFS),
+                problems,
+                fakeLibrary,
+                Optional.ofNullable(fakeNvmlConfig)));
     spec.commandLine().getOut().flush();
     if (stopAfter.isZero()) {
       new java.util.concurrent.CountDownLatch(1).await();

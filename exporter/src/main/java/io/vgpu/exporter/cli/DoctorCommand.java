@@ -71,6 +71,9 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
 
   @Override
   public Integer call() {
+    // A one-shot command: its report is the output; the exporter's INFO lines (NVML up, ...)
+    // would only interleave with it.
+    LogSetup.configure("warn", "logfmt");
     var err = spec.commandLine().getErr();
     ExporterConfig config;
     try {
@@ -135,6 +138,18 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
     return report.exitCode();
   }
 
+  /**
+   * A client for one question: no retries (fabric8 would log "retrying in 1000 ms" and wait), short
+   * timeouts; an unreachable API server is one warning line.
+   */
+  private static KubernetesClient oneShotClient() {
+    io.fabric8.kubernetes.client.Config c = io.fabric8.kubernetes.client.Config.autoConfigure(null);
+    c.setRequestRetryBackoffLimit(0);
+    c.setConnectionTimeout(3000);
+    c.setRequestTimeout(5000);
+    return new KubernetesClientBuilder().withConfig(c).build();
+  }
+
   private Optional<NodeMeta> nodeMeta(String nodeName, java.io.PrintWriter err) {
     if (!annotations.isEmpty()) {
       return Optional.of(NodeAnnotations.decode(annotations));
@@ -142,7 +157,7 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
     if (nodeName == null || nodeName.isBlank()) {
       return Optional.empty();
     }
-    try (KubernetesClient client = new KubernetesClientBuilder().build()) {
+    try (KubernetesClient client = oneShotClient()) {
       var n = client.nodes().withName(nodeName).get();
       if (n == null) {
         return Optional.of(NodeMeta.unknown());
@@ -159,7 +174,7 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
     if (nodeName == null || nodeName.isBlank()) {
       return Optional.empty();
     }
-    try (KubernetesClient client = new KubernetesClientBuilder().build()) {
+    try (KubernetesClient client = oneShotClient()) {
       return client
           .pods()
           .inAnyNamespace()

@@ -42,5 +42,10 @@ public final class LogSetup {
     for (String noisy : new String[] {"org.eclipse.jetty", "io.javalin", "io.fabric8", "okhttp3"}) {
       ctx.getLogger(noisy).setLevel(libs);
     }
+    // fabric8's informers log every failed list/watch retry as a WARN with an escaped stack trace
+    // (every few seconds while the API server is away); the metadata source reports the same
+    // failures itself, once per problem with back-off and the fix (KubernetesMetadataSource).
+    Level informers = root.getLevel().isGreaterOrEqual(Level.ERROR) ? root.getLevel() : Level.ERROR;
+    ctx.getLogger("io.fabric8.kubernetes.client.informers").setLevel(informers);
   }
 }

@@ -65,19 +65,7 @@ abstract class RepairCommand implements FlagOptions.Host {
         outcomes.stream()
             .filter(o -> o.action().equals(a))
             .findFirst()
-            .ifPresent(
-                o -> {
-                  out.println(
-                      "  -> exit "
-                          + o.exitCode()
-                          + (o.meaning().isEmpty() ? "" : " (" + o.meaning() + ")")
-                          + (o.output().isEmpty()
-                              ? ""
-                              : ": "
-                                  + String.join(
-                                      "\n     ",
-                                      o.output().lines().map(TenantText::clean).toList())));
-                });
+            .ifPresent(o -> RepairOutput.lines(o).forEach(l -> out.println("  -> " + l)));
       }
       plan.skipped().forEach(s -> out.println("skipped " + TenantText.clean(s)));
       if (!apply && !plan.actions().isEmpty()) {

@@ -4,22 +4,19 @@ import io.vgpu.exporter.k8s.ContainerMeta;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
-import io.vgpu.hostpid.ProcFs;
-import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionExtension;
-import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSpec;
 import io.vgpu.regioncodec.RegionWriter;
-import io.vgpu.regioncodec.SlotExtension;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -34,17 +31,32 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A simulated GPU node: container directories with v1.2 + extension cache files whose slots belong
- * to real child processes (a shell blocked on its stdin, each in its own PID namespace via {@code
- * unshare --pid --fork --mount-proc} when running as root, so slot pids are namespace pids as in a
- * real pod), usage that changes every {@link #tick()}, and fake pod metadata. Also one pod that
- * finished and one directory whose pod is gone (stale), so every lifecycle state shows.
+ * A simulated GPU node: container directories with v1.2 cache files (libvgpu's, with its extension,
+ * and HAMi-core's) whose slots belong to real child processes (blocked on their stdin; as root the
+ * processes of one container share their own PID namespace, made with {@code unshare --pid --fork
+ * --mount-proc} and entered with {@code nsenter}, so slot pids are namespace pids as in a real
+ * pod), usage that moves with the clock on every {@link #tick()}, and fake pod metadata with a HAMi
+ * handshake refreshed on every tick. Also one pod that finished and one directory whose pod is gone
+ * (stale), so every lifecycle state shows, and (with {@link DemoOptions#problems()}) one pod per
+ * {@link DemoProblem}; everything else stays healthy however long the node runs.
  */
 public final class DemoNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DemoNode.class);
-  private static final long MIB = 1L << 20;
-  private static final long LAST_KERNEL_OFFSET = 2_008_912L;
-  private static final long EXT_DEVICES_OFFSET = 2_008_960L + 448L;
+  private static final long MIB = DemoContainer.MIB;
+
+  /** How HAMi's device plugin writes the handshake time (UTC). */
+  private static final java.time.format.DateTimeFormatter HAMI_TIME =
+      java.time.format.DateTimeFormatter.ofPattern("yyyy.MM.dd HH:mm:ss")
+          .withZone(java.time.ZoneOffset.UTC);
+
+  /** Samples per fake NVML script, below the fake library's 4096. */
+  private static final long FAKE_SAMPLE_BUDGET = 3500;
+
+  /** NVML's per-process sampling period on current drivers. */
+  private static final long NVML_SAMPLE_PERIOD_MICROS = 200_000;
+
+  /** Where HAMi-core's semaphore (sem_t) starts in a v1.2 region. */
+  private static final long SEM_OFFSET = 24;
 
   /** Most GPUs a demo node can have (the fake NVML's device limit). */
   public static final int MAX_GPUS = 16;
@@ -57,63 +69,36 @@ public final class DemoNode implements AutoCloseable {
     return "GPU-5d0d3c6a-%04x-4d3e-9a43-%012x".formatted(g, g);
   }
 
-  /** One simulated container. */
-  private record Sim(
-      String podUid,
-      String namespace,
-      String pod,
-      String container,
-      Path file,
-      List<Integer> devices,
-      long limitBytes,
-      int smLimit,
-      List<Child> children,
-      double phase,
-      boolean idle) {}
-
-  /** A real child process and its pid as its namespace sees it. */
-  private record Child(Process process, int hostPid, int nsPid) {}
+  /** The stable pod UID the demo gives the pod named {@code pod}. */
+  public static String podUid(String pod) {
+    return UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(StandardCharsets.UTF_8)).toString();
+  }
 
   private final Path root;
   private final boolean namespaces;
   private final List<String> gpus;
-  private final long startEpochSeconds = Instant.now().getEpochSecond();
-  private final List<Sim> sims = new ArrayList<>();
+  private final Clock clock;
+  private final long startMillis;
+  private final List<DemoContainer> sims = new ArrayList<>();
   private final StaticMetadataSource metadata;
   private final Random random = new Random(42);
-  private long ticks;
+  private long lastSampleMicros;
 
-  private DemoNode(Path root, boolean namespaces, int gpus) {
+  private DemoNode(Path root, boolean namespaces, int gpus, Clock clock) {
     this.root = root;
     this.namespaces = namespaces;
     this.gpus = java.util.stream.IntStream.range(0, gpus).mapToObj(DemoNode::gpuUuid).toList();
-    this.metadata = StaticMetadataSource.of(List.of(), demoNodeMeta(gpus));
+    this.clock = clock;
+    this.startMillis = clock.millis();
+    this.metadata = StaticMetadataSource.of(List.of(), nodeMeta());
   }
 
-  /**
-   * Creates the default node (2 GPUs, 1 to 3 processes per container) under {@code root}.
-   *
-   * @param containers how many running containers to simulate (1-{@value #MAX_CONTAINERS})
-   */
+  /** Creates the default node (2 GPUs, 1 to 3 processes per container) under {@code root}. */
   public static DemoNode create(Path root, int containers) throws IOException {
-    return create(root, containers, 2, 0, 0, true);
+    return create(root, DemoOptions.of(containers));
   }
 
-  /**
-   * Creates the node under {@code root} (created if missing).
-   *
-   * @param containers how many running containers to simulate (1-{@value #MAX_CONTAINERS})
-   * @param gpus GPUs of the node (1-{@value #MAX_GPUS}); every third container uses two of them,
-   *     the others one, spread evenly
-   * @param processesPerContainer live processes of each running container (1-3), or 0 for 1 to 3
-   *     varying by container (the default node)
-   * @param idleContainers how many of the running containers (the last ones) hold memory but launch
-   *     no kernels: their last kernel is two hours before the node started (an idle notebook, a
-   *     leak), their SM utilization 0
-   * @param pidNamespaces put each process in its own PID namespace when running as root (as in a
-   *     real pod); false spawns plain processes, which starts many demo nodes on one machine much
-   *     faster
-   */
+  /** Creates a node without deliberate problems under {@code root}; see {@link DemoOptions}. */
   public static DemoNode create(
       Path root,
       int containers,
@@ -122,89 +107,138 @@ public final class DemoNode implements AutoCloseable {
       int idleContainers,
       boolean pidNamespaces)
       throws IOException {
-    if (containers < 1 || containers > MAX_CONTAINERS) {
-      throw new IllegalArgumentException(
-          "containers must be 1-" + MAX_CONTAINERS + ", was " + containers);
-    }
-    if (gpus < 1 || gpus > MAX_GPUS) {
-      throw new IllegalArgumentException("gpus must be 1-" + MAX_GPUS + ", was " + gpus);
-    }
-    if (processesPerContainer < 0 || processesPerContainer > 3) {
-      throw new IllegalArgumentException(
-          "processes per container must be 0 (varying) or 1-3, was " + processesPerContainer);
-    }
-    if (idleContainers < 0 || idleContainers > containers) {
-      throw new IllegalArgumentException(
-          "idle containers must be 0-" + containers + ", was " + idleContainers);
-    }
+    return create(
+        root,
+        new DemoOptions(
+            containers,
+            gpus,
+            processesPerContainer,
+            idleContainers,
+            pidNamespaces,
+            false,
+            Clock.systemUTC()));
+  }
+
+  /** Creates the node under {@code root} (created if missing). */
+  public static DemoNode create(Path root, DemoOptions o) throws IOException {
     Files.createDirectories(root);
-    boolean ns = pidNamespaces && canUseNamespaces();
-    DemoNode node = new DemoNode(root, ns, gpus);
+    boolean ns = o.pidNamespaces() && canUseNamespaces();
+    DemoNode node = new DemoNode(root, ns, o.gpus(), o.clock());
     LOG.atInfo()
         .setMessage("demo node")
         .addKeyValue("root", root)
-        .addKeyValue("containers", containers)
-        .addKeyValue("gpus", gpus)
+        .addKeyValue("containers", o.containers())
+        .addKeyValue("gpus", o.gpus())
         .addKeyValue("pid_namespaces", ns)
+        .addKeyValue("problems", o.problems())
         .log();
     String[][] names = {
       {"ml", "train-resnet-0", "trainer"},
       {"ml", "train-resnet-0", "sidecar-logger"},
       {"inference", "llm-serve-7f9c", "server"},
       {"inference", "embed-serve-5b2d", "server"},
-      {"research", "notebook-alice", "jupyter"},
       {"research", "batch-sweep-3", "worker"},
     };
-    for (int i = 0; i < containers; i++) {
+    int gpus = o.gpus();
+    for (int i = 0; i < o.containers(); i++) {
       String[] n = names[i % names.length];
       String pod = i < names.length ? n[1] : n[1] + "-" + i;
-      String uid =
-          UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(java.nio.charset.StandardCharsets.UTF_8))
-              .toString();
       // With 2 GPUs: every third container on both, the others alternating (the default node).
       int first = (2 * (i / 3)) % gpus;
       List<Integer> devs =
           i % 3 == 0 && gpus > 1 ? List.of(first, (first + 1) % gpus) : List.of(i % gpus);
+      boolean idle = i >= o.containers() - o.idleContainers();
       node.addContainer(
-          uid,
-          n[0],
-          pod,
-          n[2],
-          devs,
-          (2L + i % 4) * 1024 * MIB,
-          20 + 10 * (i % 5),
-          processesPerContainer == 0 ? 1 + i % 3 : processesPerContainer,
-          "Running",
-          i >= containers - idleContainers);
+          new Plan(
+              n[0],
+              pod,
+              n[2],
+              devs,
+              (2L + i % 4) * 1024 * MIB,
+              20 + 10 * (i % 5),
+              o.processesPerContainer() == 0 ? 1 + i % 3 : o.processesPerContainer(),
+              idle
+                  ? DemoContainer.Behavior.IDLE
+                  : i == 0 ? DemoContainer.Behavior.BUSY : DemoContainer.Behavior.HEALTHY,
+              null));
+    }
+    if (o.problems()) {
+      for (DemoProblem p : DemoProblem.values()) {
+        node.addContainer(problemPlan(p, gpus));
+      }
     }
     // A finished pod (Succeeded) whose directory is still there: exported as finished, no usage.
     node.addContainer(
-        UUID.nameUUIDFromBytes("demo-finished".getBytes(java.nio.charset.StandardCharsets.UTF_8))
-            .toString(),
-        "ml",
-        "preprocess-done",
-        "job",
-        List.of(0),
-        1024 * MIB,
-        50,
-        0,
-        "Succeeded",
-        false);
+        new Plan(
+            "ml",
+            "preprocess-done",
+            "job",
+            List.of(0),
+            1024 * MIB,
+            50,
+            0,
+            DemoContainer.Behavior.FINISHED,
+            null));
     // A directory whose pod no longer exists: exported as stale after the grace period.
     node.addContainer(
-        UUID.nameUUIDFromBytes("demo-gone".getBytes(java.nio.charset.StandardCharsets.UTF_8))
-            .toString(),
-        null,
-        "deleted-pod",
-        "main",
-        List.of(1 % gpus),
-        1024 * MIB,
-        100,
-        0,
-        null,
-        false);
+        new Plan(
+            null,
+            "deleted-pod",
+            "main",
+            List.of(1 % gpus),
+            1024 * MIB,
+            100,
+            0,
+            DemoContainer.Behavior.STALE,
+            null));
     node.tick();
     return node;
+  }
+
+  /** What one container of the node is to be. */
+  private record Plan(
+      String namespace,
+      String pod,
+      String container,
+      List<Integer> devices,
+      long limitBytes,
+      int smLimit,
+      int processes,
+      DemoContainer.Behavior behavior,
+      DemoProblem problem) {}
+
+  private static Plan problemPlan(DemoProblem p, int gpus) {
+    DemoContainer.Behavior healthy = DemoContainer.Behavior.HEALTHY;
+    return switch (p) {
+      // A notebook without an SM limit, so NVML's utilization shows what its region misses.
+      case HOSTPID_WRONG ->
+          new Plan(p.namespace(), p.pod(), p.container(), List.of(0), 4096 * MIB, 0, 2, healthy, p);
+      case ZOMBIE_SLOT ->
+          new Plan(
+              p.namespace(),
+              p.pod(),
+              p.container(),
+              List.of(1 % gpus),
+              6144 * MIB,
+              40,
+              2,
+              healthy,
+              p);
+      case AT_MEMORY_LIMIT ->
+          new Plan(
+              p.namespace(), p.pod(), p.container(), List.of(0), 3072 * MIB, 30, 1, healthy, p);
+      case STUCK_LOCK ->
+          new Plan(
+              p.namespace(),
+              p.pod(),
+              p.container(),
+              List.of(1 % gpus),
+              2048 * MIB,
+              50,
+              1,
+              healthy,
+              p);
+    };
   }
 
   private static boolean canUseNamespaces() {
@@ -212,141 +246,130 @@ public final class DemoNode implements AutoCloseable {
       Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
       return uid instanceof Integer u
           && u == 0
-          && Stream.of("/usr/bin/unshare", "/bin/unshare")
-              .anyMatch(p -> Files.isExecutable(Path.of(p)));
+          && Stream.of("unshare", "nsenter")
+              .allMatch(
+                  tool ->
+                      Stream.of("/usr/bin/", "/bin/")
+                          .anyMatch(dir -> Files.isExecutable(Path.of(dir + tool))));
     } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
       return false;
     }
   }
 
-  private static NodeMeta demoNodeMeta(int gpus) {
+  /** HAMi's node annotations as the device plugin keeps them: a handshake of this moment. */
+  private NodeMeta nodeMeta() {
+    Instant now = clock.instant();
     return new NodeMeta(
         true,
-        Optional.of(Instant.now()),
-        Optional.of("Reported_demo"),
-        OptionalInt.of(gpus),
+        Optional.of(now),
+        Optional.of("Reported_" + HAMI_TIME.format(now)),
+        OptionalInt.of(gpus.size()),
         false);
   }
 
-  private void addContainer(
-      String uid,
-      String namespace,
-      String pod,
-      String container,
-      List<Integer> devices,
-      long limit,
-      int smLimit,
-      int processes,
-      String phase,
-      boolean idle)
-      throws IOException {
-    Path dir = root.resolve(uid + "_" + container);
+  private void addContainer(Plan plan) throws IOException {
+    String uid = podUid(plan.pod());
+    Path dir = root.resolve(uid + "_" + plan.container());
     Files.createDirectories(dir);
     Path file = dir.resolve(UUID.randomUUID() + ".cache");
-    List<Child> children = new ArrayList<>();
-    for (int p = 0; p < processes; p++) {
-      children.add(spawn());
+    List<DemoContainer.Child> children = new ArrayList<>();
+    for (int p = 0; p < plan.processes(); p++) {
+      children.add(
+          DemoProcesses.spawn(namespaces, children.isEmpty() ? null : children.getFirst()));
     }
-    RegionSpec.Builder spec = RegionSpec.builder(Layout.V1_2);
-    List<ExtensionDevice> ext = new ArrayList<>();
-    for (int d = 0; d < devices.size(); d++) {
-      spec.device(gpus.get(devices.get(d)), limit, smLimit);
-      ext.add(ExtensionDevice.zero(d));
+    boolean hamiCore =
+        plan.problem() == DemoProblem.HOSTPID_WRONG || plan.problem() == DemoProblem.STUCK_LOCK;
+    Optional<DemoContainer.ZombieSlot> zombie = Optional.empty();
+    if (plan.problem() == DemoProblem.ZOMBIE_SLOT) {
+      // A worker that registered its slot and crashed: a real process of the container, gone.
+      DemoContainer.Child dead = DemoProcesses.spawn(namespaces, children.getFirst());
+      DemoProcesses.kill(dead);
+      zombie =
+          Optional.of(
+              new DemoContainer.ZombieSlot(
+                  children.size(), dead.nsPid(), dead.hostPid(), 768 * MIB));
     }
-    spec.extension(
-        new RegionExtension(
-            1, 0, 0, System.currentTimeMillis() * 1_000_000L, "demo", uid, container, 0, 0, ext));
-    spec.priority(1).utilizationSwitch(1).recentKernel(0);
-    RegionWriter.create(file, spec.build());
-    Sim sim =
-        new Sim(
+    int deadHolder = 0;
+    if (plan.problem() == DemoProblem.STUCK_LOCK) {
+      // HAMi-core's holder records its own (container) pid; this one was killed holding the lock.
+      DemoContainer.Child holder = DemoProcesses.spawn(namespaces, children.getFirst());
+      DemoProcesses.kill(holder);
+      deadHolder = holder.nsPid();
+    }
+    DemoContainer sim =
+        new DemoContainer(
             uid,
-            namespace,
-            pod,
-            container,
+            plan.namespace(),
+            plan.pod(),
+            plan.container(),
             file,
-            devices,
-            limit,
-            smLimit,
+            plan.devices(),
+            plan.limitBytes(),
+            plan.smLimit(),
             children,
             random.nextDouble() * 6.28,
-            idle);
+            plan.behavior(),
+            Optional.ofNullable(plan.problem()),
+            zombie,
+            hamiCore);
+    RegionSpec.Builder spec = RegionSpec.builder(Layout.V1_2);
+    List<ExtensionDevice> ext = new ArrayList<>();
+    for (int d = 0; d < plan.devices().size(); d++) {
+      spec.device(gpus.get(plan.devices().get(d)), plan.limitBytes(), plan.smLimit());
+      ext.add(ExtensionDevice.zero(d));
+    }
+    if (!hamiCore) {
+      spec.extension(
+          new RegionExtension(
+              1, 0, 0, clock.millis() * 1_000_000L, "demo", uid, plan.container(), 0, 0, ext));
+    }
+    spec.priority(1).utilizationSwitch(1).recentKernel(0).ownerPid(deadHolder);
+    if (sim.running()) {
+      sim.initialSlots(spec, clock.millis(), namespaces);
+    }
+    RegionWriter.create(file, spec.build());
+    if (deadHolder != 0) {
+      // sem_wait took the semaphore; the holder died before its sem_post.
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+        ch.write(ByteBuffer.allocate(4), SEM_OFFSET);
+      }
+    }
     sims.add(sim);
-    if (namespace != null) {
-      ContainerMeta cm =
-          new ContainerMeta(
-              container,
-              container.startsWith("sidecar")
-                  ? ContainerMeta.Kind.SIDECAR
-                  : ContainerMeta.Kind.REGULAR,
-              Optional.of(FakeProcfs.containerId(uid, container)),
-              phase.equals("Running")
-                  ? ContainerMeta.State.RUNNING
-                  : ContainerMeta.State.TERMINATED);
-      PodMeta existing = metadata.pod(uid).orElse(null);
-      Map<String, ContainerMeta> cs =
-          new java.util.HashMap<>(existing == null ? Map.of() : existing.containers());
-      cs.put(container, cm);
-      metadata.put(
-          new PodMeta(
-              uid,
-              namespace,
-              pod,
-              phase,
-              Optional.of("burstable"),
-              Map.of("app", pod.replaceAll("-[0-9a-f]+$", "")),
-              cs));
+    if (plan.namespace() != null) {
+      putPod(sim, plan);
     }
   }
 
-  private Child spawn() throws IOException {
-    // The child blocks reading its stdin, a pipe from this JVM: if the JVM dies without cleanup
-    // the pipe closes, the child exits, and --kill-child takes the namespace down with it.
-    List<String> sleeper = List.of("sh", "-c", "read _");
-    List<String> cmd = new ArrayList<>();
-    if (namespaces) {
-      cmd.addAll(List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc"));
+  private void putPod(DemoContainer sim, Plan plan) {
+    String container = plan.container();
+    ContainerMeta cm =
+        new ContainerMeta(
+            container,
+            container.startsWith("sidecar")
+                ? ContainerMeta.Kind.SIDECAR
+                : ContainerMeta.Kind.REGULAR,
+            Optional.of(FakeProcfs.containerId(sim.podUid, container)),
+            sim.behavior == DemoContainer.Behavior.FINISHED
+                ? ContainerMeta.State.TERMINATED
+                : ContainerMeta.State.RUNNING);
+    PodMeta existing = metadata.pod(sim.podUid).orElse(null);
+    Map<String, ContainerMeta> cs =
+        new java.util.HashMap<>(existing == null ? Map.of() : existing.containers());
+    cs.put(container, cm);
+    Map<String, String> labels = new java.util.TreeMap<>();
+    labels.put("app", plan.pod().replaceAll("-[0-9a-f]+$", ""));
+    if (plan.problem() != null) {
+      labels.put(DemoProblem.LABEL, plan.problem().id());
     }
-    cmd.addAll(sleeper);
-    Process p =
-        new ProcessBuilder(cmd)
-            .redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-            .start();
-    int hostPid = (int) p.pid();
-    int nsPid = hostPid;
-    if (namespaces) {
-      // unshare forks: the sleeper is its child, pid 1 of the new namespace.
-      for (int i = 0; i < 100; i++) {
-        Optional<ProcessHandle> child = p.children().findFirst();
-        if (child.isPresent()) {
-          hostPid = (int) child.get().pid();
-          nsPid = innermostPid(hostPid).orElse(hostPid);
-          break;
-        }
-        try {
-          Thread.sleep(10);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          break;
-        }
-      }
-    }
-    return new Child(p, hostPid, nsPid);
-  }
-
-  private static OptionalInt innermostPid(int hostPid) {
-    try {
-      for (String line : Files.readAllLines(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/status"))) {
-        if (line.startsWith("NSpid:")) {
-          String[] f = line.substring(6).trim().split("\\s+");
-          return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
-        }
-      }
-    } catch (IOException | NumberFormatException e) {
-      return OptionalInt.empty();
-    }
-    return OptionalInt.empty();
+    metadata.put(
+        new PodMeta(
+            sim.podUid,
+            plan.namespace(),
+            plan.pod(),
+            sim.behavior == DemoContainer.Behavior.FINISHED ? "Succeeded" : "Running",
+            Optional.of("burstable"),
+            labels,
+            cs));
   }
 
   public Path root() {
@@ -362,83 +385,30 @@ public final class DemoNode implements AutoCloseable {
     return namespaces;
   }
 
-  /** Host pids of every child process (for tests and the resolver). */
+  /** The simulated containers, in the order they were made (for tests). */
+  List<DemoContainer> containers() {
+    return List.copyOf(sims);
+  }
+
+  /** Host pids of every live child process (for tests and the resolver). */
   public List<Integer> childHostPids() {
-    return sims.stream().flatMap(s -> s.children().stream()).map(Child::hostPid).toList();
+    return sims.stream()
+        .flatMap(s -> s.children.stream())
+        .map(DemoContainer.Child::hostPid)
+        .toList();
   }
 
   /**
-   * Advances the simulation one step: memory and utilization move, kernels launch, counters grow.
+   * Advances the simulation to the clock's now: memory and utilization move, kernels launch,
+   * counters grow, the handshake is refreshed (as HAMi's device plugin refreshes it).
    */
   public synchronized void tick() throws IOException {
-    ticks++;
-    long now = Instant.now().getEpochSecond();
-    for (Sim s : sims) {
-      try (RegionFile rf = RegionFile.openReadWrite(s.file())) {
-        RegionWriter w = rf.writer();
-        int slot = 0;
-        for (Child c : s.children()) {
-          List<DeviceUsage> usage = new ArrayList<>();
-          for (int d = 0; d < s.devices().size(); d++) {
-            double wave = 0.5 + 0.4 * Math.sin(s.phase() + ticks / 3.0 + slot + d);
-            long context = 300 * MIB;
-            long module = 20 * MIB;
-            long data =
-                (long) (s.limitBytes() * 0.6 / Math.max(1, s.children().size()) * wave) / MIB * MIB;
-            long util =
-                s.idle()
-                    ? 0
-                    : Math.max(
-                        0,
-                        Math.min(
-                            100,
-                            Math.round(s.smLimit() * (0.6 + 0.4 * Math.sin(ticks / 5.0 + slot)))));
-            usage.add(
-                new DeviceUsage(
-                    d,
-                    context,
-                    module,
-                    data,
-                    context + module + data,
-                    context + module + data,
-                    util));
-          }
-          // HAMi-core records the namespace pid as hostpid when it cannot see the host (the
-          // zero-utilization bug); half of the demo containers reproduce that.
-          int recordedHostPid = s.podUid().charAt(0) < '8' ? c.nsPid() : c.hostPid();
-          w.putSlot(
-              slot,
-              RegionSpec.SlotSpec.of(c.nsPid(), recordedHostPid, 1, usage)
-                  .withExtension(
-                      new SlotExtension(
-                          0,
-                          System.currentTimeMillis() * 1_000_000L,
-                          SlotExtension.HOSTPID_UNKNOWN)));
-          slot++;
-        }
-        w.setProcNum(s.children().size());
-      }
-      try (FileChannel ch = FileChannel.open(s.file(), StandardOpenOption.WRITE)) {
-        ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-        if (!s.children().isEmpty()) {
-          long lastKernel = s.idle() ? startEpochSeconds - 7200 : now;
-          ch.write(b.putLong(0, lastKernel).rewind(), LAST_KERNEL_OFFSET);
-        }
-        for (int d = 0; d < s.devices().size(); d++) {
-          long base = EXT_DEVICES_OFFSET + d * 64L;
-          ch.write(b.putLong(0, ticks / 7).rewind(), base); // oom_rejections
-          ch.write(
-              b.putLong(0, ticks * 150_000_000L * s.children().size()).rewind(),
-              base + 16); // throttled ns
-          ch.write(
-              b.putLong(0, ticks * 3L * s.children().size()).rewind(),
-              base + 24); // launches delayed
-          ch.write(
-              b.putLong(0, ticks * 40L * s.children().size()).rewind(),
-              base + 32); // launches total
-        }
-      }
+    long now = clock.millis();
+    double t = (now - startMillis) / 1000.0;
+    for (DemoContainer s : sims) {
+      s.write(t, now, startMillis / 1000, namespaces);
     }
+    metadata.setNode(nodeMeta());
   }
 
   /**
@@ -452,16 +422,15 @@ public final class DemoNode implements AutoCloseable {
    */
   public synchronized void writeProcfs(Path dir) throws IOException {
     Files.createDirectories(dir);
-    for (Sim s : sims) {
+    for (DemoContainer s : sims) {
       long inode =
-          ((Number)
-                  Files.getAttribute(s.file(), "unix:ino", java.nio.file.LinkOption.NOFOLLOW_LINKS))
+          ((Number) Files.getAttribute(s.file, "unix:ino", java.nio.file.LinkOption.NOFOLLOW_LINKS))
               .longValue();
       String cgroup =
           "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-              + s.podUid().replace('-', '_')
+              + s.podUid.replace('-', '_')
               + ".slice/cri-containerd-"
-              + FakeProcfs.containerId(s.podUid(), s.container())
+              + FakeProcfs.containerId(s.podUid, s.container)
               + ".scope";
       String maps =
           "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
@@ -469,9 +438,9 @@ public final class DemoNode implements AutoCloseable {
               + "7f0000000000-7f00001ea000 rw-s 00000000 00:2a "
               + inode
               + "                 /usr/local/vgpu/"
-              + s.file().getFileName()
+              + s.file.getFileName()
               + "\n";
-      for (Child c : s.children()) {
+      for (DemoContainer.Child c : s.children) {
         FakeProcfs.write(
             dir,
             new FakeProcfs.Entry(
@@ -515,27 +484,39 @@ public final class DemoNode implements AutoCloseable {
     }
     java.util.regex.Matcher gb = java.util.regex.Pattern.compile("(\\d+)GB").matcher(model);
     long total = (gb.find() ? Long.parseLong(gb.group(1)) : 80) << 30;
-    long nowMicros = System.currentTimeMillis() * 1000;
+    long nowMillis = clock.millis();
+    long nowMicros = nowMillis * 1000;
+    double t = (nowMillis - startMillis) / 1000.0;
+    // Samples every 200 ms since the last script (at most 5 s of them), as the driver keeps them:
+    // a reader then sees the whole time covered, whatever its polling interval.
+    // At most FAKE_SAMPLE_BUDGET samples in all (the fake keeps 4096): a node of many processes
+    // gets fewer, further apart, each still covering its share of the interval.
+    long pairs = 1;
+    for (DemoContainer s : sims) {
+      if (s.running() && s.behavior != DemoContainer.Behavior.IDLE) {
+        pairs += (long) s.children.size() * s.devices.size();
+      }
+    }
+    List<Long> stamps = new ArrayList<>();
+    long from = Math.max(lastSampleMicros, nowMicros - 5_000_000L);
+    long most = Math.max(1, FAKE_SAMPLE_BUDGET / pairs);
+    long period =
+        Math.max(NVML_SAMPLE_PERIOD_MICROS, Math.ceilDiv(Math.max(1, nowMicros - from), most));
+    for (long ts = nowMicros; ts > from && stamps.size() < most; ts -= period) {
+      stamps.addFirst(ts);
+    }
+    lastSampleMicros = nowMicros;
     long[] used = new long[gpus.size()];
     int[] util = new int[gpus.size()];
     StringBuilder procs = new StringBuilder();
-    for (Sim s : sims) {
-      for (Child c : s.children()) {
-        int dev = s.devices().get(c.hostPid() % s.devices().size());
-        long bytes = s.limitBytes() / 2;
-        used[dev] += bytes;
-        procs.append("process %d pid=%d used=%d%n".formatted(dev, c.hostPid(), bytes));
-        if (!s.idle()) {
-          int sm = 5 + Math.floorMod(c.hostPid() + (int) ticks, 20);
-          util[dev] += sm;
-          procs.append(
-              "sample %d pid=%d sm=%d mem=5 ts=%d%n".formatted(dev, c.hostPid(), sm, nowMicros));
-        }
-      }
+    for (DemoContainer s : sims) {
+      s.appendNvml(procs, used, util, t, stamps, startMillis);
     }
     long self = ProcessHandle.current().pid();
     procs.append("process 0 pid=%d used=%d%n".formatted(self, 1L << 30));
-    procs.append("sample 0 pid=%d sm=3 mem=1 ts=%d%n".formatted(self, nowMicros));
+    for (long ts : stamps) {
+      procs.append("sample 0 pid=%d sm=3 mem=1 ts=%d%n".formatted(self, ts));
+    }
     used[0] += 1L << 30;
     util[0] += 3;
     StringBuilder out = new StringBuilder();
@@ -558,20 +539,18 @@ public final class DemoNode implements AutoCloseable {
   /** Stops every child and deletes the node's files. */
   @Override
   public synchronized void close() {
-    for (Sim s : sims) {
-      for (Child c : s.children()) {
-        if (namespaces) {
-          // Kill the namespace's init first and let unshare reap it, so nothing is left defunct.
-          c.process().descendants().forEach(ProcessHandle::destroyForcibly);
-        } else {
-          // Without a namespace the process is the sleeper itself: left alone, the wait below
-          // would spend its whole second on every one (minutes for a 128-container node).
-          c.process().destroyForcibly();
-        }
+    for (DemoContainer s : sims) {
+      for (DemoContainer.Child c : s.children) {
+        // Kill the sleeper (a namespace's init takes the rest of it along) and let unshare or
+        // nsenter reap it, so nothing is left defunct. Without a namespace the process is the
+        // sleeper itself: left alone, the wait below would spend its whole second on every one
+        // (minutes for a 128-container node).
+        c.process().descendants().forEach(ProcessHandle::destroyForcibly);
+        c.process().destroyForcibly();
       }
     }
-    for (Sim s : sims) {
-      for (Child c : s.children()) {
+    for (DemoContainer s : sims) {
+      for (DemoContainer.Child c : s.children) {
         try {
           if (!c.process().waitFor(1, java.util.concurrent.TimeUnit.SECONDS)) {
             c.process().destroyForcibly();

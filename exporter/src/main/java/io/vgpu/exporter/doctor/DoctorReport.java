@@ -96,8 +96,15 @@ public record DoctorReport(Instant at, List<Finding> findings) {
           .append(": ")
           .append(c.verdict().name())
           .append(System.lineSeparator());
+      String dir = c.key().dirName();
       for (Finding f : problemsOnly ? c.problems() : c.findings()) {
-        appendFinding(sb, f);
+        // Per-device findings name their device ("device 0: ..."), the rest are the container's.
+        appendFinding(
+            sb,
+            f,
+            f.subject().startsWith(dir + " ")
+                ? f.subject().substring(dir.length() + 1) + ": "
+                : "");
       }
       placed.addAll(c.findings());
     }
@@ -111,7 +118,7 @@ public record DoctorReport(Instant at, List<Finding> findings) {
     }
     for (var e : rest.entrySet()) {
       sb.append("== ").append(TenantText.clean(e.getKey())).append(System.lineSeparator());
-      e.getValue().forEach(f -> appendFinding(sb, f));
+      e.getValue().forEach(f -> appendFinding(sb, f, ""));
     }
     appendVerdict(sb);
     return sb.toString();
@@ -121,14 +128,15 @@ public record DoctorReport(Instant at, List<Finding> findings) {
     return f.severity() == Severity.WARN || f.severity() == Severity.FAIL;
   }
 
-  private static void appendFinding(StringBuilder sb, Finding f) {
+  private static void appendFinding(StringBuilder sb, Finding f, String where) {
     sb.append(
         String.format(
             java.util.Locale.ROOT,
-            "[%-4s] %2d %-22s %s%n",
+            "[%-4s] %2d %-22s %s%s%n",
             f.severity().name(),
             f.check(),
             f.id(),
+            TenantText.clean(where),
             TenantText.clean(f.summary())));
     appendEvidenceAndFix(sb, f);
   }

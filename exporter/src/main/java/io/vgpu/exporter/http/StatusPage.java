@@ -92,6 +92,11 @@ public final class StatusPage {
     return render(model(state, ready, reasons, version));
   }
 
+  /** Timestamps as people read them: seconds, UTC, no nanoseconds. */
+  static final java.time.format.DateTimeFormatter HUMAN_TIME =
+      java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'")
+          .withZone(java.time.ZoneOffset.UTC);
+
   /** Seconds between the page's reloads (a meta refresh: no script, nothing to allow in CSP). */
   public static final int REFRESH_SECONDS = 10;
 
@@ -113,7 +118,9 @@ public final class StatusPage {
         .append(esc(m.node()))
         .append("</title><style>")
         .append(
-            "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0}")
+            "body{font-family:system-ui,sans-serif;margin:1em;color:#222}table{border-collapse:collapse;margin:.5em 0;max-width:100%}")
+        .append(
+            "td,th,li,code,p{overflow-wrap:anywhere}.uid{color:#777;font-size:12px}.mem{white-space:nowrap}")
         .append(
             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:14px}th{background:#f3f3f3}")
         .append(
@@ -127,7 +134,7 @@ public final class StatusPage {
     b.append("<p>Version ")
         .append(esc(m.version()))
         .append(" &middot; state at ")
-        .append(esc(m.at().toString()))
+        .append(esc(HUMAN_TIME.format(m.at())))
         .append(" &middot; reloads every ")
         .append(REFRESH_SECONDS)
         .append(
@@ -158,9 +165,9 @@ public final class StatusPage {
             " warning(s)); for a sampled, NVML-backed check run <code>kubectl exec -n NS"
                 + " EXPORTER_POD -- vgpu-exporter doctor --problems</code>.</p>");
 
+    gpus(b, m);
     problems(b, m);
     containers(b, m);
-    gpus(b, m);
 
     b.append(
         "<h2>Node checks</h2><table id=\"node\"><tr><th>Check</th><th>Verdict</th><th>Summary</th></tr>");
@@ -203,8 +210,10 @@ public final class StatusPage {
           .append(f.severity().label())
           .append("\">")
           .append(f.severity().name())
-          .append("</td><td>")
+          .append("</td><td title=\"")
           .append(esc(f.subject()))
+          .append("\">")
+          .append(esc(subjectByName(m, f.subject())))
           .append("</td><td>")
           .append(esc(f.summary()))
           .append("<ul class=\"ev\">");
@@ -221,7 +230,7 @@ public final class StatusPage {
 
   private static void containers(StringBuilder b, StatusModel m) {
     b.append(
-            "<h2>Containers</h2><table id=\"containers\"><tr><th>Verdict</th><th>Namespace</th><th>Pod</th><th>Container</th><th>Pod UID</th>")
+            "<h2>Containers</h2><table id=\"containers\"><tr><th>Namespace / pod</th><th>Container</th><th>Verdict</th>")
         .append(
             "<th>Device</th><th>Memory used / limit</th><th>SM limit</th><th>SM utilization</th><th>Processes</th><th>State</th></tr>");
     for (StatusModel.Row row : m.containers()) {
@@ -240,12 +249,26 @@ public final class StatusPage {
         if (i == 0) {
           b.append("<td rowspan=\"")
               .append(span)
+              .append("\" title=\"pod UID ")
+              .append(esc(c.key().podUid()))
+              .append("\">")
+              .append(esc(podName(c)))
+              .append("<br><span class=\"uid\">")
+              .append(esc(c.key().podUid()))
+              .append("</span></td>")
+              .append(cell(span, c.key().containerName()));
+          b.append("<td rowspan=\"")
+              .append(span)
               .append("\" class=\"verdict sev-")
               .append(row.verdict().label())
               .append("\">")
               .append(row.verdict().name());
           for (Finding f : row.findings()) {
             b.append("<br><span class=\"sev-")
+                .append(f.severity().label())
+                .append("\" data-check=\"")
+                .append(esc(f.id()))
+                .append("\" data-level=\"")
                 .append(f.severity().label())
                 .append("\">")
                 .append(f.check())
@@ -255,10 +278,6 @@ public final class StatusPage {
                 .append(esc(f.summary()));
           }
           b.append("</td>");
-          b.append(cell(span, c.namespace()))
-              .append(cell(span, c.podName().isEmpty() ? "(unknown)" : c.podName()))
-              .append(cell(span, c.key().containerName()))
-              .append(cell(span, c.key().podUid()));
         }
         if (d == null) {
           boolean unreadable =
@@ -275,7 +294,7 @@ public final class StatusPage {
           b.append("<td>")
               .append(d.index())
               .append(' ')
-              .append(esc(d.uuid()))
+              .append(uuid(d.uuid()))
               .append("</td><td>")
               .append(memory(d))
               .append("</td><td>")
@@ -295,15 +314,15 @@ public final class StatusPage {
 
   private static void gpus(StringBuilder b, StatusModel m) {
     b.append(
-        "<h2>Who shares each GPU</h2><table id=\"gpus\"><tr><th>GPU</th><th>Container</th><th>Memory used / limit</th><th>SM limit</th><th>SM utilization</th><th>Verdict</th></tr>");
+        "<h2>Who shares each GPU</h2><table id=\"gpus\"><tr><th>GPU</th><th>Namespace / pod / container</th><th>Memory used / limit</th><th>SM limit</th><th>SM utilization</th><th>Verdict</th></tr>");
     for (StatusModel.Gpu g : m.gpus()) {
       int span = Math.max(1, g.sharers().size());
       StringBuilder head = new StringBuilder();
       head.append("<td rowspan=\"")
           .append(span)
           .append("\">")
-          .append(g.index() < 0 ? "" : g.index() + " ")
-          .append(esc(g.uuid()));
+          .append(g.index() < 0 ? "" : "GPU " + g.index() + " ")
+          .append(uuid(g.uuid()));
       if (!g.name().isEmpty()) {
         head.append("<br>").append(esc(g.name()));
       }
@@ -330,9 +349,7 @@ public final class StatusPage {
           first = false;
         }
         b.append("<td>")
-            .append(esc(c.namespace().isEmpty() ? "(unknown)" : c.namespace()))
-            .append(" / ")
-            .append(esc(c.podName().isEmpty() ? c.key().podUid() : c.podName()))
+            .append(esc(podName(c)))
             .append(" / ")
             .append(esc(c.key().containerName()))
             .append("</td><td>")
@@ -374,24 +391,61 @@ public final class StatusPage {
     return "<td rowspan=\"" + rowspan + "\">" + esc(text) + "</td>";
   }
 
+  /** "1.2 GiB / 4.0 GiB (30 %)" and a bar of that share (red past the limit). */
   private static String memory(DeviceUsageSummary d) {
-    String used = mib(d.usedBytes());
+    String used = bytes(d.usedBytes());
     if (d.limitBytes() <= 0) {
-      return used + " / unlimited";
+      return "<span class=\"mem\">" + used + " / unlimited</span>";
     }
-    long pct = Math.min(100, d.usedBytes() * 100 / d.limitBytes());
-    return used
+    long pct = d.usedBytes() * 100 / d.limitBytes();
+    return "<span class=\"mem\">"
+        + used
         + " / "
-        + mib(d.limitBytes())
-        + " <span class=\"bar"
+        + bytes(d.limitBytes())
+        + " ("
+        + pct
+        + " %)</span><br><span class=\"bar"
         + (d.usedBytes() > d.limitBytes() ? " over" : "")
         + "\" style=\"width:"
-        + Math.max(1, pct)
+        + Math.clamp(pct, 1, 100)
         + "px\"></span>";
   }
 
-  private static String mib(long bytes) {
-    return String.format(Locale.ROOT, "%.0f MiB", bytes / 1048576.0);
+  /** MiB below 1 GiB, else GiB with one decimal. */
+  static String bytes(long b) {
+    return b < (1L << 30)
+        ? String.format(Locale.ROOT, "%.0f MiB", b / 1048576.0)
+        : String.format(Locale.ROOT, "%.1f GiB", b / (double) (1L << 30));
+  }
+
+  /** A GPU UUID short enough not to wrap (the whole one in its title and the row's data-uuid). */
+  static String uuid(String u) {
+    String shown =
+        u.length() > 24 ? u.substring(0, 12) + "\u2026" + u.substring(u.length() - 6) : u;
+    return "<span title=\"" + esc(u) + "\">" + esc(shown) + "</span>";
+  }
+
+  /** "namespace/pod" as people name pods; the pod UID when the API server did not say. */
+  static String podName(ContainerState c) {
+    if (c.podName().isEmpty()) {
+      return "(unknown pod) " + c.key().podUid();
+    }
+    return (c.namespace().isEmpty() ? "" : c.namespace() + "/") + c.podName();
+  }
+
+  /** A finding's subject ("uid_ctr device 0", "pod uid") with the pod's names instead of ids. */
+  static String subjectByName(StatusModel m, String subject) {
+    for (StatusModel.Row row : m.containers()) {
+      ContainerState c = row.state();
+      String dir = c.key().dirName();
+      if (subject.equals(dir) || subject.startsWith(dir + " ")) {
+        return podName(c) + " " + c.key().containerName() + subject.substring(dir.length());
+      }
+      if (subject.equals(io.vgpu.exporter.doctor.Checks.pod(c.key().podUid()))) {
+        return "pod " + podName(c);
+      }
+    }
+    return subject;
   }
 
   static String esc(String s) {

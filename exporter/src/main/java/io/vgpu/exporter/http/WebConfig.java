@@ -103,8 +103,30 @@ public record WebConfig(Optional<Tls> tls, Map<String, String> users) {
     JsonNode root;
     try {
       root = new YAMLMapper().readTree(Files.readString(file));
-    } catch (IOException | JacksonException e) {
-      throw new ConfigException("cannot read --web.config.file " + file + ": " + e.getMessage());
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw new ConfigException("cannot read --web.config.file " + file + ": no such file");
+    } catch (java.nio.file.AccessDeniedException e) {
+      throw new ConfigException("cannot read --web.config.file " + file + ": permission denied");
+    } catch (IOException e) {
+      throw new ConfigException(
+          "cannot read --web.config.file "
+              + file
+              + ": "
+              + e.getClass().getSimpleName()
+              + (e.getMessage() == null ? "" : " " + e.getMessage()));
+    } catch (JacksonException e) {
+      // One line: the parser's own message spans ten, with a source excerpt.
+      var at = e.getLocation();
+      String msg = e.getOriginalMessage() == null ? e.toString() : e.getOriginalMessage();
+      throw new ConfigException(
+          "--web.config.file "
+              + file
+              + " is not valid YAML"
+              + (at == null
+                  ? ""
+                  : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")")
+              + ": "
+              + msg.lines().findFirst().orElse("").strip());
     }
     if (root == null || root.isNull() || root.isMissingNode()) {
       return none();

@@ -34,6 +34,12 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
   private volatile SharedIndexInformer<Node> node;
   private volatile String podProblem = "";
   private volatile String nodeProblem = "";
+  // One WARN per problem, repeated with back-off: fabric8 retries every few seconds for as long as
+  // the API server is away, which must not become a log line per retry.
+  private final ProblemLog podLog =
+      new ProblemLog(LOG, "pod metadata unavailable (pod informer)", System::nanoTime);
+  private final ProblemLog nodeLog =
+      new ProblemLog(LOG, "node annotations unavailable (node informer)", System::nanoTime);
 
   public KubernetesMetadataSource(
       KubernetesClient client, String nodeName, List<String> labelAllowList, Duration resync) {
@@ -58,11 +64,7 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
     p.exceptionHandler(
         (started, t) -> {
           podProblem = describe("pods", t);
-          LOG.atWarn()
-              .setMessage("pod informer error, retrying")
-              .addKeyValue("node", nodeName)
-              .addKeyValue("error", podProblem)
-              .log();
+          podLog.problem(nodeName, podProblem, fixFor(podProblem));
           return true;
         });
     SharedIndexInformer<Node> n =
@@ -70,11 +72,7 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
     n.exceptionHandler(
         (started, t) -> {
           nodeProblem = describe("nodes", t);
-          LOG.atWarn()
-              .setMessage("node informer error, retrying")
-              .addKeyValue("node", nodeName)
-              .addKeyValue("error", nodeProblem)
-              .log();
+          nodeLog.problem(nodeName, nodeProblem, fixFor(nodeProblem));
           return true;
         });
     pods = p;
@@ -92,6 +90,19 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
               }
             });
     n.start().whenComplete((v, t) -> nodeProblem = t == null ? "" : describe("nodes", t));
+  }
+
+  /** What the operator can do about {@code problem} (a {@link #describe} text). */
+  static String fixFor(String problem) {
+    if (problem.startsWith("RBAC")) {
+      return "grant get/list/watch on pods and nodes to the exporter's service account (the chart's"
+          + " ClusterRole does)";
+    }
+    if (problem.startsWith("API server rejected")) {
+      return "check the service account token or --kubeconfig";
+    }
+    return "off a cluster run with --kubernetes=false (pods are then named by their directories);"
+        + " in a pod check the API server address, network policies and --kubeconfig";
   }
 
   private static String uidOf(Pod pod) {
@@ -168,6 +179,12 @@ public final class KubernetesMetadataSource implements PodMetadataSource {
     }
     boolean up = p.isWatching();
     boolean synced = p.hasSynced();
+    if (up) {
+      podLog.recovered(nodeName);
+    }
+    if (node != null && node.isWatching()) {
+      nodeLog.recovered(nodeName);
+    }
     String problem = podProblem;
     if (up) {
       problem = "";

@@ -8,12 +8,15 @@ import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * Everything a collector in {@link Collectors#ALL} is built from, by name and type: the app
  * assembles one and each entry passes what it needs to its collector's constructor.
  *
  * @param nvml the running NVML sampler; empty with {@code --nvml=false}
+ * @param evidence the latest background evidence pass (the one judgment), empty before the first
+ *     pass or without one
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
  * @param evidence the background evidence pass; empty in tests that run without one

@@ -6,6 +6,7 @@ import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.exposition.FamilySource;
+import io.vgpu.exporter.node.EvidencePass;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -100,6 +101,12 @@ public final class Collectors {
                                   ctx.states(),
                                   pass,
                                   io.vgpu.exporter.node.DeadlineReads.shared()))),
+          new Entry(
+              "judgment",
+              "the one judgment per container: doctor's verdict and WARN/FAIL findings by check,"
+                  + " as the status page shows them; the node's own findings",
+              c -> true,
+              ctx -> Optional.of(new JudgmentCollector(ctx.states(), () -> ctx.evidence().flatMap(EvidencePass::latest)))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",

@@ -113,6 +113,11 @@ public final class MetricNames {
   public static final String NODE_REGISTERED_DEVICES = "vgpu_node_registered_devices";
   public static final String NODE_MUTEX_LOCKED = "vgpu_node_mutex_locked";
 
+  // The one judgment (JudgmentCollector): doctor's verdict and findings, as the status page shows
+  public static final String CONTAINER_VERDICT = "vgpu_container_verdict";
+  public static final String CONTAINER_FINDINGS = "vgpu_container_findings";
+  public static final String NODE_FINDINGS = "vgpu_node_findings";
+
   // Self
   /** Info (exposed with {@code _info}), labels version, revision. */
   public static final String EXPORTER_BUILD_INFO = "vgpu_exporter_build";

@@ -39,9 +39,22 @@ class CliTest {
   }
 
   @Test
-  void unknownOption_isRejected() {
-    assertThat(run("--no-such-flag")).isNotZero();
-    assertThat(err.toString()).contains("--no-such-flag");
+  void unknownOption_isRejected_withAShortErrorNotTheWholeUsage() {
+    assertThat(run("--no-such-flag")).isEqualTo(2);
+    assertThat(err.toString())
+        .startsWith("error: ")
+        .contains("--no-such-flag")
+        .contains("vgpu-exporter serve --help")
+        .doesNotContain("--web.listen-port");
+    assertThat(err.toString().lines().count()).as(err.toString()).isLessThanOrEqualTo(4);
+    assertThat(out.toString()).isEmpty();
+  }
+
+  @Test
+  void misspelledOption_getsASuggestion() {
+    assertThat(run("serve", "--web.listen-prot=1")).isEqualTo(2);
+    assertThat(err.toString()).contains("--web.listen-port");
+    assertThat(err.toString().lines().count()).as(err.toString()).isLessThanOrEqualTo(6);
   }
 
   @Test

@@ -134,7 +134,9 @@ class DemoFakeNvmlProcessTest {
 
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     String base = "http://127.0.0.1:" + port;
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+    // The demo starts real processes for its problem pods too (some killed and reaped): allow a
+    // loaded machine time.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     List<Sample> metrics = List.of();
     while (System.nanoTime() < deadline && demo.isAlive()) {
       try {

@@ -178,6 +178,9 @@ class OpsCommandsTest {
     Result applied = cli(node("cleanup", "--apply", "--shrreg-tool", tool.toString(), "--json"));
     assertThat(applied.code()).as(applied.out() + applied.err()).isZero();
     assertThat(applied.out()).contains("\"dry_run\":false").contains("\"exit_code\":0");
+    assertThat(cli(node("cleanup", "--apply", "--shrreg-tool", tool.toString())).out())
+        .as("a second --apply has nothing left to free")
+        .contains("nothing to do");
     try (RegionFile f = RegionFile.openReadOnly(region)) {
       RegionSnapshot s = f.snapshot();
       assertThat(s.processes()).extracting(p -> p.pid()).containsExactly(7);
@@ -209,6 +212,10 @@ class OpsCommandsTest {
         .contains("is alive; not touched");
     Result applied = cli(node("unlock", "--apply", "--shrreg-tool", tool.toString()));
     assertThat(applied.code()).as(applied.out()).isZero();
+    // In words, not shrreg-tool's JSON.
+    assertThat(applied.out())
+        .contains("-> done: released the lock of a holder that is gone")
+        .doesNotContain("{\"");
     try (RegionFile f = RegionFile.openReadOnly(dead);
         RegionFile g = RegionFile.openReadOnly(live)) {
       assertThat(f.snapshot().ownerPid()).isZero();
@@ -222,7 +229,9 @@ class OpsCommandsTest {
     Result r =
         cli(node("unlock", "--apply", "--shrreg-tool", tmp.resolve("no-such-tool").toString()));
     assertThat(r.code()).isEqualTo(2);
-    assertThat(r.out()).contains("cannot run");
+    assertThat(r.out())
+        .contains("cannot run")
+        .contains("hint: --apply runs shrreg-tool; put it on PATH or pass --shrreg-tool PATH");
   }
 
   @Test

@@ -30,16 +30,27 @@ class DemoNodeTest {
           .isNotEmpty()
           .allSatisfy(pid -> assertThat(Path.of("/proc/" + pid)).exists());
       if (node.namespaces()) {
-        // Each sleeper is pid 1 of its own namespace, as a container's main process would be.
-        for (int pid : node.childHostPids()) {
-          String nspid =
-              Files.readAllLines(Path.of("/proc/" + pid + "/status")).stream()
-                  .filter(l -> l.startsWith("NSpid:"))
-                  .findFirst()
-                  .orElseThrow();
-          String[] f = nspid.trim().split("\\s+");
-          assertThat(f).hasSize(3);
-          assertThat(f[2]).isEqualTo("1");
+        // The processes of one container share its PID namespace, pids 1, 2, 3 there, as in a
+        // pod: the first is its init, the others joined it.
+        for (DemoContainer c : node.containers()) {
+          List<String> inner = new java.util.ArrayList<>();
+          java.util.Set<String> namespaces = new java.util.HashSet<>();
+          for (DemoContainer.Child child : c.children) {
+            int pid = child.hostPid();
+            String nspid =
+                Files.readAllLines(Path.of("/proc/" + pid + "/status")).stream()
+                    .filter(l -> l.startsWith("NSpid:"))
+                    .findFirst()
+                    .orElseThrow();
+            String[] f = nspid.trim().split("\\s+");
+            assertThat(f).hasSize(3);
+            inner.add(f[2]);
+            namespaces.add(Files.readSymbolicLink(Path.of("/proc/" + pid + "/ns/pid")).toString());
+          }
+          assertThat(namespaces).as(c.pod).hasSizeLessThanOrEqualTo(1);
+          if (!inner.isEmpty()) {
+            assertThat(inner).as(c.pod).startsWith("1").doesNotHaveDuplicates();
+          }
         }
       }
       ExporterConfig cfg =
@@ -164,10 +175,19 @@ class DemoNodeTest {
       assertThat(devices.getFirst())
           .startsWith("device 0 uuid=" + DemoNode.gpuUuid(0) + " name=NVIDIA_A100-SXM4-40GB")
           .contains("total=" + (40L << 30));
-      // Every container process is a GPU process, plus this JVM (in no container).
-      assertThat(lines.stream().filter(l -> l.startsWith("process "))).hasSize(16 + 1);
-      // The two idle containers' processes have no utilization samples.
-      assertThat(lines.stream().filter(l -> l.startsWith("sample "))).hasSize(14 + 1);
+      // Every container process is a GPU process on each GPU of its container (every third
+      // container of the 16 has two), plus this JVM (in no container).
+      assertThat(lines.stream().filter(l -> l.startsWith("process "))).hasSize(16 + 6 + 1);
+      // Samples every 200 ms of the last 5 s, as a driver keeps them, for each of those but the two
+      // idle containers' (the last two, one of them on two GPUs).
+      List<String> sampled =
+          lines.stream()
+              .filter(l -> l.startsWith("sample "))
+              .map(l -> l.substring(0, l.indexOf(" sm=")))
+              .distinct()
+              .toList();
+      assertThat(sampled).hasSize(22 - 3 + 1);
+      assertThat(lines.stream().filter(l -> l.startsWith("sample "))).hasSize((22 - 3 + 1) * 25);
 
       ExporterConfig cfg =
           ExporterConfig.defaults()

@@ -14,13 +14,16 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The JVM's footprint flags are written three times: bin/vgpu-exporter's defaults, the image's
- * JDK_JAVA_OPTIONS and the chart's jvmOptions. The chart's memory request and limit were measured
- * with the launcher's (README: Footprint), so the three carry the same -X/-XX flags; only the image
- * and chart add their /tmp properties (the root filesystem is read-only there).
+ * VGPU_EXPORTER_JAVA_OPTS (and its launcher's compiled-in defaults) and the chart's jvmOptions. The
+ * chart's memory request and limit were measured with the launcher's (README: Footprint), so the
+ * three carry the same -X/-XX flags; only the image and chart add their /tmp properties (the root
+ * filesystem is read-only there).
  */
 class JvmOptionsConsistencyTest {
   static final Pattern LAUNCHER = Pattern.compile("(?s)default_opts=\\((.*?)\\)");
-  static final Pattern DOCKERFILE = Pattern.compile("ENV JDK_JAVA_OPTIONS=\"([^\"]*)\"");
+  static final Pattern DOCKERFILE = Pattern.compile("ENV VGPU_EXPORTER_JAVA_OPTS=\"([^\"]*)\"");
+  static final Pattern IMAGE_LAUNCHER =
+      Pattern.compile("(?s)#define DEFAULT_JAVA_OPTS\\s*\\\\\\s*(\".*?\")\\s*#endif");
   static final Pattern VALUES = Pattern.compile("(?m)^  jvmOptions: >-\\n((?:    \\S.*\\n)+)");
 
   static Set<String> memoryFlags(String options) {
@@ -45,7 +48,13 @@ class JvmOptionsConsistencyTest {
     Set<String> chart = memoryFlags(group(VALUES, HelmChart.chartDir().resolve("values.yaml")));
 
     assertThat(launcher).contains("-Xmx48m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError");
-    assertThat(image).as("Dockerfile JDK_JAVA_OPTIONS").isEqualTo(launcher);
+    assertThat(image).as("Dockerfile VGPU_EXPORTER_JAVA_OPTS").isEqualTo(launcher);
+    // The image's launcher falls back to its compiled-in flags when the variable is unset.
+    String compiled =
+        group(IMAGE_LAUNCHER, root.resolve("deploy/image/vgpu-exporter-launcher.c"))
+            .replaceAll("\"\\s*\\\\?\\s*\"", "")
+            .replace("\"", "");
+    assertThat(memoryFlags(compiled)).as("vgpu-exporter-launcher.c defaults").isEqualTo(launcher);
     assertThat(chart).as("values.yaml jvmOptions").isEqualTo(launcher);
   }
 }

@@ -95,7 +95,14 @@ class StatusModelTest {
           .contains("30% (NVML)")
           .contains("35% (NVML)")
           .contains("Writes: read-only (writes nothing)");
-      assertThat(html.indexOf(UID_B)).as("problems first").isLessThan(html.indexOf(UID_A));
+      int containers = html.indexOf("<table id=\"containers\">");
+      assertThat(html.indexOf("<table id=\"gpus\">"))
+          .as("who shares each GPU first, then the problems, then the containers")
+          .isLessThan(html.indexOf("<table id=\"doctor\">"))
+          .isLessThan(containers);
+      assertThat(html.indexOf(UID_B, containers))
+          .as("worst container first")
+          .isLessThan(html.indexOf(UID_A, containers));
     }
   }
 }

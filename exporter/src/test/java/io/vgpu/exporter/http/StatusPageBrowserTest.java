@@ -175,7 +175,8 @@ class StatusPageBrowserTest {
         .contains("href=\"/metrics\"")
         .contains("JSON API");
     for (String pod : pods) {
-      assertThat(dom).as("pod " + pod + " on the page").contains(">" + pod + "<");
+      // Named as people name pods: namespace/pod.
+      assertThat(dom).as("pod " + pod + " on the page").containsPattern("/" + pod + "<");
     }
     Matcher row =
         Pattern.compile(

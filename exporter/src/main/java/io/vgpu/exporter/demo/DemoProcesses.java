@@ -1,0 +1,83 @@
+package io.vgpu.exporter.demo;
+
+import io.vgpu.hostpid.ProcFs;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+/** The demo's real processes: sleepers blocked on a pipe from the JVM, as a pod's would be. */
+final class DemoProcesses {
+  private DemoProcesses() {}
+
+  /**
+   * Starts a process blocked on its stdin. As root the first process of a container is pid 1 of a
+   * new PID namespace and {@code sibling} names that first process: the next ones join its
+   * namespace, as the processes of one container do.
+   */
+  static DemoContainer.Child spawn(boolean namespaces, DemoContainer.Child sibling)
+      throws IOException {
+    // The child blocks reading its stdin, a pipe from this JVM: if the JVM dies without cleanup
+    // the pipe closes, the child exits, and --kill-child takes the namespace down with it.
+    List<String> cmd = new ArrayList<>();
+    if (namespaces && sibling == null) {
+      cmd.addAll(List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc"));
+    } else if (namespaces) {
+      cmd.addAll(
+          List.of("nsenter", "--target", Integer.toString(sibling.hostPid()), "--pid", "--"));
+    }
+    cmd.addAll(List.of("sh", "-c", "read _"));
+    Process p =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+            .start();
+    int hostPid = (int) p.pid();
+    int nsPid = hostPid;
+    if (namespaces) {
+      // unshare and nsenter fork: the sleeper is their child, in the container's namespace.
+      for (int i = 0; i < 200; i++) {
+        Optional<ProcessHandle> child = p.children().findFirst();
+        if (child.isPresent()) {
+          hostPid = (int) child.get().pid();
+          nsPid = innermostPid(hostPid).orElse(hostPid);
+          break;
+        }
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+    }
+    return new DemoContainer.Child(p, hostPid, nsPid);
+  }
+
+  /** Ends a child for good (SIGKILL, reaped): its pids are those of a process that is gone. */
+  static void kill(DemoContainer.Child c) {
+    c.process().descendants().forEach(ProcessHandle::destroyForcibly);
+    c.process().destroyForcibly();
+    try {
+      c.process().waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static OptionalInt innermostPid(int hostPid) {
+    try {
+      for (String line : Files.readAllLines(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/status"))) {
+        if (line.startsWith("NSpid:")) {
+          String[] f = line.substring(6).trim().split("\\s+");
+          return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
+        }
+      }
+    } catch (IOException | NumberFormatException e) {
+      return OptionalInt.empty();
+    }
+    return OptionalInt.empty();
+  }
+}
