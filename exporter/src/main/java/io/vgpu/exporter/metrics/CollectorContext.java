@@ -8,7 +8,6 @@ import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.function.Supplier;
 
 /**
  * Everything a collector in {@link Collectors#ALL} is built from, by name and type: the app

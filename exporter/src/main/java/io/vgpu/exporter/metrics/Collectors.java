@@ -106,7 +106,10 @@ public final class Collectors {
               "the one judgment per container: doctor's verdict and WARN/FAIL findings by check,"
                   + " as the status page shows them; the node's own findings",
               c -> true,
-              ctx -> Optional.of(new JudgmentCollector(ctx.states(), () -> ctx.evidence().flatMap(EvidencePass::latest)))),
+              ctx ->
+                  Optional.of(
+                      new JudgmentCollector(
+                          ctx.states(), () -> ctx.evidence().flatMap(EvidencePass::latest)))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
