@@ -14,8 +14,6 @@ import java.util.Optional;
  * assembles one and each entry passes what it needs to its collector's constructor.
  *
  * @param nvml the running NVML sampler; empty with {@code --nvml=false}
- * @param evidence the latest background evidence pass (the one judgment), empty before the first
- *     pass or without one
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
  * @param evidence the background evidence pass; empty in tests that run without one
