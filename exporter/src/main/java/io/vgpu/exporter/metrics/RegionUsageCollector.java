@@ -75,6 +75,11 @@ public final class RegionUsageCollector extends VgpuCollector {
               MetricType.COUNTER,
               LIMITER_LAUNCHES_DELAYED,
               "Kernel launches libvgpu's SM limiter delayed.",
+              DEVICE),
+          Families.describe(
+              MetricType.COUNTER,
+              LIMITER_BUSY_SECONDS,
+              "GPU busy time libvgpu's SM limiter charged to the container (its own view of GPU time, to compare with vgpu_container_sm_busy_seconds_total).",
               DEVICE));
 
   public RegionUsageCollector(NodeStateProvider states) {
@@ -110,6 +115,7 @@ public final class RegionUsageCollector extends VgpuCollector {
         families.counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
     var delayed =
         families.counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
+    var busy = families.counter(LIMITER_BUSY_SECONDS, DESCRIPTORS.get(9).getMetadata().getHelp());
     boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
     for (ContainerState c : state.containers()) {
       for (DeviceUsageSummary d : c.devices()) {
@@ -128,6 +134,7 @@ public final class RegionUsageCollector extends VgpuCollector {
           oom.add(d.oomRejections(), l);
           throttled.add(d.throttledNanos() / 1e9, l);
           delayed.add(d.launchesDelayed(), l);
+          busy.add(d.busyNanos() / 1e9, l);
         }
       }
     }
@@ -140,6 +147,7 @@ public final class RegionUsageCollector extends VgpuCollector {
     addIf(out, CONTAINER_OOM_REJECTIONS, oom.build());
     addIf(out, LIMITER_THROTTLED_SECONDS, throttled.build());
     addIf(out, LIMITER_LAUNCHES_DELAYED, delayed.build());
+    addIf(out, LIMITER_BUSY_SECONDS, busy.build());
   }
 
   static void addIf(Sink out, String name, io.vgpu.exporter.exposition.Family s) {

@@ -18,6 +18,7 @@ package io.vgpu.exporter.node;
  * @param throttledNanos extension: time launches were delayed by the SM limiter
  * @param launchesDelayed extension: launches the limiter delayed
  * @param goneBytes sum of {@code used[i].total} over GONE slots (memory held by nobody)
+ * @param busyNanos extension: GPU busy time libvgpu's SM limiter charged to the container
  */
 public record DeviceUsageSummary(
     int index,
@@ -34,7 +35,8 @@ public record DeviceUsageSummary(
     long oomRejections,
     long throttledNanos,
     long launchesDelayed,
-    long goneBytes) {
+    long goneBytes,
+    long busyNanos) {
 
   /** SM limit as a 0-1 ratio; 0 in the region means no limit (1.0). */
   public double smLimitRatio() {

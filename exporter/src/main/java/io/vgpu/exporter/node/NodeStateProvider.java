@@ -213,6 +213,7 @@ public final class NodeStateProvider {
             a.oom = sat(a.oom, d.oomRejections());
             a.throttled = sat(a.throttled, d.throttledNanos());
             a.delayed = sat(a.delayed, d.launchesDelayed());
+            a.busy = sat(a.busy, d.busyNanos());
           }
         }
       }
@@ -236,7 +237,8 @@ public final class NodeStateProvider {
                 a.oom,
                 a.throttled,
                 a.delayed,
-                a.gone));
+                a.gone,
+                a.busy));
       }
     }
     return new ContainerState(
@@ -309,6 +311,7 @@ public final class NodeStateProvider {
     long oom;
     long throttled;
     long delayed;
+    long busy;
     long gone;
 
     Acc(int index, String uuid) {
