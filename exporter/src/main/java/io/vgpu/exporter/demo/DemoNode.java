@@ -82,6 +82,7 @@ public final class DemoNode implements AutoCloseable {
   private final StaticMetadataSource metadata;
   private final Random random = new Random(42);
   private long ticks;
+  private final FakeGpuEnergy energy = new FakeGpuEnergy();
 
   private DemoNode(Path root, boolean namespaces, int gpus) {
     this.root = root;
@@ -436,6 +437,7 @@ public final class DemoNode implements AutoCloseable {
           ch.write(
               b.putLong(0, ticks * 40L * s.children().size()).rewind(),
               base + 32); // launches total
+          ch.write(b.putLong(0, ticks * 90_000_000L).rewind(), base + 40); // limiter busy ns
         }
       }
     }
@@ -540,10 +542,11 @@ public final class DemoNode implements AutoCloseable {
     util[0] += 3;
     StringBuilder out = new StringBuilder();
     for (int g = 0; g < gpus.size(); g++) {
+      int u = Math.min(100, util[g]);
+      long mj = energy.advance(g, u); // realistic power for the fake's energy counter
       out.append(
-          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20%n"
-              .formatted(
-                  g, gpus.get(g), model, total, Math.min(used[g], total), Math.min(100, util[g])));
+          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20 energy=%d%n"
+              .formatted(g, gpus.get(g), model, total, Math.min(used[g], total), u, mj));
     }
     out.append(procs);
     Path next = file.resolveSibling(file.getFileName() + ".next");
