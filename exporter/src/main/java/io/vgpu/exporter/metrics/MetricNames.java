@@ -173,6 +173,8 @@ public final class MetricNames {
   public static final String GPU_EXPIRED_ENERGY = "vgpu_gpu_expired_container_energy_joules";
   public static final String GPU_UNATTRIBUTED_SM_BUSY = "vgpu_gpu_unattributed_sm_busy_seconds";
   public static final String GPU_USAGE_UNKNOWN = "vgpu_gpu_usage_unknown";
+  public static final String EXPORTER_USAGE_ACCOUNTED_TIMESTAMP =
+      "vgpu_exporter_usage_accounted_timestamp_seconds";
   public static final String LIMITER_BUSY_SECONDS = "vgpu_limiter_busy_seconds";
 
   // Label names

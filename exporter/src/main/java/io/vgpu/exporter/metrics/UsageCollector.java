@@ -25,6 +25,7 @@ import java.util.List;
  * vgpu_gpu_expired_container_energy_joules_total{...} 0.0
  * vgpu_gpu_unattributed_sm_busy_seconds_total{...} 3.2
  * vgpu_gpu_usage_unknown{...,reason="energy_unsupported"} 1.0
+ * vgpu_exporter_usage_accounted_timestamp_seconds{node="n1"} 1.79e9
  * </pre>
  *
  * Why a container's NVML usage is not accounted is {@code vgpu_container_sm_utilization_unknown}
@@ -91,7 +92,12 @@ public final class UsageCollector extends VgpuCollector {
               MetricType.GAUGE,
               GPU_USAGE_UNKNOWN,
               "1 while the GPU's usage cannot be fully accounted (reason: nvml_unavailable, nvml_unsupported, energy_unsupported).",
-              GR));
+              GR),
+          Families.describe(
+              MetricType.GAUGE,
+              EXPORTER_USAGE_ACCOUNTED_TIMESTAMP,
+              "Unix time of the accounting pass the usage counters are as of (they move once per attribution pass, not per scrape).",
+              L_NODE));
 
   private final UsageAccountant usage;
 
@@ -118,6 +124,7 @@ public final class UsageCollector extends VgpuCollector {
     var expired = families.counter(GPU_EXPIRED_ENERGY, help(6));
     var unattributedBusy = families.counter(GPU_UNATTRIBUTED_SM_BUSY, help(7));
     var gpuUnknown = families.gauge(GPU_USAGE_UNKNOWN, help(8));
+    var accountedAt = families.gauge(EXPORTER_USAGE_ACCOUNTED_TIMESTAMP, help(9));
     for (UsageSnapshot.ContainerUsage c : snap.containers()) {
       String[] v = {
         c.key().containerName(),
@@ -154,6 +161,10 @@ public final class UsageCollector extends VgpuCollector {
     RegionUsageCollector.addIf(out, GPU_EXPIRED_ENERGY, expired.build());
     RegionUsageCollector.addIf(out, GPU_UNATTRIBUTED_SM_BUSY, unattributedBusy.build());
     RegionUsageCollector.addIf(out, GPU_USAGE_UNKNOWN, gpuUnknown.build());
+    if (!snap.containers().isEmpty() || !snap.gpus().isEmpty()) {
+      accountedAt.add(snap.at().toEpochMilli() / 1e3, labels.node(node));
+    }
+    RegionUsageCollector.addIf(out, EXPORTER_USAGE_ACCOUNTED_TIMESTAMP, accountedAt.build());
   }
 
   private void unknown(Families.Gauge gauge, String[] gpuValues, String reason) {

@@ -229,4 +229,42 @@ class UsageAccountantProperties {
     assertThat(s.containers().get(1).energyMillijoules()).isEqualTo(166);
     assertThat(s.gpus().get(0).unattributedMillijoules()).isEqualTo(1);
   }
+
+  @Example
+  void nvmlDownStopsTheNvmlCountersAndSaysWhy_memoryGoesOn() {
+    UsageLedger ledger = UsageLedger.fixedPeriod(Duration.ofMillis(200));
+    Instant t = Instant.parse("2026-11-27T12:00:00Z");
+    UsageAccountant acc = new UsageAccountant(ledger, GRACE, t);
+    ContainerKey a = new ContainerKey("uid-a", "a");
+    List<UsageAccountant.Seen> seen =
+        List.of(new UsageAccountant.Seen(a, "ns", "pa", 0, "GPU-a", 1000, 2000, Optional.empty()));
+    long ts = t.toEpochMilli() * 1000;
+    ledger.addSamples("GPU-a", List.of(new ProcessSample(11, ts + 200_000, 100, 0)));
+    ledger.energy("GPU-a", 1_000, ts);
+    ledger.energy("GPU-a", 2_000, ts + 1_000_000);
+    NvmlSnapshot up = new NvmlSnapshot(t, NvmlStatus.up(Optional.empty()), gpus());
+    UsageSnapshot first = acc.account(seen, Map.of(11, a), up, t.plusSeconds(1));
+    assertThat(first.containers().getFirst().smBusySeconds()).isEqualTo(0.2);
+
+    ledger.lost(); // the sampler went down: nothing more is read
+    UsageSnapshot down =
+        acc.account(
+            seen,
+            Map.of(11, a),
+            NvmlSnapshot.unavailable(t.plusSeconds(3), "nvml: down"),
+            t.plusSeconds(3));
+    UsageSnapshot.ContainerUsage c = down.containers().getFirst();
+    assertThat(c.smBusyPercentMicros())
+        .isEqualTo(first.containers().getFirst().smBusyPercentMicros());
+    assertThat(c.energyMillijoules()).isEqualTo(first.containers().getFirst().energyMillijoules());
+    assertThat(c.usedByteSeconds()).isEqualTo(1000 * 2.0); // memory comes from the regions
+    assertThat(down.gpus().get(0).unknown()).hasValue("nvml_unavailable");
+    assertThat(down.gpus().get(0).deviceMillijoules()).isEqualTo(1_000);
+
+    // back up: the first reading is a new baseline, the energy used meanwhile is nobody's
+    ledger.energy("GPU-a", 9_000, ts + 5_000_000);
+    UsageSnapshot back = acc.account(seen, Map.of(11, a), up, t.plusSeconds(5));
+    assertThat(back.gpus().get(0).deviceMillijoules()).isEqualTo(1_000);
+    assertThat(back.gpus().get(0).unknown()).isEmpty();
+  }
 }
