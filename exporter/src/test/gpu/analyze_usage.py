@@ -2,8 +2,9 @@
 """analyze_usage.py <out-dir> — the checks of usage_proof.sh (see there). Exit 0 when all pass.
 
 The reference integral of a pid's NVML samples: each sample (read once, by the probe's own cursor)
-stands for sm/100 x min(time since the pid's previous sample, P), P the GPU's sampling period (the
-median gap between the saturating pod's consecutive samples). The exporter's counters at a scrape
+stands for sm/100 x the time since the pid's previous sample when that is one sampling period P
+(up to 1.5 P: NVML's ticks jitter), else x P; P is the median gap between the saturating pod's
+consecutive samples. The exporter's counters at a scrape
 hold what its last attribution pass (every 2 s) drained, as of
 vgpu_exporter_usage_accounted_timestamp_seconds: the reference window is the two scrapes' pass
 times (the results with that window shifted by -0.2 s and +0.2 s, one sample collection, are
@@ -60,7 +61,8 @@ print(f"NVML sampling period (median gap of the busy pod's samples): {period / 1
 def integral(pid, lo, hi):
     total, prev = 0.0, None
     for t in sorted(samples[pid]):
-        covered = period if prev is None else min(t - prev, period)
+        gap = None if prev is None else t - prev
+        covered = period if gap is None or gap > 1.5 * period else gap  # one period, else P
         if lo < t / 1e6 <= hi:
             total += samples[pid][t] / 100 * covered / 1e6
         prev = t

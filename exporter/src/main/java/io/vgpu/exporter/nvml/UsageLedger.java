@@ -2,6 +2,7 @@ package io.vgpu.exporter.nvml;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -15,15 +16,16 @@ import java.util.OptionalLong;
  * counted exactly once, and the energy each GPU used.
  *
  * <p>SM busy: a sample of pid {@code p} at time {@code t} with {@code sm} percent stands for {@code
- * sm/100} of the time since the pid's previous sample, at most one sampling period of the GPU
- * ({@code min(t - prev(p), P)}; a pid's first sample covers {@code P}). The cap is what keeps a
- * pulsed process, or one that NVML's coarse hand-overs between time-sliced contexts skip for a
- * while, from being credited with the time it did not run: NVML emits no sample for a period a
- * process launched nothing in. The period {@code P} is the shortest recent gap between the GPU's
- * sampling ticks (samples of one tick lie microseconds apart), or a fixed period given up front. A
- * sample is counted once: a pid's samples at or before the newest one counted are duplicates
- * (overlapping read windows return them again) and are dropped, so readers may re-read with a
- * margin to catch samples NVML published late, and nothing is counted twice.
+ * sm/100} of the time since the pid's previous sample when that is one sampling period {@code P} of
+ * the GPU (up to 1.5 P: NVML's ticks jitter), else of one period (see {@link #covered}); a pid's
+ * first sample covers {@code P}. The cap is what keeps a pulsed process, or one that NVML's coarse
+ * hand-overs between time-sliced contexts skip for a while, from being credited with the time it
+ * did not run: NVML emits no sample for a period a process launched nothing in. The period {@code
+ * P} is estimated from the GPU's sampling ticks (samples of one tick lie microseconds apart; see
+ * {@link #period}), or fixed up front. A sample is counted once: a pid's samples at or before the
+ * newest one counted are duplicates (overlapping read windows return them again) and are dropped,
+ * so readers may re-read with a margin to catch samples NVML published late, and nothing is counted
+ * twice.
  *
  * <p>Energy: each reading of the GPU's total energy counter adds its increase since the previous
  * reading; the first reading, and one after the counter went backwards (driver reload) or after
@@ -119,7 +121,7 @@ public final class UsageLedger {
       }
       tick(d, t);
       long period = period(d);
-      long covered = prev == null ? period : Math.min(t - prev, period);
+      long covered = prev == null ? period : covered(t - prev, period);
       d.lastCounted.put(s.pid(), t);
       d.pending.merge(s.pid(), s.smPercent() * covered, Long::sum);
     }
@@ -188,28 +190,43 @@ public final class UsageLedger {
   }
 
   /**
-   * The shortest gap between the device's recent ticks: a tick no process ran in leaves no sample,
-   * so gaps are whole multiples of the period and only the shortest is the period itself (a median
-   * reads 2 periods for a process alone on the GPU that runs one period in two). A shortest gap
-   * above the default period is believed only after {@link #TRUST_LONGER_AFTER} ticks: a sparse
-   * process alone on the GPU shows only long gaps at first, and a cap too long would credit it with
-   * time it did not run.
+   * The device's sampling period: the median of its recent one-period tick gaps. A tick no process
+   * ran in leaves no sample, so gaps are whole multiples of the period; those within 1.5 times the
+   * shortest are one period each (NVML's ticks jitter by a few percent: 196-204 ms on an H200, so
+   * the shortest alone would read the period 1.5 % short). A shortest gap above the default period
+   * is believed only after {@link #TRUST_LONGER_AFTER} ticks: a sparse process alone on the GPU
+   * shows only long gaps at first, and a period too long would credit it with time it did not run.
    */
   private long period(Device d) {
     int n = Math.min(d.tickCount, TICKS_KEPT);
     if (!estimatePeriod || n < 4) {
       return defaultPeriodMicros;
     }
-    long shortest = Long.MAX_VALUE;
+    long[] gaps = new long[n - 1];
     int start = d.tickCount - n;
+    long shortest = Long.MAX_VALUE;
     for (int i = 1; i < n; i++) {
-      long gap = d.ticks[(start + i) % TICKS_KEPT] - d.ticks[(start + i - 1) % TICKS_KEPT];
-      shortest = Math.min(shortest, gap);
+      gaps[i - 1] = d.ticks[(start + i) % TICKS_KEPT] - d.ticks[(start + i - 1) % TICKS_KEPT];
+      shortest = Math.min(shortest, gaps[i - 1]);
     }
     if (shortest > defaultPeriodMicros && d.tickCount < TRUST_LONGER_AFTER) {
       return defaultPeriodMicros;
     }
-    return Math.clamp(shortest, MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);
+    Arrays.sort(gaps);
+    int single = 0;
+    while (single < gaps.length && gaps[single] <= shortest * 3 / 2) {
+      single++;
+    }
+    return Math.clamp(gaps[single / 2], MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);
+  }
+
+  /**
+   * The time a sample {@code gap} after the pid's previous one stands for: the gap itself when it
+   * is one period (within 1.5 periods, NVML's ticks jitter), one period when periods were skipped
+   * (the process ran in none of them).
+   */
+  static long covered(long gap, long period) {
+    return gap <= period * 3 / 2 ? gap : period;
   }
 
   private static void forgetOld(Device d) {

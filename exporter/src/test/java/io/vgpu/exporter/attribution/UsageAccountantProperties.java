@@ -103,7 +103,7 @@ class UsageAccountantProperties {
           ledger.addSamples(GPUS[g], read);
           for (ProcessSample s : read) {
             Long prev = lastSampleOfPid.put(s.pid(), s.timestampMicros());
-            long covered = prev == null ? P : Math.min(s.timestampMicros() - prev, P);
+            long covered = prev == null ? P : oneSample(s.timestampMicros() - prev);
             ContainerKey owner = owners.get(s.pid());
             if (owner != null) {
               wantBusy.merge(new Key(owner, g, GPUS[g]), s.smPercent() * covered, Long::sum);
@@ -266,5 +266,13 @@ class UsageAccountantProperties {
     UsageSnapshot back = acc.account(seen, Map.of(11, a), up, t.plusSeconds(5));
     assertThat(back.gpus().get(0).deviceMillijoules()).isEqualTo(1_000);
     assertThat(back.gpus().get(0).unknown()).isEmpty();
+  }
+
+  /**
+   * A sample's time: its gap to the pid's previous one if that is one period (NVML's ticks jitter
+   * up to 1.5 periods), else one period (the process ran in none of the periods between).
+   */
+  private static long oneSample(long gap) {
+    return gap <= P * 3 / 2 ? gap : P;
   }
 }

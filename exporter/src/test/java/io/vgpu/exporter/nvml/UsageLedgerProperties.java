@@ -48,7 +48,10 @@ class UsageLedgerProperties {
     return out;
   }
 
-  /** The integral the ledger must reproduce: Σ sm × min(t - previous sample of the pid, P). */
+  /**
+   * The integral the ledger must reproduce: Σ sm × (one-period gap to the pid's previous sample,
+   * else P).
+   */
   static Map<Integer, Long> reference(List<ProcessSample> samples) {
     Map<Integer, List<ProcessSample>> byPid = new TreeMap<>();
     samples.forEach(s -> byPid.computeIfAbsent(s.pid(), p -> new ArrayList<>()).add(s));
@@ -59,7 +62,7 @@ class UsageLedgerProperties {
           long sum = 0;
           long prev = Long.MIN_VALUE;
           for (ProcessSample s : list) {
-            long covered = prev == Long.MIN_VALUE ? P : Math.min(s.timestampMicros() - prev, P);
+            long covered = prev == Long.MIN_VALUE ? P : oneSample(s.timestampMicros() - prev);
             sum += s.smPercent() * covered;
             prev = s.timestampMicros();
           }
@@ -183,5 +186,13 @@ class UsageLedgerProperties {
     ledger.addSamples("GPU-0", List.of(new ProcessSample(1, t + 10_000_000, 100, 0)));
     assertThat(ledger.drain().get("GPU-0").busyPercentMicros())
         .isEqualTo(Map.of(1, 100L * 200_000));
+  }
+
+  /**
+   * A sample's time: its gap to the pid's previous one if that is one period (NVML's ticks jitter
+   * up to 1.5 periods), else one period (the process ran in none of the periods between).
+   */
+  private static long oneSample(long gap) {
+    return gap <= P * 3 / 2 ? gap : P;
   }
 }
