@@ -10,9 +10,12 @@
  * with rename() for atomic updates. A missing file means "no devices" (init still succeeds).
  * One directive per line, '#' starts a comment, tokens separated by blanks:
  *
- *   device <i> uuid=<u> name=<n> total=<bytes> used=<bytes> util=<pct> memutil=<pct>
+ *   device <i> uuid=<u> name=<n> total=<bytes> used=<bytes> util=<pct> memutil=<pct> [energy=<mJ>]
  *       a physical GPU at NVML index i (0..15); the device count is highest index + 1.
- *       name may not contain blanks; use '_' (returned verbatim).
+ *       name may not contain blanks; use '_' (returned verbatim). energy is what
+ *       nvmlDeviceGetTotalEnergyConsumption returns (millijoules since the driver loaded; a
+ *       script that models power rewrites it as it grows); without it that call returns
+ *       NVML_ERROR_NOT_SUPPORTED, as on GPUs older than Volta and on MIG devices.
  *   process <dev> pid=<pid> used=<bytes> [gi=<id>] [ci=<id>]
  *       a compute process in nvmlDeviceGetComputeRunningProcesses* of device <dev>.
  *   sample <dev> pid=<pid> sm=<pct> mem=<pct> ts=<usec> [enc=<pct>] [dec=<pct>]
@@ -32,6 +35,10 @@
  *   option v3_stride=<16|24|32>     bytes per entry written by *_v3 running-process calls
  *                                   (24 = nvmlProcessInfo_v2_t, 32 = the R535.54 struct)
  *   option driver=<version>         string returned by nvmlSystemGetDriverVersion
+ *   option realtime=1               as the driver: a sample is returned only once its timestamp
+ *                                   has passed (a script may then lay out samples ahead of time),
+ *                                   and a device's energy grows at its power= (milliwatts) from the
+ *                                   time the script was read, on top of its energy=
  *
  * Emulating the 535-560 driver bug: list container-namespace pids in `process` lines and host
  * pids in `sample` lines. Bad lines are ignored with a note on stderr ("fake_nvml: ...").
@@ -49,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
@@ -136,6 +144,9 @@ struct fake_device {
   char name[FAKE_NAME_LEN];
   unsigned long long total, used;
   unsigned int util, memutil;
+  int has_energy;
+  unsigned long long energy_mj;
+  unsigned long long power_mw;
   int nprocs;
   struct fake_proc procs[FAKE_MAX_PROCS];
 };
@@ -159,6 +170,8 @@ static int g_nsamples;
 static struct fake_fail g_fails[FAKE_MAX_FAILS];
 static int g_nfails;
 static int g_v3_stride = 24;
+static int g_realtime;
+static unsigned long long g_loaded_us; /* CLOCK_REALTIME when the script was read */
 static char g_driver[64] = "580.00-fake";
 static int g_init_count;
 static int g_loaded;
@@ -197,6 +210,12 @@ static int parse_device_index(const char *s, int *out) {
   return 0;
 }
 
+static unsigned long long realtime_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
+}
+
 static void reset_state(void) {
   memset(g_devices, 0, sizeof g_devices);
   memset(g_migs, 0, sizeof g_migs);
@@ -204,6 +223,7 @@ static void reset_state(void) {
   g_nsamples = 0;
   g_nfails = 0;
   g_v3_stride = 24;
+  g_realtime = 0;
   snprintf(g_driver, sizeof g_driver, "%s", "580.00-fake");
 }
 
@@ -240,6 +260,11 @@ static void parse_line(const char *path, int lineno, char *line) {
         bad = parse_uint(v, &d.util) || d.util > 100;
       } else if ((v = kv(tokens[k], "memutil"))) {
         bad = parse_uint(v, &d.memutil) || d.memutil > 100;
+      } else if ((v = kv(tokens[k], "energy"))) {
+        bad = parse_ull(v, &d.energy_mj);
+        d.has_energy = !bad;
+      } else if ((v = kv(tokens[k], "power"))) {
+        bad = parse_ull(v, &d.power_mw);
       } else {
         bad = 1;
       }
@@ -381,6 +406,10 @@ static void parse_line(const char *path, int lineno, char *line) {
       unsigned int s;
       if (parse_uint(v, &s) || (s != 16 && s != 24 && s != 32)) { note(path, lineno, "bad v3_stride"); return; }
       g_v3_stride = (int)s;
+    } else if ((v = kv(tokens[1], "realtime"))) {
+      unsigned int r;
+      if (parse_uint(v, &r) || r > 1) { note(path, lineno, "bad realtime"); return; }
+      g_realtime = (int)r;
     } else if ((v = kv(tokens[1], "driver"))) {
       if (strlen(v) >= sizeof g_driver) { note(path, lineno, "driver too long"); return; }
       snprintf(g_driver, sizeof g_driver, "%s", v);
@@ -408,6 +437,7 @@ static void refresh_locked(void) {
   FILE *f = fopen(path, "r");
   if (!f) return;
   reset_state();
+  g_loaded_us = realtime_us();
   char line[1024];
   int lineno = 0;
   while (fgets(line, sizeof line, f)) {
@@ -624,6 +654,18 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtili
   return leave(NVML_SUCCESS);
 }
 
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *energy) {
+  ENTER_DEVICE("nvmlDeviceGetTotalEnergyConsumption", d);
+  if (!energy) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (d->is_mig || !d->has_energy) return leave(NVML_ERROR_NOT_SUPPORTED);
+  *energy = d->energy_mj;
+  if (g_realtime && d->power_mw > 0) {
+    unsigned long long now = realtime_us();
+    if (now > g_loaded_us) *energy += d->power_mw * (now - g_loaded_us) / 1000000ULL;
+  }
+  return leave(NVML_SUCCESS);
+}
+
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
   ENTER_DEVICE("nvmlDeviceGetMigMode", d);
   if (!current || !pending) return leave(NVML_ERROR_INVALID_ARGUMENT);
@@ -691,9 +733,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlPro
   if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
   if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
   int dev = (int)(d - g_devices);
+  unsigned long long until = g_realtime ? realtime_us() : ~0ULL; /* not yet published after it */
   unsigned int n = 0;
   for (int i = 0; i < g_nsamples; i++)
-    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp) n++;
+    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp &&
+        g_samples[i].s.timeStamp <= until)
+      n++;
   if (n == 0) {
     *count = 0;
     return leave(NVML_ERROR_NOT_FOUND);
@@ -704,7 +749,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlPro
   }
   unsigned int w = 0;
   for (int i = 0; i < g_nsamples; i++)
-    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp) utilization[w++] = g_samples[i].s;
+    if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp &&
+        g_samples[i].s.timeStamp <= until && w < n)
+      utilization[w++] = g_samples[i].s;
   *count = w;
   return leave(NVML_SUCCESS);
 }

@@ -6,6 +6,7 @@
  *                                                    each NVML sample appears once)
  *   P <now-us> <uuid> <pid> <used-bytes>              compute process (running list)
  *   U <now-us> <uuid> <gpu%> <mem%>                   device utilization rates
+ *   E <now-us> <uuid> <millijoules>                   total energy counter (when supported)
  *
  * Loads libnvidia-ml.so.1 with dlopen and declares the few NVML types itself (from NVIDIA's public
  * API), so it builds without nvml.h or the -dev symlink.
@@ -48,6 +49,7 @@ static nvmlReturn_t (*p_uuid)(nvmlDevice_t, char *, unsigned int);
 static nvmlReturn_t (*p_samples)(nvmlDevice_t, sample_t *, unsigned int *, unsigned long long);
 static nvmlReturn_t (*p_procs)(nvmlDevice_t, unsigned int *, proc_v2_t *);
 static nvmlReturn_t (*p_util)(nvmlDevice_t, util_t *);
+static nvmlReturn_t (*p_energy)(nvmlDevice_t, unsigned long long *);
 
 static unsigned long long now_us(void) {
   struct timeval tv;
@@ -85,6 +87,8 @@ int main(int argc, char **argv) {
   p_procs = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, proc_v2_t *))sym(
       lib, "nvmlDeviceGetComputeRunningProcesses_v2");
   p_util = (nvmlReturn_t(*)(nvmlDevice_t, util_t *))sym(lib, "nvmlDeviceGetUtilizationRates");
+  p_energy = (nvmlReturn_t(*)(nvmlDevice_t, unsigned long long *))dlsym(
+      lib, "nvmlDeviceGetTotalEnergyConsumption"); /* optional */
   nvmlReturn_t r = p_init();
   if (r != 0) {
     fprintf(stderr, "nvml_probe: nvmlInit_v2 returned %d\n", r);
@@ -132,6 +136,10 @@ int main(int argc, char **argv) {
       util_t u;
       if (p_util(dev[i], &u) == 0) {
         fprintf(out, "U %llu %s %u %u\n", t, uuid[i], u.gpu, u.memory);
+      }
+      unsigned long long mj;
+      if (p_energy && p_energy(dev[i], &mj) == 0) {
+        fprintf(out, "E %llu %s %llu\n", now_us(), uuid[i], mj);
       }
     }
     fflush(out);

@@ -134,7 +134,13 @@ public final class ExporterApp implements AutoCloseable {
                         new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime),
                     settings,
                     clock,
-                    states::build))
+                    states::build,
+                    nvml.map(
+                        s ->
+                            new io.vgpu.exporter.attribution.UsageAccountant(
+                                s.ledger(),
+                                config.get(Flags.USAGE_GRACE_PERIOD),
+                                clock.instant()))))
             : Optional.empty();
 
     this.registry = new PrometheusRegistry();

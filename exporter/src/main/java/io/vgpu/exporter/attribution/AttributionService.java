@@ -92,6 +92,7 @@ public final class AttributionService implements AutoCloseable {
   private final Reconciler reconciler;
   private final RegionWriteBack writeBack;
   private final Supplier<NodeState> states;
+  private final Optional<UsageAccountant> usage;
   private volatile AttributionResult latest;
 
   private Instant lastFeedback = Instant.MIN;
@@ -109,6 +110,21 @@ public final class AttributionService implements AutoCloseable {
       Settings settings,
       InstantSource clock,
       Supplier<NodeState> states) {
+    this(nvml, pids, settings, clock, states, Optional.empty());
+  }
+
+  /**
+   * As above, with usage accounting: {@code usage} integrates each pass (after reconciliation, from
+   * the same node state).
+   */
+  public AttributionService(
+      Supplier<NvmlSnapshot> nvml,
+      HostPidResolver pids,
+      Settings settings,
+      InstantSource clock,
+      Supplier<NodeState> states,
+      Optional<UsageAccountant> usage) {
+    this.usage = Objects.requireNonNull(usage, "usage");
     this.nvml = Objects.requireNonNull(nvml, "nvml");
     this.states = Objects.requireNonNull(states, "states");
     this.pids = Objects.requireNonNull(pids, "pids");
@@ -131,6 +147,11 @@ public final class AttributionService implements AutoCloseable {
 
   public AttributionResult latest() {
     return latest;
+  }
+
+  /** Usage accounting, when on. */
+  public Optional<UsageAccountant> usage() {
+    return usage;
   }
 
   /**
@@ -200,6 +221,9 @@ public final class AttributionService implements AutoCloseable {
     AttributionResult result =
         reconciler.reconcile(inputs, nvml.get(), pids, latest.history(), now);
     latest = result;
+    if (usage.isPresent()) {
+      usage.get().account(state, result, now);
+    }
 
     if (writeBack == null) {
       return;

@@ -203,6 +203,15 @@ public final class Flags {
           },
           "N");
 
+  public static final Flag<Duration> USAGE_GRACE_PERIOD =
+      new Flag<>(
+          "usage.grace-period",
+          "How long a container's usage counters stay after it was last seen (docs/usage-accounting.md).",
+          "10m",
+          List.of(),
+          Parsers::duration,
+          "DURATION");
+
   public static final Flag<Duration> STALE_GRACE_PERIOD =
       new Flag<>(
           "stale.grace-period",
@@ -345,6 +354,7 @@ public final class Flags {
           RESCAN_INTERVAL,
           MAX_CONTAINERS,
           STALE_GRACE_PERIOD,
+          USAGE_GRACE_PERIOD,
           STALE_REMOVE,
           HAMI_COMPAT,
           COLLECTORS_DISABLED,

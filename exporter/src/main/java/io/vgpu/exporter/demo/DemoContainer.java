@@ -71,6 +71,7 @@ final class DemoContainer {
   private double throttledNanos;
   private double launchesDelayed;
   private double launchesTotal;
+  private double limiterBusyNanos;
   private double lastCounterSeconds = Double.NaN;
 
   DemoContainer(
@@ -240,6 +241,7 @@ final class DemoContainer {
         ch.write(b.putLong(0, (long) throttledNanos).rewind(), base + 16);
         ch.write(b.putLong(0, (long) launchesDelayed).rewind(), base + 24);
         ch.write(b.putLong(0, (long) launchesTotal).rewind(), base + 32);
+        ch.write(b.putLong(0, (long) limiterBusyNanos).rewind(), base + 40);
       }
     }
   }
@@ -253,6 +255,8 @@ final class DemoContainer {
     }
     int n = children.size();
     launchesTotal += 40 * dt * n;
+    // the limiter's charged kernel time: about what the container runs, a share of its SM limit
+    limiterBusyNanos += 0.8 * smLimit / 100.0 * dt * 1e9;
     if (behavior == Behavior.BUSY) {
       throttledNanos += 0.15e9 * dt * n;
       launchesDelayed += 3 * dt * n;

@@ -83,6 +83,7 @@ public final class DemoNode implements AutoCloseable {
   private final StaticMetadataSource metadata;
   private final Random random = new Random(42);
   private long lastSampleMicros;
+  private final FakeGpuEnergy energy;
 
   private DemoNode(Path root, boolean namespaces, int gpus, Clock clock) {
     this.root = root;
@@ -90,6 +91,7 @@ public final class DemoNode implements AutoCloseable {
     this.gpus = java.util.stream.IntStream.range(0, gpus).mapToObj(DemoNode::gpuUuid).toList();
     this.clock = clock;
     this.startMillis = clock.millis();
+    this.energy = new FakeGpuEnergy(() -> clock.millis() * 1_000_000L);
     this.metadata = StaticMetadataSource.of(List.of(), nodeMeta());
   }
 
@@ -521,10 +523,11 @@ public final class DemoNode implements AutoCloseable {
     util[0] += 3;
     StringBuilder out = new StringBuilder();
     for (int g = 0; g < gpus.size(); g++) {
+      int u = Math.min(100, util[g]);
+      long mj = energy.advance(g, u); // realistic power for the fake's energy counter
       out.append(
-          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20%n"
-              .formatted(
-                  g, gpus.get(g), model, total, Math.min(used[g], total), Math.min(100, util[g])));
+          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20 energy=%d%n"
+              .formatted(g, gpus.get(g), model, total, Math.min(used[g], total), u, mj));
     }
     out.append(procs);
     Path next = file.resolveSibling(file.getFileName() + ".next");

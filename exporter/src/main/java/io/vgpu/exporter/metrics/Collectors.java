@@ -2,6 +2,7 @@ package io.vgpu.exporter.metrics;
 
 import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
@@ -110,6 +111,14 @@ public final class Collectors {
                   Optional.of(
                       new JudgmentCollector(
                           ctx.states(), () -> ctx.evidence().flatMap(EvidencePass::latest)))),
+          new Entry(
+              "usage",
+              "usage accounting: per container SM-busy seconds, memory byte-seconds, energy",
+              c -> c.get(Flags.NVML),
+              ctx ->
+                  ctx.attribution()
+                      .flatMap(AttributionService::usage)
+                      .map(u -> new UsageCollector(ctx.states(), u))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",

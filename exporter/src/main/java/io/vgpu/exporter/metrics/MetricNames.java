@@ -188,6 +188,22 @@ public final class MetricNames {
 
   public static final String HAMI_ZONE = "vGPU";
 
+  // Usage accounting (UsageCollector)
+  public static final String CONTAINER_SM_BUSY_SECONDS = "vgpu_container_sm_busy_seconds";
+  public static final String CONTAINER_MEMORY_USED_BYTE_SECONDS =
+      "vgpu_container_memory_used_byte_seconds";
+  public static final String CONTAINER_MEMORY_LIMIT_BYTE_SECONDS =
+      "vgpu_container_memory_limit_byte_seconds";
+  public static final String CONTAINER_ENERGY = "vgpu_container_energy_joules";
+  public static final String GPU_ENERGY = "vgpu_gpu_energy_joules";
+  public static final String GPU_UNATTRIBUTED_ENERGY = "vgpu_gpu_unattributed_energy_joules";
+  public static final String GPU_EXPIRED_ENERGY = "vgpu_gpu_expired_container_energy_joules";
+  public static final String GPU_UNATTRIBUTED_SM_BUSY = "vgpu_gpu_unattributed_sm_busy_seconds";
+  public static final String GPU_USAGE_UNKNOWN = "vgpu_gpu_usage_unknown";
+  public static final String EXPORTER_USAGE_ACCOUNTED_TIMESTAMP =
+      "vgpu_exporter_usage_accounted_timestamp_seconds";
+  public static final String LIMITER_BUSY_SECONDS = "vgpu_limiter_busy_seconds";
+
   // Label names
   public static final String L_NODE = "node";
   public static final String L_NAMESPACE = "namespace";

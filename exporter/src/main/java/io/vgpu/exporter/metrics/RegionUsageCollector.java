@@ -77,6 +77,11 @@ public final class RegionUsageCollector extends VgpuCollector {
               "Kernel launches libvgpu's SM limiter delayed.",
               DEVICE),
           Families.describe(
+              MetricType.COUNTER,
+              LIMITER_BUSY_SECONDS,
+              "GPU busy time libvgpu's SM limiter charged to the container (its own view of GPU time, to compare with vgpu_container_sm_busy_seconds_total).",
+              DEVICE),
+          Families.describe(
               MetricType.GAUGE,
               CONTAINER_DEVICE_UUID_REJECTED,
               "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
@@ -115,8 +120,9 @@ public final class RegionUsageCollector extends VgpuCollector {
         families.counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
     var delayed =
         families.counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
+    var busy = families.counter(LIMITER_BUSY_SECONDS, DESCRIPTORS.get(9).getMetadata().getHelp());
     var rejected =
-        families.gauge(CONTAINER_DEVICE_UUID_REJECTED, DESCRIPTORS.get(9).getMetadata().getHelp());
+        families.gauge(CONTAINER_DEVICE_UUID_REJECTED, DESCRIPTORS.get(10).getMetadata().getHelp());
     boolean anyRejected = false;
     boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
     for (ContainerState c : state.containers()) {
@@ -140,6 +146,7 @@ public final class RegionUsageCollector extends VgpuCollector {
           oom.add(d.oomRejections(), l);
           throttled.add(d.throttledNanos() / 1e9, l);
           delayed.add(d.launchesDelayed(), l);
+          busy.add(d.busyNanos() / 1e9, l);
         }
       }
     }
@@ -152,6 +159,7 @@ public final class RegionUsageCollector extends VgpuCollector {
     addIf(out, CONTAINER_OOM_REJECTIONS, oom.build());
     addIf(out, LIMITER_THROTTLED_SECONDS, throttled.build());
     addIf(out, LIMITER_LAUNCHES_DELAYED, delayed.build());
+    addIf(out, LIMITER_BUSY_SECONDS, busy.build());
     if (anyRejected) {
       addIf(out, CONTAINER_DEVICE_UUID_REJECTED, rejected.build());
     }

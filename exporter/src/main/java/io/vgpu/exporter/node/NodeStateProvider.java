@@ -243,6 +243,7 @@ public final class NodeStateProvider {
             a.oom = sat(a.oom, d.oomRejections());
             a.throttled = sat(a.throttled, d.throttledNanos());
             a.delayed = sat(a.delayed, d.launchesDelayed());
+            a.busy = sat(a.busy, d.busyNanos());
           }
         }
       }
@@ -267,6 +268,7 @@ public final class NodeStateProvider {
                 a.throttled,
                 a.delayed,
                 a.gone,
+                a.busy,
                 a.uuidRejected));
       }
     }
@@ -340,6 +342,7 @@ public final class NodeStateProvider {
     long oom;
     long throttled;
     long delayed;
+    long busy;
     long gone;
     String uuidRejected = "";
 

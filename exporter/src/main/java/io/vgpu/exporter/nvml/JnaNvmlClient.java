@@ -348,6 +348,18 @@ public final class JnaNvmlClient implements NvmlClient {
   }
 
   @Override
+  public NvmlResult<Long> totalEnergyMillijoules(DeviceHandle device) {
+    Memory energy = new Memory(8); // unsigned long long
+    energy.clear();
+    Call c = call("nvmlDeviceGetTotalEnergyConsumption", pointer(device), energy);
+    if (!c.ok()) {
+      return c.err();
+    }
+    long mj = energy.getLong(0);
+    return mj < 0 ? NvmlResult.err(c.function(), NvmlReturn.UNKNOWN) : NvmlResult.ok(mj);
+  }
+
+  @Override
   public NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeen) {
     String name = "nvmlDeviceGetProcessUtilization";
     IntByReference count = new IntByReference(0);

@@ -44,6 +44,15 @@ public interface NvmlClient extends AutoCloseable {
    */
   NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeenMicros);
 
+  /**
+   * {@code nvmlDeviceGetTotalEnergyConsumption}: millijoules the GPU used since the driver loaded
+   * (Volta and newer; NOT_SUPPORTED on older GPUs and on MIG devices). Never negative: a value
+   * beyond 2^63 is an error.
+   */
+  default NvmlResult<Long> totalEnergyMillijoules(DeviceHandle device) {
+    return NvmlResult.err("nvmlDeviceGetTotalEnergyConsumption", NvmlReturn.NOT_SUPPORTED);
+  }
+
   /** Releases the library (does not call {@link #shutdown()}). */
   @Override
   void close();

@@ -89,6 +89,9 @@ public final class NvmlSampler implements AutoCloseable {
 
   private final Map<String, Deque<long[]>> deviceUtilization = new HashMap<>();
 
+  /** Every per-process sample and energy reading, for usage accounting (drained by its pass). */
+  private final UsageLedger ledger;
+
   private NvmlClient client;
   private boolean initialised;
   private int consecutiveFailures;
@@ -107,6 +110,12 @@ public final class NvmlSampler implements AutoCloseable {
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
     this.latest = NvmlSnapshot.unavailable(clock.instant(), "nvml: not polled yet");
+    this.ledger = UsageLedger.estimating(collectionInterval());
+  }
+
+  /** What usage accounting drains: each sample once, and each GPU's energy. */
+  public UsageLedger ledger() {
+    return ledger;
   }
 
   /** The newest snapshot; never blocks. */
@@ -199,6 +208,7 @@ public final class NvmlSampler implements AutoCloseable {
               && client.processUtilization(h, window.lastSeenMicros())
                   instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
             window.add(ok.value());
+            ledger.addSamples(uuid, ok.value());
           }
         });
   }
@@ -292,6 +302,7 @@ public final class NvmlSampler implements AutoCloseable {
     Optional<Utilization> util = value(client.utilization(h));
     Optional<List<RunningProcess>> processes = value(client.runningProcesses(h));
     long nowMicros = now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+    value(client.totalEnergyMillijoules(h)).ifPresent(mj -> ledger.energy(uuid, mj, nowMicros));
 
     UtilizationWindow window =
         processWindows.computeIfAbsent(
@@ -300,6 +311,7 @@ public final class NvmlSampler implements AutoCloseable {
     NvmlResult<List<ProcessSample>> samples = client.processUtilization(h, window.lastSeenMicros());
     if (samples instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
       window.add(ok.value());
+      ledger.addSamples(uuid, ok.value());
       sampledDevices.put(uuid, h);
       perPid = Optional.of(window.averages(nowMicros));
     } else {
@@ -355,6 +367,7 @@ public final class NvmlSampler implements AutoCloseable {
     initialised = false;
     processWindows.clear();
     sampledDevices.clear();
+    ledger.lost();
     deviceUtilization.clear();
     consecutiveFailures++;
     long shift = Math.min(consecutiveFailures - 1, 20);

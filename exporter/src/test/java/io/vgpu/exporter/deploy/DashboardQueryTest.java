@@ -29,8 +29,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -87,12 +88,15 @@ class DashboardQueryTest {
     return expr.replace("$node", ".*")
         .replace("$namespace", ".*")
         .replace("$pod", ".*")
-        .replace("$__rate_interval", "15s");
+        .replace("$__rate_interval", "15s")
+        .replace("$__range", "1m")
+        .replaceAll("\\$price_[a-z_]+", "1.5");
   }
 
-  @Test
-  void dashboard_everyPanelQueryAgainstPrometheusScrapingTheDemo_returnsData(@TempDir Path tmp)
-      throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"grafana/vgpu-exporter.json", "grafana/vgpu-usage-cost.json"})
+  void dashboard_everyPanelQueryAgainstPrometheusScrapingTheDemo_returnsData(
+      String file, @TempDir Path tmp) throws Exception {
     Path root = HelmChart.repoRoot();
     Path fakeNvml = root.resolve("libvgpu/build/fake/libnvidia-ml.so.1");
     assumeThat(Files.isRegularFile(fakeNvml))
@@ -101,9 +105,9 @@ class DashboardQueryTest {
     assumeThat(Files.isExecutable(Path.of("/usr/bin/prometheus")))
         .as("Debian's prometheus is not installed (run `make deps`)")
         .isTrue();
-    JsonNode dashboard = JSON.readTree(root.resolve("grafana/vgpu-exporter.json").toFile());
+    JsonNode dashboard = JSON.readTree(root.resolve(file).toFile());
     List<Query> queries = dashboardQueries(dashboard);
-    assertThat(queries).hasSizeGreaterThan(20);
+    assertThat(queries).hasSizeGreaterThan(file.endsWith("usage-cost.json") ? 12 : 20);
 
     int exporterPort = freePort();
     Path nvmlConfig = tmp.resolve("nvml.conf");
@@ -270,8 +274,9 @@ class DashboardQueryTest {
     StringBuilder s = new StringBuilder();
     for (var g : gpus.entrySet()) {
       s.append(
-          "device %d uuid=%s name=NVIDIA_H100_80GB_HBM3 total=85520809984 used=%d util=%d memutil=20%n"
-              .formatted(g.getKey(), g.getValue(), 12L << 30, 55 + g.getKey()));
+          "device %d uuid=%s name=NVIDIA_H100_80GB_HBM3 total=85520809984 used=%d util=%d memutil=20"
+                  .formatted(g.getKey(), g.getValue(), 12L << 30, 55 + g.getKey())
+              + " energy=%d%n".formatted(nowMicros / 1000 * 300)); // 300 W
     }
     List<Long> pids = demo.descendants().map(ProcessHandle::pid).toList();
     int n = gpus.size();

@@ -45,7 +45,8 @@ class MetricReferencesTest {
       strings = {
         "deploy/rules/vgpu-exporter.rules.yaml",
         "grafana/vgpu-exporter.json",
-        "grafana/vgpu-exporter-cluster.json"
+        "grafana/vgpu-exporter-cluster.json",
+        "grafana/vgpu-usage-cost.json"
       })
   void references_everyVgpuSeries_isAnExporterMetric(String file)
       throws IOException, IllegalAccessException {

@@ -76,7 +76,8 @@ class SeriesBudgetTest {
             .with(Flags.NVML_SAMPLE_INTERVAL, Duration.ofMillis(200))
             .with(Flags.NODE_NAME, "budget-node")
             .with(Flags.RESCAN_INTERVAL, Duration.ofHours(1))
-            .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO);
+            .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO)
+            .with(Flags.USAGE_GRACE_PERIOD, Duration.ZERO);
     return ExporterApp.builder(config).metadata(pods).build().start();
   }
 

@@ -1,0 +1,243 @@
+package io.vgpu.exporter.nvml;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+
+/**
+ * What usage accounting needs from NVML between two of its passes: every per-process SM sample
+ * counted exactly once, and the energy each GPU used.
+ *
+ * <p>SM busy: a sample of pid {@code p} at time {@code t} with {@code sm} percent stands for {@code
+ * sm/100} of the time since the pid's previous sample when that is one sampling period {@code P} of
+ * the GPU (up to 1.5 P: NVML's ticks jitter), else of one period (see {@link #covered}); a pid's
+ * first sample covers {@code P}. The cap is what keeps a pulsed process, or one that NVML's coarse
+ * hand-overs between time-sliced contexts skip for a while, from being credited with the time it
+ * did not run: NVML emits no sample for a period a process launched nothing in. The period {@code
+ * P} is estimated from the GPU's sampling ticks (samples of one tick lie microseconds apart; see
+ * {@link #period}), or fixed up front. A sample is counted once: a pid's samples at or before the
+ * newest one counted are duplicates (overlapping read windows return them again) and are dropped,
+ * so readers may re-read with a margin to catch samples NVML published late, and nothing is counted
+ * twice.
+ *
+ * <p>Energy: each reading of the GPU's total energy counter adds its increase since the previous
+ * reading; the first reading, and one after the counter went backwards (driver reload) or after
+ * NVML was down ({@link #lost()}), only sets the baseline: energy nobody watched is not invented.
+ *
+ * <p>Bounds: a device keeps the cursors of pids sampled within {@link #HORIZON_MICROS} of its
+ * newest sample, at most {@link #MAX_PIDS} (the stalest cursor is forgotten first; a forgotten
+ * pid's next sample counts one period, as any first sample); samples older than the horizon are not
+ * counted, since whether they were counted before can no longer be told ({@link #staleSamples()}).
+ *
+ * <p>Thread safety: all methods are synchronized; the sampler adds, the accounting pass drains.
+ */
+public final class UsageLedger {
+  /** How far back a device's pid cursors reach, microseconds. */
+  static final long HORIZON_MICROS = 120_000_000L;
+
+  /** Pid cursors kept per device. */
+  static final int MAX_PIDS = 8192;
+
+  private static final long MIN_PERIOD_MICROS = 50_000;
+  private static final long MAX_PERIOD_MICROS = 2_000_000;
+  private static final int TICKS_KEPT = 33;
+  private static final int TRUST_LONGER_AFTER = 16;
+
+  private final long defaultPeriodMicros;
+  private final boolean estimatePeriod;
+  private final Map<String, Device> devices = new HashMap<>();
+  private long staleSamples;
+
+  /** {@code defaultPeriodMicros} is clamped to [50 ms, 2 s], the periods NVML samples at. */
+  private UsageLedger(long defaultPeriodMicros, boolean estimatePeriod) {
+    this.defaultPeriodMicros =
+        Math.clamp(defaultPeriodMicros, MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);
+    this.estimatePeriod = estimatePeriod;
+  }
+
+  /** Estimates each GPU's sampling period from its ticks; {@code initial} until 3 gaps are seen. */
+  public static UsageLedger estimating(Duration initial) {
+    return new UsageLedger(initial.toNanos() / 1000, true);
+  }
+
+  /** Takes {@code period} as every GPU's sampling period. */
+  public static UsageLedger fixedPeriod(Duration period) {
+    return new UsageLedger(period.toNanos() / 1000, false);
+  }
+
+  /**
+   * What one device did since the previous drain.
+   *
+   * @param busyPercentMicros per pid, Σ sm percent × covered microseconds of the samples counted
+   * @param energyMillijoules the energy counter's increase over readings since the last drain;
+   *     empty when the device gave no two readings to compare (no support, first reading, reset)
+   * @param energyMicros the time those readings span (the interval the energy belongs to)
+   */
+  public record Drained(
+      Map<Integer, Long> busyPercentMicros, OptionalLong energyMillijoules, long energyMicros) {
+    public Drained {
+      busyPercentMicros = Map.copyOf(busyPercentMicros);
+      Objects.requireNonNull(energyMillijoules, "energyMillijoules");
+    }
+  }
+
+  private static final class Device {
+    final Map<Integer, Long> lastCounted = new HashMap<>();
+    final Map<Integer, Long> pending = new HashMap<>();
+    final long[] ticks = new long[TICKS_KEPT];
+    int tickCount;
+    long newest;
+    long energyBaseline = -1;
+    long energyBaselineMicros;
+    long pendingEnergy;
+    long pendingEnergyMicros;
+    boolean energyDelta;
+  }
+
+  /** Counts the samples of device {@code uuid} not counted before. */
+  public synchronized void addSamples(String uuid, Collection<ProcessSample> samples) {
+    if (samples.isEmpty()) {
+      return;
+    }
+    Device d = devices.computeIfAbsent(uuid, u -> new Device());
+    List<ProcessSample> sorted = new ArrayList<>(samples);
+    sorted.sort((a, b) -> Long.compare(a.timestampMicros(), b.timestampMicros()));
+    for (ProcessSample s : sorted) {
+      long t = s.timestampMicros();
+      if (d.newest - t > HORIZON_MICROS) {
+        staleSamples++;
+        continue;
+      }
+      Long prev = d.lastCounted.get(s.pid());
+      if (prev != null && t <= prev) {
+        continue; // counted before: an overlapping read
+      }
+      tick(d, t);
+      long period = period(d);
+      long covered = prev == null ? period : covered(t - prev, period);
+      d.lastCounted.put(s.pid(), t);
+      d.pending.merge(s.pid(), s.smPercent() * covered, Long::sum);
+    }
+    forgetOld(d);
+  }
+
+  /** One reading of device {@code uuid}'s total energy counter, taken at {@code atMicros}. */
+  public synchronized void energy(String uuid, long totalMillijoules, long atMicros) {
+    Device d = devices.computeIfAbsent(uuid, u -> new Device());
+    if (d.energyBaseline >= 0
+        && totalMillijoules >= d.energyBaseline
+        && atMicros >= d.energyBaselineMicros) {
+      d.pendingEnergy += totalMillijoules - d.energyBaseline;
+      d.pendingEnergyMicros += atMicros - d.energyBaselineMicros;
+      d.energyDelta = true;
+    }
+    d.energyBaseline = totalMillijoules;
+    d.energyBaselineMicros = atMicros;
+  }
+
+  /**
+   * NVML went down: energy baselines are dropped (the energy used while nobody watched is not given
+   * to anyone); pid cursors stay, so samples read again after recovery are not doubled.
+   */
+  public synchronized void lost() {
+    devices.values().forEach(d -> d.energyBaseline = -1);
+  }
+
+  /** Takes what was counted since the previous drain, by device uuid. */
+  public synchronized Map<String, Drained> drain() {
+    Map<String, Drained> out = new HashMap<>();
+    devices.forEach(
+        (uuid, d) -> {
+          if (!d.pending.isEmpty() || d.energyDelta) {
+            out.put(
+                uuid,
+                new Drained(
+                    d.pending,
+                    d.energyDelta ? OptionalLong.of(d.pendingEnergy) : OptionalLong.empty(),
+                    d.pendingEnergyMicros));
+          }
+          d.pending.clear();
+          d.pendingEnergy = 0;
+          d.pendingEnergyMicros = 0;
+          d.energyDelta = false;
+        });
+    return out;
+  }
+
+  /** Samples dropped because they were older than the horizon. */
+  public synchronized long staleSamples() {
+    return staleSamples;
+  }
+
+  private static void tick(Device d, long t) {
+    if (d.tickCount > 0) {
+      long last = d.ticks[(d.tickCount - 1) % TICKS_KEPT];
+      if (Math.abs(t - last) < MIN_PERIOD_MICROS || t < last) {
+        d.newest = Math.max(d.newest, t);
+        return; // the same tick (its samples lie microseconds apart), or a late one
+      }
+    }
+    d.ticks[d.tickCount % TICKS_KEPT] = t;
+    d.tickCount++;
+    d.newest = Math.max(d.newest, t);
+  }
+
+  /**
+   * The device's sampling period: the median of its recent one-period tick gaps. A tick no process
+   * ran in leaves no sample, so gaps are whole multiples of the period; those within 1.5 times the
+   * shortest are one period each (NVML's ticks jitter by a few percent: 196-204 ms on an H200, so
+   * the shortest alone would read the period 1.5 % short). A shortest gap above the default period
+   * is believed only after {@link #TRUST_LONGER_AFTER} ticks: a sparse process alone on the GPU
+   * shows only long gaps at first, and a period too long would credit it with time it did not run.
+   */
+  private long period(Device d) {
+    int n = Math.min(d.tickCount, TICKS_KEPT);
+    if (!estimatePeriod || n < 4) {
+      return defaultPeriodMicros;
+    }
+    long[] gaps = new long[n - 1];
+    int start = d.tickCount - n;
+    long shortest = Long.MAX_VALUE;
+    for (int i = 1; i < n; i++) {
+      gaps[i - 1] = d.ticks[(start + i) % TICKS_KEPT] - d.ticks[(start + i - 1) % TICKS_KEPT];
+      shortest = Math.min(shortest, gaps[i - 1]);
+    }
+    if (shortest > defaultPeriodMicros && d.tickCount < TRUST_LONGER_AFTER) {
+      return defaultPeriodMicros;
+    }
+    Arrays.sort(gaps);
+    int single = 0;
+    while (single < gaps.length && gaps[single] <= shortest * 3 / 2) {
+      single++;
+    }
+    return Math.clamp(gaps[single / 2], MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);
+  }
+
+  /**
+   * The time a sample {@code gap} after the pid's previous one stands for: the gap itself when it
+   * is one period (within 1.5 periods, NVML's ticks jitter), one period when periods were skipped
+   * (the process ran in none of them).
+   */
+  static long covered(long gap, long period) {
+    return gap <= period * 3 / 2 ? gap : period;
+  }
+
+  private static void forgetOld(Device d) {
+    d.lastCounted.values().removeIf(t -> d.newest - t > HORIZON_MICROS);
+    if (d.lastCounted.size() > MAX_PIDS) {
+      List<Map.Entry<Integer, Long>> byAge = new ArrayList<>(d.lastCounted.entrySet());
+      byAge.sort(Map.Entry.comparingByValue());
+      Iterator<Map.Entry<Integer, Long>> it = byAge.iterator();
+      for (int excess = d.lastCounted.size() - MAX_PIDS; excess > 0 && it.hasNext(); excess--) {
+        d.lastCounted.remove(it.next().getKey());
+      }
+    }
+  }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# usage_dry_run.sh — runs usage_proof.sh end to end on a machine WITHOUT a GPU, to check its
+# plumbing and analysis: CPU stand-in workloads, and the repository's fake libnvidia-ml in realtime
+# mode (samples published as their time passes, energy growing at a set power) scripted with the
+# stand-ins' host pids once known: busy 95 % every 200 ms tick, medium 60 % every other tick
+# (pulsed), idle none, a 300 W board. JAVA_HOME as for the proof; MEASURE (default 30 s here).
+#   JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64 exporter/src/test/gpu/usage_dry_run.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../../../.." && pwd)"
+work="$(mktemp -d /tmp/vgpu-usage-dry.XXXXXX)"
+fakedir="$work/fake"
+mkdir -p "$fakedir" "$work/out"
+gcc -std=c11 -O2 -shared -fPIC -fvisibility=hidden -o "$fakedir/libnvidia-ml.so.1" \
+  "$repo/libvgpu/test/fake/fake_nvml.c" -lpthread
+gcc -std=c11 -O2 -Wall -I "$repo/libvgpu/include" -I "$here" -o "$work/cpu_workload" \
+  "$here/cpu_workload.c" "$here/proof_region.c"
+uuid="GPU-dry00000-0000-0000-0000-000000000000"
+conf="$work/fake-nvml.conf"
+echo "device 0 uuid=$uuid name=Dry_Run total=85899345920 used=0 util=0 memutil=0" >"$conf"
+
+export FAKE_NVML_CONFIG="$conf" FAKE_GPU_UUID="$uuid" LD_LIBRARY_PATH="$fakedir" \
+  PROOF_WORKLOAD_BIN="$work/cpu_workload" OUT="$work/out" MEASURE="${MEASURE:-30}" \
+  PORT="${PORT:-19396}"
+"$here/usage_proof.sh" &
+proof=$!
+
+# Script the fake driver once the stand-ins' host pids are known: samples every 200 ms from now
+# until well after the run, as the driver would keep producing them.
+for _ in $(seq 300); do
+  [ -f "$work/out/containers.txt" ] && [ "$(wc -l <"$work/out/containers.txt")" -ge 3 ] && break
+  sleep 0.1
+done
+now=$(date +%s%6N)
+{
+  echo "option realtime=1"
+  echo "device 0 uuid=$uuid name=Dry_Run total=85899345920 used=8589934592 util=100 memutil=5 energy=5000000 power=300000"
+  while read -r name _ pid alloc; do
+    echo "process 0 pid=$pid used=$((alloc + (512 << 20)))"
+    case "$name" in busy) sm=95 step=200000 ;; medium) sm=60 step=400000 ;; *) sm=0 step=0 ;; esac
+    if [ "$sm" -gt 0 ]; then
+      for ((t = now - 2000000; t <= now + (${MEASURE:-30} + 60) * 1000000; t += step)); do
+        echo "sample 0 pid=$pid sm=$sm mem=1 ts=$((t + 37))"
+      done
+    fi
+  done <"$work/out/containers.txt"
+} >"$conf.tmp"
+mv "$conf.tmp" "$conf"
+set +e
+wait "$proof"
+status=$?
+set -e
+echo "dry run: usage_proof.sh exited $status; output in $work/out"
+exit "$status"
