@@ -369,7 +369,7 @@ static int case_streams(void) {
   static streams_app_t a;
   a.n = atoi(n_env);
   CHECK(a.n >= 1 && a.n <= MAX_TEST_STREAMS);
-  a.depth = a.n >= 32 ? 2 : 64 / a.n;
+  a.depth = a.n >= 32 ? 4 : 64 / a.n;
   for (int i = 0; i < a.n; i++) {
     CHECK(cuStreamCreate(&a.st[i], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
     for (int k = 0; k < a.depth; k++)
