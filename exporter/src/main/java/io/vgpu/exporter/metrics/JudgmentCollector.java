@@ -177,7 +177,7 @@ public final class JudgmentCollector extends VgpuCollector {
         String[] key = e.getKey().split(" ", 2);
         nodeFindings.add(
             e.getValue(),
-            Labels.of(
+            labels.of(
                 new String[] {MetricNames.L_NODE, L_CHECK, L_LEVEL},
                 new String[] {node, key[0], key[1]}));
       }
