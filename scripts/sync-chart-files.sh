@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 files=deploy/helm/vgpu-exporter/files
 for pair in "deploy/rules/vgpu-exporter.rules.yaml:vgpu-exporter.rules.yaml" \
   "grafana/vgpu-exporter.json:vgpu-exporter.json" \
-  "grafana/vgpu-exporter-cluster.json:vgpu-exporter-cluster.json"; do
+  "grafana/vgpu-exporter-cluster.json:vgpu-exporter-cluster.json" \
+  "grafana/vgpu-usage-cost.json:vgpu-usage-cost.json"; do
   src="${pair%%:*}"
   dst="$files/${pair#*:}"
   if [ -L "$dst" ] || ! cmp -s "$src" "$dst"; then

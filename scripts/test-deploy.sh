@@ -65,7 +65,7 @@ done
 # the sources: deploy/rules/ and grafana/ (scripts/sync-chart-files.sh refreshes them).
 copy=deploy/helm/vgpu-exporter/files/vgpu-exporter.rules.yaml
 if [ -f "$copy" ] && [ ! -L "$copy" ] && cmp -s "$copy" "$rules"; then ok; else bad "$copy is not a plain copy of $rules (run scripts/sync-chart-files.sh)"; fi
-for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json vgpu-usage-cost.json; do
   copy=deploy/helm/vgpu-exporter/files/$dash
   if [ -f "$copy" ] && [ ! -L "$copy" ] && cmp -s "$copy" "grafana/$dash"; then ok; else bad "$copy is not a plain copy of grafana/$dash (run scripts/sync-chart-files.sh)"; fi
 done
@@ -74,6 +74,7 @@ if [ -z "$(find deploy/helm -type l)" ]; then ok; else bad "links in the chart (
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).
 # The same for the cluster dashboard (its queries are run against Prometheus by scripts/fleet-bench.sh --check).
+# Not yet grafana/vgpu-usage-cost.json: its text panel and table footers are outside the pinned schema.
 for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
   if jq -e . "grafana/$dash" >/dev/null; then ok; else bad "grafana/$dash is not JSON"; fi
   if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \

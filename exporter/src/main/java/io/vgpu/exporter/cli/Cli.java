@@ -70,6 +70,7 @@ public final class Cli {
     }
     cl.setOut(out);
     cl.setErr(err);
+    CommandListSection.install(cl);
     // A bad flag or argument: one error line, picocli's suggestion if it has one, and where the
     // usage is, not the whole usage (over 150 lines for serve).
     cl.setParameterExceptionHandler(

@@ -47,5 +47,6 @@ public final class LogSetup {
     // failures itself, once per problem with back-off and the fix (KubernetesMetadataSource).
     Level informers = root.getLevel().isGreaterOrEqual(Level.ERROR) ? root.getLevel() : Level.ERROR;
     ctx.getLogger("io.fabric8.kubernetes.client.informers").setLevel(informers);
+    ctx.addTurboFilter(new JavalinStartFailureFilter());
   }
 }

@@ -62,4 +62,27 @@ class CliTest {
     assertThat(run("demo", "--help")).isZero();
     assertThat(out.toString()).contains("--port");
   }
+
+  @Test
+  void topLevelHelp_describesEveryCommandInWholeSentences() {
+    assertThat(run("--help")).isZero();
+    String help = out.toString();
+    java.util.Map<String, StringBuilder> entries = new java.util.LinkedHashMap<>();
+    StringBuilder current = null;
+    boolean inCommands = false;
+    for (String line : help.lines().toList()) {
+      if (line.equals("Commands:")) {
+        inCommands = true;
+      } else if (inCommands && line.matches("  \\S.*")) {
+        String[] nameAndText = line.strip().split("\\s+", 2);
+        current = new StringBuilder(nameAndText.length > 1 ? nameAndText[1] : "");
+        entries.put(nameAndText[0], current);
+      } else if (inCommands && current != null && line.matches("\\s{3,}\\S.*")) {
+        current.append(' ').append(line.strip());
+      }
+    }
+    assertThat(entries.keySet()).as(help).containsExactlyElementsOf(Cli.SUBCOMMANDS.keySet());
+    entries.forEach(
+        (name, text) -> assertThat(text.toString()).as(name + " in\n" + help).endsWith("."));
+  }
 }

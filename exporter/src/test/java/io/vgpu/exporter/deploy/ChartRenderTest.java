@@ -368,11 +368,21 @@ class ChartRenderTest {
     String json = Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter.json"));
 
     assertThat(cm.getMetadata().getLabels()).containsEntry("grafana_dashboard", "1");
-    assertThat(cm.getData()).containsOnlyKeys("vgpu-exporter.json", "vgpu-exporter-cluster.json");
+    assertThat(cm.getData())
+        .containsOnlyKeys(
+            "vgpu-exporter.json", "vgpu-exporter-cluster.json", "vgpu-usage-cost.json");
     assertThat(cm.getData().get("vgpu-exporter.json").strip()).isEqualTo(json.strip());
     String cluster =
         Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-exporter-cluster.json"));
     assertThat(cm.getData().get("vgpu-exporter-cluster.json").strip()).isEqualTo(cluster.strip());
+    String usage = Files.readString(HelmChart.repoRoot().resolve("grafana/vgpu-usage-cost.json"));
+    assertThat(cm.getData().get("vgpu-usage-cost.json").strip()).isEqualTo(usage.strip());
+    // `kubectl apply` (client side) keeps the whole object in an annotation limited to 256 KiB.
+    int bytes =
+        cm.getData().values().stream()
+            .mapToInt(v -> v.getBytes(java.nio.charset.StandardCharsets.UTF_8).length)
+            .sum();
+    assertThat(bytes).as("dashboard ConfigMap data bytes").isLessThan(256 * 1024);
     if (c.sets().containsKey("dashboard.folder")) {
       assertThat(cm.getMetadata().getAnnotations())
           .containsEntry("grafana_folder", String.valueOf(c.sets().get("dashboard.folder")));
