@@ -26,6 +26,7 @@ import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
+import io.vgpu.exporter.node.DeviceIdentities;
 import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeEvidence;
@@ -114,7 +115,15 @@ public final class ExporterApp implements AutoCloseable {
                         NodeEvidence.Thresholds.defaults())
                     .collect(dirs),
             evidenceInterval(config));
-    this.states = new NodeStateProvider(node, discovery, metadata, clock, grace, evidence::fates);
+    this.states =
+        new NodeStateProvider(
+            node,
+            discovery::current,
+            metadata,
+            clock,
+            grace,
+            evidence::fates,
+            new DeviceIdentities(latestNvml));
     this.attribution =
         attributionOn
             ? Optional.of(
@@ -132,7 +141,8 @@ public final class ExporterApp implements AutoCloseable {
     BuildInfo build = BuildInfo.load();
     this.page =
         Collectors.register(
-            new CollectorContext(config, states, errors, stats, build, nvml, attribution),
+            new CollectorContext(
+                config, states, errors, stats, build, nvml, attribution, Optional.of(evidence)),
             registry);
 
     this.readiness = new Readiness();
@@ -140,6 +150,7 @@ public final class ExporterApp implements AutoCloseable {
     readiness.add(AppHealthChecks.discovery(discovery));
     readiness.add(HealthCheck.of(discovery.loopHealth()));
     readiness.add(AppHealthChecks.skippedContainers(discovery));
+    readiness.add(HealthCheck.of(evidence.loopHealth()));
     readiness.add(AppHealthChecks.metadata(metadata));
     nvml.ifPresent(s -> readiness.add(AppHealthChecks.nvml(s)));
     attribution.ifPresent(

@@ -35,7 +35,12 @@ public abstract sealed class RegionException extends RuntimeException
     /** A file to be written has more than one name: a write would reach the other name's file. */
     HARD_LINK,
     /** A file to be written is not owned by the user expected to own it. */
-    WRONG_OWNER;
+    WRONG_OWNER,
+    /**
+     * The region claims more live slots times devices than one snapshot reads ({@link
+     * RegionFile#MAX_LIVE_USAGE_ENTRIES}): its cost would grow with what the tenant claims.
+     */
+    TOO_MANY_LIVE_SLOTS;
 
     /** The lower-case name, e.g. {@code "bad_magic"}. */
     public String label() {

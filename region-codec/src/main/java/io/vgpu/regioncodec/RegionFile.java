@@ -40,6 +40,15 @@ public final class RegionFile implements AutoCloseable {
   public static final int MAX_PROCESSES = 1024;
 
   /**
+   * Live slots times devices one snapshot materialises at most (each a {@link DeviceUsage}): a full
+   * table on one GPU, 128 processes on 8. The slot table is the tenant's, so without a bound a
+   * region claiming all 1024 slots live on 16 devices cost ~1 MiB of heap per copy held; past the
+   * bound the snapshot fails with {@link RegionException.Reason#TOO_MANY_LIVE_SLOTS} (reported as
+   * an unreadable region, never silently cut).
+   */
+  public static final int MAX_LIVE_USAGE_ENTRIES = 1024;
+
+  /**
    * Files larger than this are refused ({@link Reason#TOO_LARGE}): 16 MiB, 8x the largest layout.
    */
   public static final long MAX_FILE_SIZE = Detector.MAX_FILE_SIZE;

@@ -129,6 +129,11 @@ public final class SafeOpen {
    */
   @SuppressWarnings("MustBeClosedChecker") // the caller owns the returned channel
   public static Opened open(Path trustedDir, Path relative, boolean writable, Expect expect) {
+    return open(trustedDir, relative, writable, expect, false);
+  }
+
+  private static Opened open(
+      Path trustedDir, Path relative, boolean writable, Expect expect, boolean sameMount) {
     NativeFs fs = NativeFs.get();
     Path shown = trustedDir.resolve(relative);
     if (fs == null) {
@@ -148,13 +153,21 @@ public final class SafeOpen {
     try {
       int fd;
       try {
-        fd = fs.openBeneath(dirFd, components(relative));
+        fd = fs.openBeneath(dirFd, components(relative), sameMount);
       } catch (NativeFs.Errno e) {
+        if (sameMount && e.crossDevice()) {
+          throw otherFilesystem(shown, trustedDir);
+        }
         throw failure(shown, e);
       }
       try {
         Path byDescriptor = Path.of("/proc/self/fd/" + fd);
         Stat stat = stat(byDescriptor, shown);
+        if (sameMount
+            && stat.device() != stat(Path.of("/proc/self/fd/" + dirFd), trustedDir).device()) {
+          // The walk resolver crossed a mount (openat2 refuses with EXDEV before this).
+          throw otherFilesystem(shown, trustedDir);
+        }
         check(shown, stat, expect);
         FileChannel channel;
         try {
@@ -204,7 +217,21 @@ public final class SafeOpen {
    * maxBytes} is not read at all. Never throws for what the tenant did.
    */
   public static Small readSmall(Path trustedDir, Path relative, int maxBytes) {
-    try (Opened o = open(trustedDir, relative, false, new Expect(maxBytes, false, Set.of()))) {
+    return readSmall(trustedDir, relative, maxBytes, false);
+  }
+
+  /**
+   * Like {@link #readSmall(Path, Path, int)}, but only from {@code trustedDir}'s own filesystem: a
+   * file reached across a mount point below it (a FUSE or NFS mount a tenant made in its container,
+   * whose reads it can stall for ever) is refused ({@link Unread#UNREADABLE}) unread.
+   */
+  public static Small readSmallOnOneMount(Path trustedDir, Path relative, int maxBytes) {
+    return readSmall(trustedDir, relative, maxBytes, true);
+  }
+
+  private static Small readSmall(Path trustedDir, Path relative, int maxBytes, boolean sameMount) {
+    try (Opened o =
+        open(trustedDir, relative, false, new Expect(maxBytes, false, Set.of()), sameMount)) {
       ByteBuffer buffer = ByteBuffer.allocate((int) o.stat().size());
       while (buffer.hasRemaining() && o.channel().read(buffer) > 0) {
         // read until full or end of file (the file may have shrunk)
@@ -288,6 +315,13 @@ public final class SafeOpen {
           shown + " is owned by uid " + stat.owner() + ", not one of " + expect.owners(),
           null);
     }
+  }
+
+  private static RegionIoException otherFilesystem(Path shown, Path trustedDir) {
+    return new RegionIoException(
+        Reason.IO_ERROR,
+        shown + " is reached across a mount point below " + trustedDir + "; not opened",
+        null);
   }
 
   private static RegionIoException failure(Path shown, NativeFs.Errno e) {

@@ -192,11 +192,33 @@ class RegionCodecProperties {
     return Arbitraries.randomValue(random -> randomSpec(random, true));
   }
 
+  /**
+   * Whether the spec's live slots times devices pass what one snapshot reads ({@link
+   * RegionFile#MAX_LIVE_USAGE_ENTRIES}): such a region is refused, typed, never read in part.
+   */
+  private static boolean overLiveBound(RegionSpec spec) {
+    RegionSnapshot e = Fixtures.expected(spec, 0);
+    return (long) e.processes().size() * Math.max(1, e.deviceCount())
+        > RegionFile.MAX_LIVE_USAGE_ENTRIES;
+  }
+
+  private static void assertRefusedOverBound(
+      org.assertj.core.api.ThrowableAssert.ThrowingCallable read) {
+    org.assertj.core.api.Assertions.assertThatThrownBy(read)
+        .isInstanceOfSatisfying(
+            RegionFormatException.class,
+            e -> assertThat(e.reason()).isEqualTo(RegionException.Reason.TOO_MANY_LIVE_SLOTS));
+  }
+
   @Property(tries = 1000, shrinking = ShrinkingMode.OFF)
   void anySpec_readsBackAsTheProtocolSays(@ForAll("specs") RegionSpec spec) {
     byte[] bytes = RegionWriter.encode(spec);
     assertThat((long) bytes.length).isEqualTo(spec.fileSize());
     MemorySegment.copy(bytes, 0, scratch, ValueLayout.JAVA_BYTE, 0, bytes.length);
+    if (overLiveBound(spec)) {
+      assertRefusedOverBound(() -> InMemoryRegion.decode(scratch, bytes.length));
+      return;
+    }
     RegionSnapshot snapshot = InMemoryRegion.decode(scratch, bytes.length);
     assertSameSnapshot(snapshot, Fixtures.expected(spec, snapshot.tornRetries()));
     checkInvariants(snapshot);
@@ -206,6 +228,10 @@ class RegionCodecProperties {
   void canonicalSpec_bytesSurviveReadAndRewriteExactly(@ForAll("canonicalSpecs") RegionSpec spec) {
     byte[] bytes = RegionWriter.encode(spec);
     MemorySegment.copy(bytes, 0, scratch, ValueLayout.JAVA_BYTE, 0, bytes.length);
+    if (overLiveBound(spec)) {
+      assertRefusedOverBound(() -> InMemoryRegion.decode(scratch, bytes.length));
+      return;
+    }
     RegionSnapshot snapshot = InMemoryRegion.decode(scratch, bytes.length);
     assertThat(snapshot.bestEffort()).isFalse();
     byte[] rewritten = RegionWriter.encode(Fixtures.specOf(snapshot, spec.fileSize()));
@@ -220,6 +246,10 @@ class RegionCodecProperties {
       RegionWriter.create(file, spec);
       try (RegionFile region = RegionFile.openReadOnly(file)) {
         assertThat(region.layout()).isEqualTo(spec.layout());
+        if (overLiveBound(spec)) {
+          assertRefusedOverBound(region::snapshot);
+          return;
+        }
         RegionSnapshot snapshot = region.snapshot();
         assertThat(snapshot).isEqualTo(Fixtures.expected(spec, 0));
         assertSameBytes(

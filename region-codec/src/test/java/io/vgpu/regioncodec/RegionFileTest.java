@@ -265,11 +265,60 @@ class RegionFileTest {
     }
   }
 
+  /**
+   * Issue 31 item 4: what a snapshot allocates is bounded by {@link
+   * RegionFile#MAX_LIVE_USAGE_ENTRIES}, whatever the tenant's slot table claims: at the bound it is
+   * read, one live slot past it fails typed (never cut silently), and a device a slot never used
+   * costs no object of its own.
+   */
+  @Test
+  void snapshot_liveSlotsTimesDevicesBounded_atTheBoundReadOnePastRefused() {
+    int devices = 8;
+    int atBound = RegionFile.MAX_LIVE_USAGE_ENTRIES / devices;
+    try (RegionFile file =
+        RegionFile.openReadOnly(
+            write("bound.cache", Fixtures.busy(Layout.V1_2, devices, atBound)))) {
+      assertThat(file.snapshot().processes()).hasSize(atBound);
+    }
+    try (RegionFile file =
+        RegionFile.openReadOnly(
+            write("over.cache", Fixtures.busy(Layout.V1_2, devices, atBound + 1)))) {
+      assertReason(file::snapshot, Reason.TOO_MANY_LIVE_SLOTS);
+    }
+    try (RegionFile file =
+        RegionFile.openReadOnly(write("bomb.cache", Fixtures.busy(Layout.V1_2, 16, 1024)))) {
+      assertReason(file::snapshot, Reason.TOO_MANY_LIVE_SLOTS);
+    }
+    // A full table on one GPU is a real configuration and stays readable.
+    try (RegionFile file =
+        RegionFile.openReadOnly(write("full.cache", Fixtures.busy(Layout.V1_2, 1, 1024)))) {
+      assertThat(file.snapshot().processes()).hasSize(1024);
+    }
+  }
+
+  @Test
+  void snapshot_unusedDevicesOfEverySlot_shareOneZeroUsage() {
+    RegionSpec.Builder b = RegionSpec.builder(Layout.V1_2);
+    for (int d = 0; d < 16; d++) {
+      b.device("GPU-%08d-0000-0000-0000-000000000000".formatted(d), 1L << 30, 0);
+    }
+    for (int p = 0; p < 60; p++) {
+      b.slot(100 + p, 200 + p, ProcessSlot.STATUS_RUNNING, new DeviceUsage(0, 1, 0, 1, 2, 2, 0));
+    }
+    try (RegionFile file = RegionFile.openReadOnly(write("zeros.cache", b.build()))) {
+      var slots = file.snapshot().processes();
+      assertThat(slots).hasSize(60);
+      assertThat(slots.get(0).devices().get(0).totalBytes()).isEqualTo(2);
+      assertThat(slots.get(0).devices().get(5)).isSameAs(slots.get(59).devices().get(5));
+      assertThat(slots.get(0).devices().get(5).totalBytes()).isZero();
+    }
+  }
+
   @Test
   void readerOnTruncatedMapping_faultsAsInternalErrorNotSigbusCrash() throws IOException {
     // Bypasses the size check to prove the JVM turns the SIGBUS into an InternalError, which
     // snapshot() relies on when a truncation races with a read.
-    Path path = write("t.cache", Fixtures.busy(Layout.V1_2, 8, 1024));
+    Path path = write("t.cache", Fixtures.busy(Layout.V1_2, 8, 128));
     try (RegionFile file = RegionFile.openReadOnly(path)) {
       try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
         raf.setLength(0);
@@ -285,7 +334,7 @@ class RegionFileTest {
   @Test
   void snapshot_truncatedAndRegrownRepeatedlyWhileReading_neverEscapesTypedExceptions()
       throws Exception {
-    Path path = write("race.cache", Fixtures.busy(Layout.V1_2, 8, 1024));
+    Path path = write("race.cache", Fixtures.busy(Layout.V1_2, 8, 128));
     byte[] original = Files.readAllBytes(path);
     try (RegionFile file = RegionFile.openReadOnly(path)) {
       Thread truncator =

@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
     name = "doctor",
     mixinStandardHelpOptions = true,
     description = {
-      "Walk the HAMi debugging decision trees on this node: 16 checks, each with a verdict, the",
+      "Walk the HAMi debugging decision trees on this node: 17 checks, each with a verdict, the",
       "evidence and the fix, grouped per container after a one-line summary of each.",
       "Exit: 0 ok, 1 warnings, 2 failures, 3 could not run."
     })

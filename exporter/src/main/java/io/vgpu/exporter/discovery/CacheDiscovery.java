@@ -54,7 +54,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class CacheDiscovery implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CacheDiscovery.class);
-  private static final String SUFFIX = ".cache";
 
   /**
    * At most this many {@code .cache} files are mapped per container directory (HAMi's device plugin
@@ -62,7 +61,7 @@ public final class CacheDiscovery implements AutoCloseable {
    * bound it could multiply its series and mappings at will; the rest are counted as {@code
    * reason="too_many_files"} and left unmapped.
    */
-  public static final int MAX_FILES_PER_CONTAINER = 8;
+  public static final int MAX_FILES_PER_CONTAINER = TenantDirListing.MAX_FILES;
 
   private static final long DEBOUNCE_MILLIS = 50;
 
@@ -295,6 +294,9 @@ public final class CacheDiscovery implements AutoCloseable {
     Optional<String> rootProblem = Optional.empty();
     List<DiscoveredContainer> containers = new ArrayList<>();
     Set<Path> seenFiles = new HashSet<>();
+    // (device, inode) of every file mapped this pass: a second name of one file (a hard link,
+    // made to multiply one region's cost and series) is refused, so each file counts once.
+    Set<Object> mappedInodes = new HashSet<>();
     Set<Path> seenDirs = new HashSet<>();
     Map<Path, Integer> excessNow = new HashMap<>();
     BasicFileAttributes rootAttrs = stat(root);
@@ -333,7 +335,8 @@ public final class CacheDiscovery implements AutoCloseable {
           knownKeys.put(c.dir(), c.key());
         }
         for (Path dir : ordered) {
-          scanContainerDir(dir, seenFiles, excessNow, knownKeys).ifPresent(containers::add);
+          scanContainerDir(dir, seenFiles, mappedInodes, excessNow, knownKeys)
+              .ifPresent(containers::add);
           seenDirs.add(dir);
         }
       } catch (AccessDeniedException e) {
@@ -407,6 +410,7 @@ public final class CacheDiscovery implements AutoCloseable {
   private Optional<DiscoveredContainer> scanContainerDir(
       Path dir,
       Set<Path> seenFiles,
+      Set<Object> mappedInodes,
       Map<Path, Integer> excessNow,
       Map<Path, ContainerKey> knownKeys) {
     String name = dir.getFileName().toString();
@@ -425,37 +429,16 @@ public final class CacheDiscovery implements AutoCloseable {
       return Optional.empty();
     }
     watch(dir);
-    // The first MAX_FILES_PER_CONTAINER names in name order (so the same files stay mapped across
-    // passes), kept in a bounded max-heap while the listing streams by: a tenant's directory of
-    // 60 000 files costs one readdir and O(n log 8), never a list or set of every name.
-    PriorityQueue<Path> chosen =
-        new PriorityQueue<>(MAX_FILES_PER_CONTAINER + 1, Comparator.reverseOrder());
-    int listed = 0;
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
-      for (Path file : entries) {
-        listed++;
-        chosen.add(file);
-        if (chosen.size() > MAX_FILES_PER_CONTAINER) {
-          chosen.poll();
-        }
-      }
-    } catch (IOException | java.nio.file.DirectoryIteratorException e) {
-      // Vanished or unreadable mid-pass: report what we have, the next pass settles it.
-      LOG.atDebug()
-          .setMessage("container dir unreadable")
-          .addKeyValue("dir", dir)
-          .addKeyValue("error", e.toString())
-          .log();
+    // The one bounded listing every reader shares: the first MAX_FILES_PER_CONTAINER names in
+    // name order (so the same files stay mapped across passes), whatever the directory holds.
+    TenantDirListing.Listing listing = TenantDirListing.of(dir);
+    if (listing.excessCacheFiles() > 0) {
+      excessNow.put(dir, countExcess(dir, listing.excessCacheFiles()));
     }
-    if (listed > chosen.size()) {
-      excessNow.put(dir, countExcess(dir, listed - chosen.size()));
-    }
-    List<Path> candidates = new ArrayList<>(chosen);
-    candidates.sort(null);
-    List<DiscoveredFile> found = new ArrayList<>(candidates.size());
-    for (Path file : candidates) {
+    List<DiscoveredFile> found = new ArrayList<>(listing.cacheFiles().size());
+    for (Path file : listing.cacheFiles()) {
       seenFiles.add(file);
-      found.add(scanFile(file));
+      found.add(scanFile(file, mappedInodes));
     }
     return Optional.of(
         new DiscoveredContainer(
@@ -463,29 +446,16 @@ public final class CacheDiscovery implements AutoCloseable {
             dir,
             attrs.lastModifiedTime().toInstant(),
             found,
-            readDegraded(dir, sideFiles)));
+            readDegraded(dir, listing.sideFiles(), sideFiles)));
   }
 
   /**
-   * libvgpu's {@code <cache>.degraded} side files, first {@link #MAX_FILES_PER_CONTAINER} by name
-   * (the tenant owns the directory, so the count is bounded like the cache files). Read on every
-   * pass: they are a few dozen bytes and change without the cache file changing.
+   * libvgpu's {@code <cache>.degraded} side files named by the directory's {@link TenantDirListing}
+   * (the first {@link #MAX_FILES_PER_CONTAINER} by name). Read on every pass: they are a few dozen
+   * bytes and change without the cache file changing.
    */
-  public static List<DegradedMark> readDegraded(Path dir, SideFileReader sideFiles) {
-    List<String> names = new ArrayList<>();
-    try (DirectoryStream<Path> entries =
-        Files.newDirectoryStream(dir, "*" + SUFFIX + DegradedMark.SUFFIX)) {
-      for (Path file : entries) {
-        names.add(file.getFileName().toString());
-      }
-    } catch (IOException | java.nio.file.DirectoryIteratorException e) {
-      LOG.atDebug()
-          .setMessage("container dir unreadable")
-          .addKeyValue("dir", dir)
-          .addKeyValue("error", e.toString())
-          .log();
-    }
-    names.sort(null);
+  public static List<DegradedMark> readDegraded(
+      Path dir, List<String> names, SideFileReader sideFiles) {
     List<DegradedMark> marks = new ArrayList<>();
     for (String name : names.subList(0, Math.min(names.size(), MAX_FILES_PER_CONTAINER))) {
       Path path = dir.resolve(name);
@@ -524,12 +494,20 @@ public final class CacheDiscovery implements AutoCloseable {
     return excess;
   }
 
-  private DiscoveredFile scanFile(Path file) {
+  private DiscoveredFile scanFile(Path file, Set<Object> mappedInodes) {
     BasicFileAttributes attrs = stat(file);
     StatKey now = attrs == null ? null : new StatKey(attrs.fileKey(), attrs.size());
     FileState prev = files.get(file);
     boolean sameFile = prev != null && now != null && now.equals(prev.key());
-    if (sameFile && (prev.region != null || !retryable(prev.error))) {
+    boolean secondName =
+        attrs != null
+            && attrs.isRegularFile()
+            && attrs.fileKey() != null
+            && !mappedInodes.add(attrs.fileKey());
+    if (sameFile
+        && !secondName
+        && prev.error != RegionException.Reason.HARD_LINK
+        && (prev.region != null || !retryable(prev.error))) {
       return prev.asDiscovered(file);
     }
     if (prev != null) {
@@ -543,6 +521,8 @@ public final class CacheDiscovery implements AutoCloseable {
       next = new FileState(now, null, RegionException.Reason.SYMLINK);
     } else if (!attrs.isRegularFile()) {
       next = new FileState(now, null, RegionException.Reason.NOT_REGULAR_FILE);
+    } else if (secondName) {
+      next = new FileState(now, null, RegionException.Reason.HARD_LINK);
     } else {
       next = open(file, now);
     }

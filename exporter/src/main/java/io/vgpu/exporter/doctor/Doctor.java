@@ -35,7 +35,8 @@ public final class Doctor {
             new NvmlErrorsCheck(),
             new HandshakeStaleCheck(),
             new RegistrationMissingCheck(),
-            new LibvgpuDegradedCheck()));
+            new LibvgpuDegradedCheck(),
+            new UnslottedProcessCheck()));
   }
 
   public List<DoctorCheck> checks() {

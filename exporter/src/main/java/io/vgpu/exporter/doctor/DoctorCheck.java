@@ -9,7 +9,7 @@ import java.util.List;
  * so every check shows up in the report. Implementations are stateless and thread-safe.
  */
 public interface DoctorCheck {
-  /** The check's number, 1-16. */
+  /** The check's number, 1-17. */
   int number();
 
   /** Stable id, e.g. {@code lock-dead-holder}. */

@@ -6,7 +6,8 @@ import java.util.Objects;
 /**
  * One verdict of one doctor check about one subject.
  *
- * @param check the check's number (1-16, the order of the debugging guides' leaves)
+ * @param check the check's number (1-17: the debugging guides' leaves in order, then GPU processes
+ *     without a slot)
  * @param id the check's stable id (e.g. {@code lock-dead-holder})
  * @param severity the verdict
  * @param subject what it is about: {@code node}, {@code pod <uid>} or {@code <uid>_<container>}
@@ -23,8 +24,8 @@ public record Finding(
     List<String> evidence,
     String fix) {
   public Finding {
-    if (check < 1 || check > 16) {
-      throw new IllegalArgumentException("check must be 1-16, was " + check);
+    if (check < 1 || check > 17) {
+      throw new IllegalArgumentException("check must be 1-17, was " + check);
     }
     Objects.requireNonNull(id, "id");
     Objects.requireNonNull(severity, "severity");

@@ -90,11 +90,6 @@ public final class AttributionCollector extends VgpuCollector {
               CR),
           Families.describe(
               MetricType.GAUGE,
-              CONTAINER_UNSLOTTED_PROCESSES,
-              "GPU processes of the container (by cgroup) without a region slot",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
               CONTAINER_MEMORY_IDLE_SECONDS,
               "How long the container has held device memory without running a kernel",
               C),
@@ -173,12 +168,11 @@ public final class AttributionCollector extends VgpuCollector {
     var overLimit = families.counter(CONTAINER_OVER_SM_LIMIT_SECONDS, help(4));
     var zombies = families.gauge(CONTAINER_ZOMBIE_SLOTS, help(5));
     var mismatch = families.gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS, help(6));
-    var unslotted = families.gauge(CONTAINER_UNSLOTTED_PROCESSES, help(7));
-    var idle = families.gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(8));
-    var leak = families.gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(9));
-    var blocked = families.gauge(CONTAINER_PRIORITY_BLOCKED, help(10));
-    var blockedSeconds = families.counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(11));
-    var utilSwitch = families.gauge(CONTAINER_UTILIZATION_SWITCH, help(12));
+    var idle = families.gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(7));
+    var leak = families.gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(8));
+    var blocked = families.gauge(CONTAINER_PRIORITY_BLOCKED, help(9));
+    var blockedSeconds = families.counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(10));
+    var utilSwitch = families.gauge(CONTAINER_UTILIZATION_SWITCH, help(11));
     String node = state.node();
     for (ContainerState c : state.containers()) {
       if (c.finished()) {
@@ -219,7 +213,6 @@ public final class AttributionCollector extends VgpuCollector {
       for (Map.Entry<MismatchReason, Long> m : a.mismatches().entrySet()) {
         mismatch.add(m.getValue(), labels.containerWith(node, c, "reason", m.getKey().label()));
       }
-      unslotted.add(a.unslottedProcesses(), cl);
       if (a.memoryIdleSeconds().isPresent()) {
         idle.add(a.memoryIdleSeconds().get(), cl);
       }
@@ -229,10 +222,10 @@ public final class AttributionCollector extends VgpuCollector {
       utilSwitch.add(a.utilizationSwitch(), cl);
     }
 
-    var gpuContainers = families.gauge(GPU_CONTAINERS, help(13));
-    var gpuProcesses = families.gauge(GPU_PROCESSES, help(14));
-    var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES, help(15));
-    var unattributedMem = families.gauge(GPU_UNATTRIBUTED_MEMORY, help(16));
+    var gpuContainers = families.gauge(GPU_CONTAINERS, help(12));
+    var gpuProcesses = families.gauge(GPU_PROCESSES, help(13));
+    var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES, help(14));
+    var unattributedMem = families.gauge(GPU_UNATTRIBUTED_MEMORY, help(15));
     for (GpuSnapshot g : result.nvml().gpus()) {
       Optional<GpuAttribution> ga = result.gpu(g.identity().uuid());
       if (ga.isEmpty()) {
@@ -244,9 +237,9 @@ public final class AttributionCollector extends VgpuCollector {
       unattributed.add(ga.get().unattributedProcesses(), gl);
       unattributedMem.add(ga.get().unattributedBytes(), gl);
     }
-    var writes = families.counter(EXPORTER_REGION_WRITES, help(17));
+    var writes = families.counter(EXPORTER_REGION_WRITES, help(16));
     service.regionWrites().forEach((f, n) -> writes.add(n, labels.nodeWith(node, "field", f)));
-    var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS, help(18));
+    var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS, help(17));
     service
         .regionWriteErrors()
         .forEach((r, n) -> writeErrors.add(n, labels.nodeWith(node, "reason", r)));
@@ -259,7 +252,6 @@ public final class AttributionCollector extends VgpuCollector {
             zombieMem,
             zombies,
             mismatch,
-            unslotted,
             idle,
             leak,
             blocked,

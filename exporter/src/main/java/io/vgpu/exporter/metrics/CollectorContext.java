@@ -3,6 +3,7 @@ package io.vgpu.exporter.metrics;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ParseErrors;
+import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import java.util.Objects;
@@ -15,6 +16,7 @@ import java.util.Optional;
  * @param nvml the running NVML sampler; empty with {@code --nvml=false}
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
+ * @param evidence the background evidence pass; empty in tests that run without one
  */
 public record CollectorContext(
     ExporterConfig config,
@@ -23,7 +25,8 @@ public record CollectorContext(
     CollectorStats stats,
     BuildInfo build,
     Optional<NvmlSampler> nvml,
-    Optional<AttributionService> attribution) {
+    Optional<AttributionService> attribution,
+    Optional<EvidencePass> evidence) {
   public CollectorContext {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(states, "states");
@@ -32,6 +35,19 @@ public record CollectorContext(
     Objects.requireNonNull(build, "build");
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(attribution, "attribution");
+    Objects.requireNonNull(evidence, "evidence");
+  }
+
+  /** Without a background evidence pass (tests, benchmarks). */
+  public CollectorContext(
+      ExporterConfig config,
+      NodeStateProvider states,
+      ParseErrors parseErrors,
+      CollectorStats stats,
+      BuildInfo build,
+      Optional<NvmlSampler> nvml,
+      Optional<AttributionService> attribution) {
+    this(config, states, parseErrors, stats, build, nvml, attribution, Optional.empty());
   }
 
   /** Region-only collectors: no NVML sampler, no attribution service (tests, benchmarks). */

@@ -89,6 +89,18 @@ public final class Collectors {
                   ctx.attribution()
                       .map(service -> new AttributionCollector(ctx.states(), service))),
           new Entry(
+              "evidence",
+              "what the evidence pass could not judge (budgets, deadlines, stalls) and GPU processes of limited pods without a slot",
+              c -> true,
+              ctx ->
+                  ctx.evidence()
+                      .map(
+                          pass ->
+                              new EvidenceHealthCollector(
+                                  ctx.states(),
+                                  pass,
+                                  io.vgpu.exporter.node.DeadlineReads.shared()))),
+          new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
               c -> true,

@@ -82,7 +82,13 @@ public final class MetricNames {
   public static final String CONTAINER_ZOMBIE_SLOTS = "vgpu_container_zombie_slots";
   public static final String CONTAINER_HOSTPID_MISMATCH_SLOTS =
       "vgpu_container_hostpid_mismatch_slots";
+
+  /**
+   * Gauge, container labels plus reason: GPU processes of a limited pod without a slot (the
+   * evidence pass's judgment).
+   */
   public static final String CONTAINER_UNSLOTTED_PROCESSES = "vgpu_container_unslotted_processes";
+
   public static final String CONTAINER_MEMORY_IDLE_SECONDS = "vgpu_container_memory_idle_seconds";
 
   /** 1 when memory has been held without a kernel for the configured leak threshold. */
@@ -126,6 +132,22 @@ public final class MetricNames {
   public static final String EXPORTER_COLLECTOR_SUCCESS = "vgpu_exporter_collector_success";
   public static final String EXPORTER_COLLECTOR_DURATION =
       "vgpu_exporter_collector_duration_seconds";
+
+  /** Gauge, device labels plus reason: a region uuid not used as the device label. */
+  public static final String CONTAINER_DEVICE_UUID_REJECTED = "vgpu_container_device_uuid_rejected";
+
+  // Evidence pass (issue 31)
+  public static final String EVIDENCE_PASS_AGE = "vgpu_exporter_evidence_pass_age_seconds";
+  public static final String EVIDENCE_PASS_STALLED = "vgpu_exporter_evidence_pass_stalled";
+
+  /** Gauge, label reason: pod processes the latest pass did not see whole. */
+  public static final String EVIDENCE_UNSEEN_PROCESSES = "vgpu_exporter_evidence_unseen_processes";
+
+  public static final String EVIDENCE_PODS_NOT_FULLY_SEEN =
+      "vgpu_exporter_evidence_pods_not_fully_seen";
+
+  /** Counter (exposed with {@code _total}). */
+  public static final String TENANT_READS_GIVEN_UP = "vgpu_exporter_tenant_reads_given_up";
 
   // NVML helper (issue 5)
   public static final String EXPORTER_NVML_UP = "vgpu_exporter_nvml_up";

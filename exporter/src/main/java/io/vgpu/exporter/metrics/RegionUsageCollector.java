@@ -75,7 +75,12 @@ public final class RegionUsageCollector extends VgpuCollector {
               MetricType.COUNTER,
               LIMITER_LAUNCHES_DELAYED,
               "Kernel launches libvgpu's SM limiter delayed.",
-              DEVICE));
+              DEVICE),
+          Families.describe(
+              MetricType.GAUGE,
+              CONTAINER_DEVICE_UUID_REJECTED,
+              "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
+              with(DEVICE, "reason")));
 
   public RegionUsageCollector(NodeStateProvider states) {
     super(states);
@@ -110,6 +115,9 @@ public final class RegionUsageCollector extends VgpuCollector {
         families.counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
     var delayed =
         families.counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
+    var rejected =
+        families.gauge(CONTAINER_DEVICE_UUID_REJECTED, DESCRIPTORS.get(9).getMetadata().getHelp());
+    boolean anyRejected = false;
     boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
     for (ContainerState c : state.containers()) {
       for (DeviceUsageSummary d : c.devices()) {
@@ -124,6 +132,10 @@ public final class RegionUsageCollector extends VgpuCollector {
         smLimit.add(d.smLimitRatio(), l);
         smUtil.add(d.regionSmUtilPercent() / 100.0, l);
         monitor.add(d.monitorUsedBytes(), l);
+        if (!d.uuidRejected().isEmpty()) {
+          rejected.add(1, labels.deviceWith(state.node(), c, d, "reason", d.uuidRejected()));
+          anyRejected = true;
+        }
         if (d.hasExtension()) {
           oom.add(d.oomRejections(), l);
           throttled.add(d.throttledNanos() / 1e9, l);
@@ -140,6 +152,9 @@ public final class RegionUsageCollector extends VgpuCollector {
     addIf(out, CONTAINER_OOM_REJECTIONS, oom.build());
     addIf(out, LIMITER_THROTTLED_SECONDS, throttled.build());
     addIf(out, LIMITER_LAUNCHES_DELAYED, delayed.build());
+    if (anyRejected) {
+      addIf(out, CONTAINER_DEVICE_UUID_REJECTED, rejected.build());
+    }
   }
 
   static void addIf(Sink out, String name, io.vgpu.exporter.exposition.Family s) {

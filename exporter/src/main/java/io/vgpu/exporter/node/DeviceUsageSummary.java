@@ -18,6 +18,8 @@ package io.vgpu.exporter.node;
  * @param throttledNanos extension: time launches were delayed by the SM limiter
  * @param launchesDelayed extension: launches the limiter delayed
  * @param goneBytes sum of {@code used[i].total} over GONE slots (memory held by nobody)
+ * @param uuidRejected why the regions' uuid for this index was not used as {@code uuid} ({@link
+ *     DeviceIdentities}: not_on_node, invalid_syntax, churn); "" when it was
  */
 public record DeviceUsageSummary(
     int index,
@@ -34,7 +36,8 @@ public record DeviceUsageSummary(
     long oomRejections,
     long throttledNanos,
     long launchesDelayed,
-    long goneBytes) {
+    long goneBytes,
+    String uuidRejected) {
 
   /** SM limit as a 0-1 ratio; 0 in the region means no limit (1.0). */
   public double smLimitRatio() {

@@ -2,20 +2,16 @@ package io.vgpu.exporter.node;
 
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
-import io.vgpu.exporter.discovery.MappedFaults;
 import io.vgpu.exporter.discovery.SafeOpenSideFileReader;
+import io.vgpu.exporter.discovery.TenantDirListing;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.ProcFs;
 import io.vgpu.hostpid.ProcessInfo;
-import io.vgpu.regioncodec.RegionException;
-import io.vgpu.regioncodec.RegionFile;
-import io.vgpu.regioncodec.RegionSnapshot;
 import io.vgpu.regioncodec.SafeOpen;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -55,9 +51,16 @@ public final class EvidenceCollector {
   /**
    * Bytes of {@code maps} one collection reads over all pod processes: a node of tenants with huge
    * maps must not make one status-page computation read gigabytes. Processes past it are left out
-   * of that collection and counted ({@link #lastUninspectedProcesses()}, one log line).
+   * of that collection and counted by reason ({@link NodeEvidence#unseenProcesses()}, the metric
+   * {@code vgpu_exporter_evidence_unseen_processes}).
    */
   public static final long DEFAULT_MAPS_BYTES_PER_PASS = 64L << 20;
+
+  /**
+   * The share of the pass's budget one pod may spend: one tenant's processes with huge maps cannot
+   * leave every other pod unjudged.
+   */
+  public static final int POD_SHARE_OF_PASS = 4;
 
   private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
 
@@ -77,7 +80,8 @@ public final class EvidenceCollector {
   private final Sleeper sleeper;
   private final NodeEvidence.Thresholds thresholds;
   private final long mapsBytesPerPass;
-  private volatile int lastUninspectedProcesses;
+  private final long mapsBytesPerPod;
+  private DeadlineReads reads = DeadlineReads.shared();
 
   public EvidenceCollector(
       ProcFs procFs,
@@ -102,7 +106,34 @@ public final class EvidenceCollector {
       Sleeper sleeper,
       NodeEvidence.Thresholds thresholds,
       long mapsBytesPerPass) {
+    this(
+        procFs,
+        nvml,
+        node,
+        clock,
+        window,
+        sleeper,
+        thresholds,
+        mapsBytesPerPass,
+        mapsBytesPerPass / POD_SHARE_OF_PASS);
+  }
+
+  /**
+   * @param mapsBytesPerPass bytes of {@code maps} one collection reads over all processes
+   * @param mapsBytesPerPod bytes of {@code maps} one collection reads over one pod's processes
+   */
+  public EvidenceCollector(
+      ProcFs procFs,
+      Supplier<NvmlSnapshot> nvml,
+      Supplier<Optional<NodeMeta>> node,
+      InstantSource clock,
+      Duration window,
+      Sleeper sleeper,
+      NodeEvidence.Thresholds thresholds,
+      long mapsBytesPerPass,
+      long mapsBytesPerPod) {
     this.mapsBytesPerPass = mapsBytesPerPass;
+    this.mapsBytesPerPod = mapsBytesPerPod;
     this.procFs = procFs;
     this.nvml = nvml;
     this.node = node;
@@ -112,23 +143,31 @@ public final class EvidenceCollector {
     this.thresholds = thresholds;
   }
 
+  /** This collector reading tenant files through {@code reads} (tests: a short deadline). */
+  public EvidenceCollector readingThrough(DeadlineReads reads) {
+    this.reads = java.util.Objects.requireNonNull(reads, "reads");
+    return this;
+  }
+
   /**
    * Collects evidence for {@code targets}: each a cache root, a {@code <podUID>_<ctr>} directory or
    * one cache file.
    */
   public NodeEvidence collect(List<Path> targets) {
-    Map<Path, List<Path>> dirs = new LinkedHashMap<>();
+    Map<Path, Target> dirs = new LinkedHashMap<>();
     for (Path t : targets) {
       containerDirs(t, dirs);
     }
-    List<Open> opened = new ArrayList<>();
+    // (device, inode) of every region opened: a second name of one file is judged once.
+    Set<String> openedFiles = new HashSet<>();
+    List<SampledRegion> opened = new ArrayList<>();
     List<NodeEvidence.Container> containers = new ArrayList<>();
     try {
-      for (Map.Entry<Path, List<Path>> d : dirs.entrySet()) {
+      for (Map.Entry<Path, Target> d : dirs.entrySet()) {
         String dirName =
             d.getKey().getFileName() == null ? "" : d.getKey().getFileName().toString();
         Optional<ContainerKey> key = ContainerKey.parse(dirName);
-        if (key.isEmpty() && !d.getValue().isEmpty()) {
+        if (key.isEmpty() && !d.getValue().files().isEmpty()) {
           // Files named on the command line outside a <podUID>_<container> directory (a copy
           // being examined): judged like any region, under a key that says the pod is unknown.
           key = Optional.of(new ContainerKey(UNKNOWN_POD, dirName.isEmpty() ? "-" : dirName));
@@ -136,9 +175,9 @@ public final class EvidenceCollector {
         if (key.isEmpty()) {
           continue;
         }
-        List<Open> files = new ArrayList<>();
-        for (Path f : d.getValue()) {
-          Open o = Open.of(f);
+        List<SampledRegion> files = new ArrayList<>();
+        for (Path f : d.getValue().files()) {
+          SampledRegion o = SampledRegion.of(f, openedFiles);
           files.add(o);
           opened.add(o);
         }
@@ -156,7 +195,7 @@ public final class EvidenceCollector {
       List<NodeEvidence.Container> done = new ArrayList<>();
       for (NodeEvidence.Container c : containers) {
         List<NodeEvidence.Region> regions = new ArrayList<>();
-        for (Open o : containersFiles.get(c.dir())) {
+        for (SampledRegion o : containersFiles.get(c.dir())) {
           regions.add(o.second(!window.isZero()));
         }
         done.add(
@@ -164,20 +203,29 @@ public final class EvidenceCollector {
                 c.key(),
                 c.dir(),
                 regions,
-                CacheDiscovery.readDegraded(c.dir(), new SafeOpenSideFileReader())));
+                CacheDiscovery.readDegraded(
+                    c.dir(), dirs.get(c.dir()).sideFiles(), new SafeOpenSideFileReader())));
       }
       done.sort(Comparator.comparing(NodeEvidence.Container::key));
       List<NodeEvidence.PodProcess> procs = new ArrayList<>(processes(nv));
       procs.addAll(verifiedRecordedHostPids(done, procs));
       return new NodeEvidence(
-          clock.instant(), window, done, procs, nv, node.get(), thresholds, lastPodsNotFullySeen);
+          clock.instant(),
+          window,
+          done,
+          procs,
+          nv,
+          node.get(),
+          thresholds,
+          lastPodsNotFullySeen,
+          lastShortfalls());
     } finally {
-      opened.forEach(Open::close);
+      opened.forEach(SampledRegion::close);
       containersFiles.clear();
     }
   }
 
-  private final Map<Path, List<Open>> containersFiles = new HashMap<>();
+  private final Map<Path, List<SampledRegion>> containersFiles = new HashMap<>();
 
   /**
    * Slots whose process is not found through pod cgroups (no Kubernetes, or a runtime whose cgroups
@@ -225,7 +273,7 @@ public final class EvidenceCollector {
                   List.of(),
                   Set.of(r.inode()),
                   false,
-                  preload(procFs.path(slot.hostPid(), "root")),
+                  preload(c.key().podUid(), procFs.path(slot.hostPid(), "root")),
                   Map.of()));
         }
       }
@@ -233,11 +281,20 @@ public final class EvidenceCollector {
     return out;
   }
 
+  /**
+   * A container directory to judge: its cache files and side-file names, from the directory's one
+   * bounded {@link TenantDirListing} (or the files an operator named).
+   */
+  record Target(List<Path> files, List<String> sideFiles) {}
+
   /** Resolves a target to container directories and their cache files. */
-  static void containerDirs(Path target, Map<Path, List<Path>> out) {
+  static void containerDirs(Path target, Map<Path, Target> out) {
     if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)) {
-      out.computeIfAbsent(target.toAbsolutePath().getParent(), k -> new ArrayList<>())
-          .add(target.toAbsolutePath());
+      Path dir = target.toAbsolutePath().getParent();
+      Target t =
+          out.computeIfAbsent(
+              dir, k -> new Target(new ArrayList<>(), TenantDirListing.of(k).sideFiles()));
+      t.files().add(target.toAbsolutePath());
       return;
     }
     if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
@@ -245,8 +302,7 @@ public final class EvidenceCollector {
     }
     if (ContainerKey.parse(target.getFileName() == null ? "" : target.getFileName().toString())
         .isPresent()) {
-      out.computeIfAbsent(target.toAbsolutePath(), k -> new ArrayList<>())
-          .addAll(cacheFiles(target));
+      out.putIfAbsent(target.toAbsolutePath(), listed(target.toAbsolutePath()));
       return;
     }
     TreeSet<Path> children = new TreeSet<>();
@@ -261,254 +317,163 @@ public final class EvidenceCollector {
       return;
     }
     for (Path p : children) {
-      out.computeIfAbsent(p.toAbsolutePath(), k -> new ArrayList<>()).addAll(cacheFiles(p));
+      out.putIfAbsent(p.toAbsolutePath(), listed(p.toAbsolutePath()));
     }
   }
 
-  private static List<Path> cacheFiles(Path dir) {
-    TreeSet<Path> files = new TreeSet<>();
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "*.cache")) {
-      for (Path p : ds) {
-        files.add(p.toAbsolutePath());
-      }
-    } catch (IOException e) {
-      return List.of();
-    }
-    return List.copyOf(files);
+  /** A container directory as its bounded listing names it (the cap every reader applies). */
+  private static Target listed(Path dir) {
+    TenantDirListing.Listing l = TenantDirListing.of(dir);
+    return new Target(new ArrayList<>(l.cacheFiles()), l.sideFiles());
   }
 
-  /** One cache file kept open between the two samples. */
-  private static final class Open {
-    final Path path;
-    long inode = -1;
-    long device = -1;
-    RegionFile file;
-    Optional<RegionSnapshot> first = Optional.empty();
-    Optional<String> error = Optional.empty();
-    int semaphoreFirst = -1;
-
-    private Open(Path path) {
-      this.path = path;
-    }
-
-    /**
-     * Opens through region-codec's safe open; inode and device come from that descriptor, so the
-     * file every later verdict (and {@code --expect-inode}) refers to is the one that was read.
-     */
-    static Open of(Path path) {
-      Open o = new Open(path);
-      try {
-        o.file = RegionFile.openReadOnly(path);
-        o.inode = o.file.identity().inode();
-        o.device = o.file.identity().device();
-        RegionSnapshot s = o.file.snapshot();
-        MappedFaults.deliverPending();
-        o.first = Optional.of(s);
-        o.semaphoreFirst = o.file.semaphoreValue();
-        MappedFaults.deliverPending();
-      } catch (RegionException e) {
-        o.error =
-            Optional.of(
-                e.getCause() instanceof InternalError && !o.file.changedOnDisk()
-                    ? FAULTED
-                    : e.reason().name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
-      } catch (InternalError e) {
-        o.error = Optional.of(FAULTED);
-      } catch (RuntimeException e) {
-        // A hostile file must cost one region, never the whole report.
-        o.error = Optional.of("unreadable: " + e);
-      }
-      return o;
-    }
-
-    /** A load faulted (SIGBUS) on a file that kept its size. */
-    static final String FAULTED =
-        "io_error: reading the mapping faulted although the file kept its size (a page the"
-            + " filesystem cannot provide: a hole of a sparse file on a full tmpfs?)";
-
-    NodeEvidence.Region second(boolean resample) {
-      Optional<RegionSnapshot> second = first;
-      int semaphoreSecond = semaphoreFirst;
-      if (resample && file != null) {
-        try {
-          RegionSnapshot s = file.snapshot();
-          MappedFaults.deliverPending();
-          second = Optional.of(s);
-          semaphoreSecond = file.semaphoreValue();
-          MappedFaults.deliverPending();
-        } catch (RuntimeException | InternalError e) {
-          second = Optional.empty();
-          semaphoreSecond = -1;
-        }
-      }
-      return new NodeEvidence.Region(
-          path, inode, device, first, second, error, semaphoreFirst, semaphoreSecond);
-    }
-
-    void close() {
-      if (file != null) {
-        file.close();
-      }
-    }
-  }
-
-  /** Every pod process that uses the GPU, maps libvgpu or maps a region. */
+  /**
+   * Every pod process that uses the GPU, maps libvgpu or maps a region. Pods are read round-robin
+   * within the pass's and each pod's {@code maps} budget ({@link MapsBudget}); a process not read
+   * whole puts its pod in the "not fully seen" set.
+   */
   List<NodeEvidence.PodProcess> processes(NvmlSnapshot nv) {
     Set<Integer> nvmlPids = new HashSet<>();
     for (GpuSnapshot g : nv.gpus()) {
       g.processes().ifPresent(ps -> ps.stream().map(RunningProcess::pid).forEach(nvmlPids::add));
     }
-    List<NodeEvidence.PodProcess> out = new ArrayList<>();
-    long budget = mapsBytesPerPass;
-    int uninspected = 0;
-    Set<String> notFullySeen = new HashSet<>();
+    // Pod processes by pod, as pids only (a tenant's thousands of processes cost 4 bytes each
+    // here); each is read again when its turn comes.
+    Map<String, IntList> byPod = new LinkedHashMap<>();
     for (int pid : procFs.listPids()) {
       Optional<ProcessInfo> info = procFs.readProcess(pid);
-      if (info.isEmpty() || info.get().cgroup().podUid().isEmpty()) {
-        continue;
+      if (info.isPresent() && info.get().cgroup().podUid().isPresent()) {
+        byPod.computeIfAbsent(info.get().cgroup().podUid().get(), k -> new IntList()).add(pid);
       }
-      if (budget <= 0) {
-        uninspected++;
-        notFullySeen.add(info.get().cgroup().podUid().get());
-        continue;
-      }
-      Maps maps = readMaps(procFs.path(pid, "maps"), (int) Math.min(MAX_MAPS_BYTES, budget));
-      budget -= maps.bytesRead();
-      if (!maps.readable()) {
-        notFullySeen.add(info.get().cgroup().podUid().get());
-      }
-      boolean gpu = maps.gpu || nvmlPids.contains(pid);
-      if (!gpu && maps.vgpu.isEmpty() && maps.cacheInodes.isEmpty()) {
-        continue;
-      }
-      ProcessInfo p = info.get();
-      out.add(
-          new NodeEvidence.PodProcess(
-              pid,
-              p.startTimeTicks(),
-              p.innermostPid(),
-              p.cgroup().podUid().get(),
-              p.cgroup().containerId(),
-              maps.vgpu,
-              maps.cacheInodes,
-              gpu,
-              preload(procFs.path(pid, "root")),
-              environment(procFs.path(pid, "environ"))));
     }
-    lastUninspectedProcesses = uninspected;
-    lastPodsNotFullySeen = Set.copyOf(notFullySeen);
+    MapsBudget budget = new MapsBudget(mapsBytesPerPass, mapsBytesPerPod, MAX_MAPS_BYTES);
+    List<NodeEvidence.PodProcess> out = new ArrayList<>();
+    for (int round = 0; ; round++) {
+      boolean any = false;
+      for (Map.Entry<String, IntList> pod : byPod.entrySet()) {
+        if (round < pod.getValue().size()) {
+          any = true;
+          inspect(pod.getKey(), pod.getValue().get(round), nvmlPids, budget).ifPresent(out::add);
+        }
+      }
+      if (!any) {
+        break;
+      }
+    }
+    out.sort(Comparator.comparingInt(NodeEvidence.PodProcess::hostPid));
+    lastShortfalls = budget.shortfalls();
+    lastPodsNotFullySeen = budget.notFullySeen();
+    int uninspected = lastUninspectedProcesses();
     if (uninspected > 0) {
       LOG.atWarn()
-          .addKeyValue("uninspected_processes", uninspected)
+          .addKeyValue("not_fully_seen_processes", uninspected)
+          .addKeyValue("pods", lastPodsNotFullySeen.size())
           .addKeyValue("maps_bytes_per_pass", mapsBytesPerPass)
-          .log("pod processes left out of this evidence pass: the maps read budget was spent");
+          .addKeyValue("maps_bytes_per_pod", mapsBytesPerPod)
+          .log(
+              "pod processes not seen whole in this evidence pass: their pods' slots stay UNKNOWN");
     }
     return out;
   }
 
-  /** Pod processes the last collection left out because its maps budget was spent. */
-  public int lastUninspectedProcesses() {
-    return lastUninspectedProcesses;
+  /** One pod process, read within the budget; empty when it is not of interest or unseen. */
+  private Optional<NodeEvidence.PodProcess> inspect(
+      String pod, int pid, Set<Integer> nvmlPids, MapsBudget budget) {
+    Optional<ProcessInfo> info = procFs.readProcess(pid);
+    if (info.isEmpty() || !info.get().cgroup().podUid().equals(Optional.of(pod))) {
+      return Optional.empty(); // exited (or its pid reused) since the listing
+    }
+    int bound = budget.bound(pod);
+    MapsBudget.Shortfall limit = budget.limitOf(pod, bound);
+    if (bound == 0) {
+      budget.shortfall(pod, limit);
+      return Optional.empty();
+    }
+    Path mapsFile = procFs.path(pid, "maps");
+    Optional<MapsReader.Maps> read =
+        reads.read(pod, mapsFile, () -> MapsReader.read(mapsFile, bound));
+    if (read.isEmpty()) {
+      budget.shortfall(pod, MapsBudget.Shortfall.DEADLINE);
+      return Optional.empty();
+    }
+    MapsReader.Maps maps = read.get();
+    budget.spend(pod, maps.bytesRead());
+    if (!maps.readable()) {
+      budget.shortfall(pod, MapsBudget.Shortfall.UNREADABLE);
+    } else if (!maps.complete()) {
+      // A partial read is never a complete one: the region this process maps may be past it.
+      budget.shortfall(pod, limit);
+    }
+    boolean gpu = maps.gpu() || nvmlPids.contains(pid);
+    if (!gpu && maps.vgpu().isEmpty() && maps.cacheInodes().isEmpty()) {
+      return Optional.empty();
+    }
+    ProcessInfo p = info.get();
+    return Optional.of(
+        new NodeEvidence.PodProcess(
+            pid,
+            p.startTimeTicks(),
+            p.innermostPid(),
+            pod,
+            p.cgroup().containerId(),
+            maps.vgpu(),
+            maps.cacheInodes(),
+            gpu,
+            preload(pod, procFs.path(pid, "root")),
+            environment(pod, procFs.path(pid, "environ"))));
   }
+
+  /** Pod processes the last collection did not see whole (left out or read in part). */
+  public int lastUninspectedProcesses() {
+    return lastShortfalls.values().stream().mapToInt(Integer::intValue).sum();
+  }
+
+  /**
+   * Pod processes the last collection did not see whole, by reason label ({@code pass_budget},
+   * {@code pod_budget}, {@code maps_too_large}, {@code unreadable}, {@code deadline}).
+   */
+  public Map<String, Integer> lastShortfalls() {
+    Map<String, Integer> out = new java.util.TreeMap<>();
+    lastShortfalls.forEach((k, v) -> out.put(k.label(), v));
+    return out;
+  }
+
+  /** Every shortfall reason label (a metric reports each, zero included). */
+  public static List<String> shortfallReasons() {
+    return java.util.Arrays.stream(MapsBudget.Shortfall.values())
+        .map(MapsBudget.Shortfall::label)
+        .toList();
+  }
+
+  private volatile Map<MapsBudget.Shortfall, Integer> lastShortfalls = Map.of();
 
   /** Pods of the last collection with a process whose maps were unreadable or left out. */
   private volatile Set<String> lastPodsNotFullySeen = Set.of();
 
-  record Maps(
-      List<String> vgpu, Set<Long> cacheInodes, boolean gpu, int bytesRead, boolean readable) {}
+  /** Growable int list (no boxing per pid). */
+  private static final class IntList {
+    private int[] values = new int[4];
+    private int size;
 
-  /** Parses {@code maps}: "addr perms offset dev inode path". */
-  static Maps readMaps(Path maps) {
-    return readMaps(maps, MAX_MAPS_BYTES);
-  }
-
-  static Maps readMaps(Path maps, int maxBytes) {
-    Optional<byte[]> text = readBytes(maps, maxBytes);
-    TreeSet<String> vgpu = new TreeSet<>();
-    Set<Long> inodes = new HashSet<>();
-    boolean gpu = false;
-    if (text.isPresent()) {
-      byte[] all = text.get();
-      for (int start = 0; start < all.length; ) {
-        int end = start;
-        while (end < all.length && all[end] != '\n') {
-          end++;
-        }
-        // Most of a CUDA process's maps (thousands of library and anonymous lines) cannot match:
-        // only lines whose path's last element names one of these are split into fields. That
-        // element lies after the line's last '/' (or is the line, without one), so only that
-        // tail is searched, byte by byte: a pass over 400 processes with 100 KB of maps each
-        // took ~0.4 s of CPU under C1 with String searches of whole lines.
-        int tail = end;
-        while (tail > start && all[tail - 1] != '/') {
-          tail--;
-        }
-        String line =
-            candidate(all, tail, end)
-                ? new String(all, start, end - start, StandardCharsets.ISO_8859_1)
-                : null;
-        start = end + 1;
-        if (line == null) {
-          continue;
-        }
-        String[] f = line.trim().split("\\s+", 6);
-        if (f.length < 6) {
-          continue;
-        }
-        String path = f[5];
-        String name = path.substring(path.lastIndexOf('/') + 1);
-        if (name.contains("libvgpu")) {
-          vgpu.add(path + " (" + f[3] + ":" + f[4] + ")");
-        } else if (name.startsWith("libcuda.so") || name.startsWith("libnvidia-ml.so")) {
-          gpu = true;
-        } else if (name.endsWith(".cache")) {
-          try {
-            inodes.add(Long.parseLong(f[4]));
-          } catch (NumberFormatException e) {
-            // not a maps line we understand
-          }
-        }
+    void add(int v) {
+      if (size == values.length) {
+        values = java.util.Arrays.copyOf(values, size * 2);
       }
+      values[size++] = v;
     }
-    return new Maps(
-        List.copyOf(vgpu), inodes, gpu, text.map(b -> b.length).orElse(0), text.isPresent());
+
+    int get(int i) {
+      return values[i];
+    }
+
+    int size() {
+      return size;
+    }
   }
 
-  private static final byte[] LIBVGPU = ascii("libvgpu");
-  private static final byte[] LIBCUDA = ascii("libcuda.so");
-  private static final byte[] LIBNVML = ascii("libnvidia-ml.so");
-  private static final byte[] CACHE = ascii(".cache");
-
-  private static byte[] ascii(String s) {
-    return s.getBytes(StandardCharsets.US_ASCII);
-  }
-
-  /** Whether {@code b[from, to)} holds one of the names a line is split for. */
-  private static boolean candidate(byte[] b, int from, int to) {
-    for (int i = from; i < to; i++) {
-      byte c = b[i];
-      if (c == 'l') {
-        if (at(b, i, to, LIBVGPU) || at(b, i, to, LIBCUDA) || at(b, i, to, LIBNVML)) {
-          return true;
-        }
-      } else if (c == '.' && at(b, i, to, CACHE)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Whether {@code what} starts at {@code b[i]} and ends by {@code to}. */
-  private static boolean at(byte[] b, int i, int to, byte[] what) {
-    if (to - i < what.length) {
-      return false;
-    }
-    for (int k = 1; k < what.length; k++) {
-      if (b[i + k] != what[k]) {
-        return false;
-      }
-    }
-    return true;
+  /** The variables the checks read from {@code environ}; empty when it was given up. */
+  Map<String, String> environment(String pod, Path environ) {
+    return reads.read(pod, environ, () -> environment(environ)).orElse(Map.of());
   }
 
   static Map<String, String> environment(Path environ) {
@@ -532,9 +497,21 @@ public final class EvidenceCollector {
    * so an absolute link cannot reach the exporter's own files; a FIFO is never opened), and only
    * the fact leaves this method, never the content.
    */
+  NodeEvidence.Preload preload(String pod, Path containerRoot) {
+    return reads
+        .read(pod, containerRoot.resolve("etc/ld.so.preload"), () -> preload(containerRoot))
+        .orElse(NodeEvidence.Preload.UNREADABLE);
+  }
+
+  /**
+   * The same, read on the calling thread. Only from the container root's own filesystem: a file
+   * reached across a mount below it (FUSE or NFS the tenant serves, whose reads it can stall) is
+   * never opened ({@link NodeEvidence.Preload#UNREADABLE}).
+   */
   static NodeEvidence.Preload preload(Path containerRoot) {
     SafeOpen.Small s =
-        SafeOpen.readSmall(containerRoot, Path.of("etc", "ld.so.preload"), MAX_SMALL_FILE_BYTES);
+        SafeOpen.readSmallOnOneMount(
+            containerRoot, Path.of("etc", "ld.so.preload"), MAX_SMALL_FILE_BYTES);
     if (s.why() == SafeOpen.Unread.MISSING) {
       return NodeEvidence.Preload.MISSING;
     }
@@ -548,19 +525,6 @@ public final class EvidenceCollector {
 
   /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
   private static Optional<String> read(Path p, int max) {
-    return readBytes(p, max).map(b -> new String(b, StandardCharsets.ISO_8859_1));
-  }
-
-  private static Optional<byte[]> readBytes(Path p, int max) {
-    try {
-      if (!Files.isRegularFile(p)) {
-        return Optional.empty();
-      }
-      try (InputStream in = Files.newInputStream(p)) {
-        return Optional.of(in.readNBytes(max));
-      }
-    } catch (IOException | SecurityException e) {
-      return Optional.empty();
-    }
+    return MapsReader.readBytes(p, max).map(b -> new String(b, StandardCharsets.ISO_8859_1));
   }
 }

@@ -10,8 +10,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Gathers the node's evidence (regions, the pods' procfs entries, NVML's latest snapshot) in the
@@ -23,7 +21,6 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe: the latest pass is one volatile immutable value; passes run one at a time.
  */
 public final class EvidencePass implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(EvidencePass.class);
 
   /**
    * One pass: the container directories it covered, its evidence and the slot liveness computed
@@ -43,6 +40,7 @@ public final class EvidencePass implements AutoCloseable {
   private final Object running = new Object();
   private volatile Optional<Pass> latest = Optional.empty();
   private ScheduledExecutorService executor;
+  private final io.vgpu.exporter.loops.LoopHealth health;
 
   /**
    * @param dirs the node's container directories now (discovery's latest pass)
@@ -57,6 +55,22 @@ public final class EvidencePass implements AutoCloseable {
     if (interval.isNegative() || interval.isZero()) {
       throw new IllegalArgumentException("interval must be positive");
     }
+    // A pass reads tenant files with per-file deadlines, so a pass that runs this long is stuck
+    // somewhere no deadline reaches: readiness says so (and a metric), the old pass stays shown.
+    Duration stuck = interval.multipliedBy(3);
+    this.health =
+        new io.vgpu.exporter.loops.LoopHealth(
+            "evidence",
+            stuck.compareTo(MIN_STUCK) < 0 ? MIN_STUCK : stuck,
+            java.time.InstantSource.system());
+  }
+
+  /** A pass or a silence shorter than this is never reported as a stuck loop. */
+  static final Duration MIN_STUCK = Duration.ofMinutes(1);
+
+  /** The background loop's health: stuck in a pass, or failing (readiness, metrics). */
+  public io.vgpu.exporter.loops.LoopHealth loopHealth() {
+    return health;
   }
 
   /** The latest pass; empty before the first one finished. */
@@ -128,12 +142,8 @@ public final class EvidencePass implements AutoCloseable {
       return;
     }
     lastRunNanos = System.nanoTime();
-    try {
-      runOnce(now);
-    } catch (RuntimeException e) {
-      // The previous pass stays published; the next one tries again.
-      LOG.atWarn().setMessage("evidence pass failed").addKeyValue("error", e.toString()).log();
-    }
+    // The previous pass stays published when one fails; the next one tries again.
+    health.run(() -> runOnce(now));
   }
 
   @Override

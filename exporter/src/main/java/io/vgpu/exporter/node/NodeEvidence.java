@@ -34,6 +34,9 @@ import java.util.TreeSet;
  *     without CAP_SYS_PTRACE, the process exiting mid-read) or was left out by the read budget: a
  *     slot of such a pod that matches no seen process may belong to the unseen one, so it is
  *     UNKNOWN, never GONE (cleanup must not free a live process's slot)
+ * @param unseenProcesses pod processes not seen whole, by reason label ({@code pass_budget}, {@code
+ *     pod_budget}, {@code maps_too_large}, {@code unreadable}, {@code deadline}); reasons with none
+ *     absent
  */
 public record NodeEvidence(
     Instant now,
@@ -43,7 +46,8 @@ public record NodeEvidence(
     NvmlSnapshot nvml,
     Optional<NodeMeta> node,
     Thresholds thresholds,
-    Set<String> podsNotFullySeen) {
+    Set<String> podsNotFullySeen,
+    Map<String, Integer> unseenProcesses) {
 
   /** The NVML status reason meaning "NVML was deliberately not asked" (checks skip, not fail). */
   public static final String NVML_NOT_QUERIED = "not queried";
@@ -57,6 +61,20 @@ public record NodeEvidence(
     Objects.requireNonNull(node, "node");
     Objects.requireNonNull(thresholds, "thresholds");
     podsNotFullySeen = Set.copyOf(podsNotFullySeen);
+    unseenProcesses = Map.copyOf(unseenProcesses);
+  }
+
+  /** Evidence without a count of unseen processes by reason. */
+  public NodeEvidence(
+      Instant now,
+      Duration window,
+      List<Container> containers,
+      List<PodProcess> processes,
+      NvmlSnapshot nvml,
+      Optional<NodeMeta> node,
+      Thresholds thresholds,
+      Set<String> podsNotFullySeen) {
+    this(now, window, containers, processes, nvml, node, thresholds, podsNotFullySeen, Map.of());
   }
 
   /** Evidence in which every pod process was seen whole. */
@@ -104,7 +122,8 @@ public record NodeEvidence(
         nvml,
         node,
         thresholds,
-        podsNotFullySeen.contains(podUid) ? Set.of(podUid) : Set.of());
+        podsNotFullySeen.contains(podUid) ? Set.of(podUid) : Set.of(),
+        unseenProcesses);
   }
 
   /**
@@ -354,5 +373,66 @@ public record NodeEvidence(
     return processesOf(c.key().podUid()).stream()
         .filter(p -> p.maps(r) && p.containerPid() == containerPid)
         .findFirst();
+  }
+
+  /**
+   * A GPU process of a pod whose regions set limits, with no slot in any of the pod's regions: the
+   * library does not count its memory, so no limit applies to it (a process started without the
+   * environment by sshd, {@code su -} or a daemon that clears it, or one without libvgpu at all).
+   *
+   * @param container the container directory whose region it maps, or the pod's only one; empty
+   *     when neither tells
+   * @param reason {@code library_not_loaded} (no libvgpu mapped) or {@code not_registered} (libvgpu
+   *     mapped, no slot)
+   */
+  public record Unslotted(
+      String podUid, Optional<String> container, PodProcess process, String reason) {
+    public static final String LIBRARY_NOT_LOADED = "library_not_loaded";
+    public static final String NOT_REGISTERED = "not_registered";
+  }
+
+  /** Every {@link Unslotted} process, by host pid. */
+  public List<Unslotted> unslottedProcesses() {
+    List<Unslotted> out = new java.util.ArrayList<>();
+    for (String uid : podUids()) {
+      List<Container> dirs = containersOf(uid);
+      boolean limited =
+          dirs.stream()
+              .flatMap(c -> c.regions().stream())
+              .flatMap(r -> r.latest().stream())
+              .anyMatch(s -> s.devices().stream().anyMatch(d -> d.memoryLimitBytes() > 0));
+      if (!limited) {
+        continue;
+      }
+      Set<Integer> slotted = new java.util.HashSet<>();
+      for (Container c : dirs) {
+        for (Region r : c.regions()) {
+          r.latest().ifPresent(s -> s.processes().forEach(p -> slotted.add(p.pid())));
+        }
+      }
+      for (PodProcess p : processesOf(uid)) {
+        if (!p.usesGpu() || slotted.contains(p.containerPid())) {
+          continue;
+        }
+        Optional<String> container =
+            dirs.stream()
+                .filter(c -> c.regions().stream().anyMatch(p::maps))
+                .map(c -> c.key().containerName())
+                .findFirst();
+        if (container.isEmpty() && dirs.size() == 1) {
+          container = Optional.of(dirs.getFirst().key().containerName());
+        }
+        out.add(
+            new Unslotted(
+                uid,
+                container,
+                p,
+                p.vgpuLibraries().isEmpty()
+                    ? Unslotted.LIBRARY_NOT_LOADED
+                    : Unslotted.NOT_REGISTERED));
+      }
+    }
+    out.sort(java.util.Comparator.comparingInt(u -> u.process().hostPid()));
+    return out;
   }
 }

@@ -38,6 +38,7 @@ public final class NodeStateProvider {
   private final InstantSource clock;
   private final Duration staleGrace;
   private final Supplier<SlotFates> slotFates;
+  private final DeviceIdentities identities;
 
   /**
    * States of the scrapes in progress, by request identity (request objects do not override
@@ -82,6 +83,21 @@ public final class NodeStateProvider {
       InstantSource clock,
       Duration staleGrace,
       Supplier<SlotFates> slotFates) {
+    this(node, discovery, metadata, clock, staleGrace, slotFates, DeviceIdentities.withoutNvml());
+  }
+
+  /**
+   * @param identities the device labels: NVML's identity, never a region's unchecked bytes
+   */
+  public NodeStateProvider(
+      String node,
+      Supplier<DiscoverySnapshot> discovery,
+      PodMetadataSource metadata,
+      InstantSource clock,
+      Duration staleGrace,
+      Supplier<SlotFates> slotFates,
+      DeviceIdentities identities) {
+    this.identities = Objects.requireNonNull(identities, "identities");
     this.slotFates = Objects.requireNonNull(slotFates, "slotFates");
     this.node = Objects.requireNonNull(node, "node");
     this.discovery = Objects.requireNonNull(discovery, "discovery");
@@ -132,14 +148,22 @@ public final class NodeStateProvider {
     Instant now = clock.instant();
     SlotFates fates = Objects.requireNonNull(slotFates.get(), "slot fates");
     List<ContainerState> containers = new ArrayList<>(snap.containers().size());
+    DeviceIdentities.View ids = identities.view();
+    java.util.Set<io.vgpu.exporter.discovery.ContainerKey> live = new java.util.HashSet<>();
     for (DiscoveredContainer dc : snap.containers()) {
-      containers.add(container(dc, health, now, fates));
+      containers.add(container(dc, health, now, fates, ids));
+      live.add(dc.key());
     }
+    identities.retainOnly(live);
     return new NodeState(node, now, snap, health, metadata.node(), containers);
   }
 
   private ContainerState container(
-      DiscoveredContainer dc, SourceHealth health, Instant now, SlotFates fates) {
+      DiscoveredContainer dc,
+      SourceHealth health,
+      Instant now,
+      SlotFates fates,
+      DeviceIdentities.View ids) {
     Optional<PodMeta> pod = metadata.pod(dc.key().podUid());
     boolean stale =
         pod.isEmpty()
@@ -170,7 +194,13 @@ public final class NodeStateProvider {
       lastKernel = Math.max(lastKernel, s.lastKernelTimeEpochSeconds());
       Acc[] byIndex = new Acc[s.deviceCount()];
       for (DeviceHeader h : s.devices()) {
-        Acc a = find(accs, h.index(), h.uuid());
+        // The label is NVML's identity (or a checked, stable region uuid), never the region's
+        // bytes as written: rewriting them cannot mint series.
+        DeviceIdentities.Identity id = ids.of(dc.key(), h.index(), h.uuid());
+        Acc a = find(accs, h.index(), id.uuid());
+        if (!id.confirmed()) {
+          a.uuidRejected = id.rejected();
+        }
         a.limit = Math.max(a.limit, h.memoryLimitBytes());
         a.smLimit = Math.max(a.smLimit, h.smLimitPercent());
         byIndex[h.index()] = a;
@@ -236,7 +266,8 @@ public final class NodeStateProvider {
                 a.oom,
                 a.throttled,
                 a.delayed,
-                a.gone));
+                a.gone,
+                a.uuidRejected));
       }
     }
     return new ContainerState(
@@ -310,6 +341,7 @@ public final class NodeStateProvider {
     long throttled;
     long delayed;
     long gone;
+    String uuidRejected = "";
 
     Acc(int index, String uuid) {
       this.index = index;

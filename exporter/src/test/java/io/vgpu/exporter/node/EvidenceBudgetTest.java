@@ -40,10 +40,14 @@ class EvidenceBudgetTest {
 
     // Each fake process's maps is ~300 bytes, its libcuda line first: a 100-byte budget is spent
     // inside the first file. The slots' recorded host pids still name the processes (that path
-    // reads no maps), but no maps beyond the budget was read: nobody is seen using the GPU.
+    // reads no maps), but no maps beyond the budget was read: nobody is seen using the GPU. The
+    // first process was read in part (the pod's share is a quarter of the pass's), which is not
+    // seen whole either: all three are counted.
     EvidenceCollector bounded = fx.collector(100);
     NodeEvidence evidence = bounded.collect(List.of(fx.cacheRoot()));
-    assertThat(bounded.lastUninspectedProcesses()).isEqualTo(2);
+    assertThat(bounded.lastUninspectedProcesses()).isEqualTo(3);
+    assertThat(evidence.unseenProcesses()).containsEntry("pod_budget", 3);
+    assertThat(evidence.podsNotFullySeen()).containsExactly(OpsFixture.UID_A);
     assertThat(evidence.processes()).noneMatch(NodeEvidence.PodProcess::usesGpu);
   }
 }

@@ -49,7 +49,7 @@ class OpsParserProperties {
     Path f = Files.createTempFile("maps", ".txt");
     try {
       Files.writeString(f, text, StandardCharsets.UTF_8);
-      EvidenceCollector.Maps m = EvidenceCollector.readMaps(f);
+      MapsReader.Maps m = MapsReader.read(f, 4 << 20);
       for (long inode : m.cacheInodes()) {
         assertThat(text).contains(Long.toString(inode));
       }
@@ -69,7 +69,7 @@ class OpsParserProperties {
     Path f = Files.createTempFile("maps", ".txt");
     try {
       Files.writeString(f, text, StandardCharsets.UTF_8);
-      EvidenceCollector.Maps m = EvidenceCollector.readMaps(f);
+      MapsReader.Maps m = MapsReader.read(f, 4 << 20);
       java.util.TreeSet<String> vgpu = new java.util.TreeSet<>();
       java.util.Set<Long> inodes = new java.util.HashSet<>();
       boolean gpu = false;

@@ -140,7 +140,7 @@ final class LiveExporter implements AutoCloseable {
   }
 
   /** {@code stat}, {@code status} and {@code cgroup} of one pod process, as Linux formats them. */
-  private static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid)
+  static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid)
       throws IOException {
     Path dir = Files.createDirectories(proc.resolve(Integer.toString(hostPid)));
     Files.writeString(

@@ -275,6 +275,20 @@ public final class OpsFixture {
         mapsBytesPerPass);
   }
 
+  /** A collector with its own pass and per-pod {@code maps} budgets. */
+  public EvidenceCollector collector(long mapsBytesPerPass, long mapsBytesPerPod) {
+    return new EvidenceCollector(
+        new ProcFs(proc),
+        () -> nvml,
+        () -> node,
+        InstantSource.fixed(NOW),
+        window,
+        d -> betweenSamples.run(),
+        NodeEvidence.Thresholds.defaults(),
+        mapsBytesPerPass,
+        mapsBytesPerPod);
+  }
+
   public Path cacheRoot() {
     return cacheRoot;
   }

@@ -63,6 +63,7 @@ public final class NativeFs {
   static final int O_PATH = 010000000;
   static final int AT_FDCWD = -100;
 
+  static final long RESOLVE_NO_XDEV = 0x01;
   static final long RESOLVE_NO_MAGICLINKS = 0x02;
   static final long RESOLVE_NO_SYMLINKS = 0x04;
   static final long RESOLVE_IN_ROOT = 0x10;
@@ -89,6 +90,11 @@ public final class NativeFs {
 
     public boolean symlink() {
       return errno == ELOOP || errno == EXDEV;
+    }
+
+    /** EXDEV: with {@code RESOLVE_NO_XDEV}, the path crossed a mount point (or left the root). */
+    public boolean crossDevice() {
+      return errno == EXDEV;
     }
 
     public boolean missing() {
@@ -250,6 +256,17 @@ public final class NativeFs {
    * FIFO or device is never really opened.
    */
   public int openBeneath(int dirFd, List<String> components) throws Errno {
+    return openBeneath(dirFd, components, false);
+  }
+
+  /**
+   * Like {@link #openBeneath(int, List)}; with {@code sameMount}, {@code openat2} also refuses to
+   * cross a mount point ({@code RESOLVE_NO_XDEV}, EXDEV): a file below a tenant's container root is
+   * then read only from that root's own filesystem, never from one the tenant mounted there (FUSE,
+   * NFS) whose reads it can stall. The walk resolver cannot refuse the crossing; its caller
+   * compares the result's device with the directory's.
+   */
+  public int openBeneath(int dirFd, List<String> components, boolean sameMount) throws Errno {
     for (String c : components) {
       if (c.equals("..") || c.isEmpty() || c.equals(".") || c.indexOf('/') >= 0) {
         throw new IllegalArgumentException("not a plain name component: " + c);
@@ -265,7 +282,10 @@ public final class NativeFs {
           dirFd,
           String.join("/", components),
           leafFlags,
-          RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+          RESOLVE_IN_ROOT
+              | RESOLVE_NO_SYMLINKS
+              | RESOLVE_NO_MAGICLINKS
+              | (sameMount ? RESOLVE_NO_XDEV : 0));
     }
     int current = dirFd;
     try {

@@ -4,7 +4,10 @@ import io.vgpu.regioncodec.DeviceHeader;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.ProcessSlot;
+import io.vgpu.regioncodec.RegionException;
 import io.vgpu.regioncodec.RegionExtension;
+import io.vgpu.regioncodec.RegionFile;
+import io.vgpu.regioncodec.RegionFormatException;
 import io.vgpu.regioncodec.RegionSnapshot;
 import io.vgpu.regioncodec.SlotExtension;
 import java.lang.foreign.MemorySegment;
@@ -43,6 +46,15 @@ public final class RegionReader {
   public static final long PARK_BUDGET_NANOS = 1_000_000L;
 
   private static final int USAGE_FIELDS = 7;
+
+  /** One shared all-zero usage per device index: a device a slot never used costs nothing. */
+  private static final DeviceUsage[] ZERO_USAGE = new DeviceUsage[Geometry.MAX_DEVICES];
+
+  static {
+    for (int d = 0; d < ZERO_USAGE.length; d++) {
+      ZERO_USAGE[d] = new DeviceUsage(d, 0, 0, 0, 0, 0, 0);
+    }
+  }
 
   /**
    * Reads a snapshot.
@@ -96,6 +108,16 @@ public final class RegionReader {
       }
     }
 
+    if (pass.overfull) {
+      throw new RegionFormatException(
+          RegionException.Reason.TOO_MANY_LIVE_SLOTS,
+          "more than "
+              + RegionFile.MAX_LIVE_USAGE_ENTRIES
+              + " live slots x devices ("
+              + deviceCount
+              + " devices); not read",
+          -1);
+    }
     Optional<RegionExtension> extension =
         hasExtension ? Optional.of(readExtension(segment, deviceCount)) : Optional.empty();
     return new RegionSnapshot(
@@ -167,6 +189,7 @@ public final class RegionReader {
     private final long[] usage;
     private List<ProcessSlot> processes = List.of();
     private boolean bestEffort;
+    private boolean overfull;
     private int tornRetries;
     private long parkBudgetNanos = PARK_BUDGET_NANOS;
 
@@ -183,6 +206,8 @@ public final class RegionReader {
       boolean bestEffortThisPass = false;
       ArrayList<ProcessSlot> out = new ArrayList<>(Math.min(slotCount, 64));
       PidSet seen = new PidSet(slotCount);
+      int maxLiveSlots = RegionFile.MAX_LIVE_USAGE_ENTRIES / Math.max(1, deviceCount);
+      overfull = false;
       for (int i = 0; i < slotCount; i++) {
         long base = g.slotBase(i);
         long seqOffset = base + g.slotSeqlockOffset;
@@ -235,6 +260,10 @@ public final class RegionReader {
         if (pid == 0 || status == 0 || !seen.add(pid)) {
           continue;
         }
+        if (out.size() == maxLiveSlots) {
+          overfull = true; // what the claim would cost is never allocated
+          break;
+        }
         out.add(toSlot(i, pid, hostPid, status));
       }
       processes = out;
@@ -264,8 +293,17 @@ public final class RegionReader {
       DeviceUsage[] devices = new DeviceUsage[deviceCount];
       for (int d = 0, k = 0; d < deviceCount; d++, k += USAGE_FIELDS) {
         devices[d] =
-            new DeviceUsage(
-                d, usage[k], usage[k + 1], usage[k + 2], usage[k + 3], usage[k + 4], usage[k + 5]);
+            (usage[k] | usage[k + 1] | usage[k + 2] | usage[k + 3] | usage[k + 4] | usage[k + 5])
+                    == 0
+                ? ZERO_USAGE[d]
+                : new DeviceUsage(
+                    d,
+                    usage[k],
+                    usage[k + 1],
+                    usage[k + 2],
+                    usage[k + 3],
+                    usage[k + 4],
+                    usage[k + 5]);
       }
       int pidTag =
           hasExtension ? Access.intAcquire(s, Extension.slot(index, Extension.S_PID_TAG)) : 0;
