@@ -15,6 +15,7 @@ import io.vgpu.exporter.discovery.StaleReaper;
 import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.http.HttpServer;
+import io.vgpu.exporter.http.NetworkLimits;
 import io.vgpu.exporter.http.Readiness;
 import io.vgpu.exporter.http.StatusPage;
 import io.vgpu.exporter.http.WebConfig;
@@ -169,7 +170,12 @@ public final class ExporterApp implements AutoCloseable {
                 config.metricsMaxAge(),
                 webConfig(config),
                 HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
-                config.get(Flags.WEB_STATUS_MAX_AGE)),
+                config.get(Flags.WEB_STATUS_MAX_AGE),
+                new NetworkLimits(
+                    config.get(Flags.WEB_MAX_CONNECTIONS),
+                    config.get(Flags.WEB_MAX_CONNECTIONS_PER_CLIENT),
+                    config.get(Flags.WEB_IDLE_TIMEOUT),
+                    config.get(Flags.WEB_TLS_HANDSHAKE_TIMEOUT))),
             registry,
             page,
             states,

@@ -72,6 +72,48 @@ public final class Flags {
           Parsers::duration,
           "DURATION");
 
+  public static final Flag<Integer> WEB_MAX_CONNECTIONS =
+      new Flag<>(
+          "web.max-connections",
+          "Open HTTP(S) connections in all; at the limit new ones wait in the listen backlog and"
+              + " idle ones are closed after 2s, so connections that never finish cannot exhaust"
+              + " the heap (docs/security.md).",
+          "128",
+          List.of(),
+          Flags::atLeastOne,
+          "N");
+
+  public static final Flag<Integer> WEB_MAX_CONNECTIONS_PER_CLIENT =
+      new Flag<>(
+          "web.max-connections-per-client",
+          "Open HTTP(S) connections per client address; more are closed as they open, so one pod"
+              + " cannot take --web.max-connections from the scrapers (127.0.0.1 and ::1, the"
+              + " pod's own loopback, excepted).",
+          "16",
+          List.of(),
+          Flags::atLeastOne,
+          "N");
+
+  public static final Flag<Duration> WEB_IDLE_TIMEOUT =
+      new Flag<>(
+          "web.idle-timeout",
+          "Close an HTTP(S) connection that made no progress (read or write) for this long, e.g."
+              + " one whose responses are never read.",
+          "30s",
+          List.of(),
+          Flags::positiveDuration,
+          "DURATION");
+
+  public static final Flag<Duration> WEB_TLS_HANDSHAKE_TIMEOUT =
+      new Flag<>(
+          "web.tls-handshake-timeout",
+          "Close a TLS connection whose handshake has not finished this long after it opened,"
+              + " however slowly its bytes keep coming.",
+          "10s",
+          List.of(),
+          Flags::positiveDuration,
+          "DURATION");
+
   public static final Flag<Path> CACHE_ROOT =
       new Flag<>(
           "path.cache-root",
@@ -289,6 +331,10 @@ public final class Flags {
           WEB_CONFIG_FILE,
           WEB_STATUS_PAGES,
           WEB_STATUS_MAX_AGE,
+          WEB_MAX_CONNECTIONS,
+          WEB_MAX_CONNECTIONS_PER_CLIENT,
+          WEB_IDLE_TIMEOUT,
+          WEB_TLS_HANDSHAKE_TIMEOUT,
           CACHE_ROOT,
           PROCFS,
           NODE_NAME,
@@ -311,6 +357,22 @@ public final class Flags {
           ATTRIBUTION_LEAK_AFTER,
           LOG_LEVEL,
           LOG_FORMAT);
+
+  private static int atLeastOne(String raw) {
+    int n = Integer.parseInt(raw.strip());
+    if (n < 1) {
+      throw new IllegalArgumentException("must be at least 1");
+    }
+    return n;
+  }
+
+  private static Duration positiveDuration(String raw) {
+    Duration d = Parsers.duration(raw);
+    if (!d.isPositive()) {
+      throw new IllegalArgumentException("must be longer than 0s");
+    }
+    return d;
+  }
 
   private Flags() {}
 }

@@ -11,6 +11,9 @@ import io.vgpu.exporter.node.NodeStateProvider;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReference;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
@@ -42,6 +45,7 @@ public final class HttpServer implements AutoCloseable {
    * @param web TLS and basic-auth users
    * @param statusPages who may see / and /api/v1/containers
    * @param statusMaxAge how long the status model is shared before it is computed again
+   * @param limits what connections may cost before they prove anything ({@link ConnectionGuard})
    */
   public record Settings(
       String host,
@@ -49,8 +53,10 @@ public final class HttpServer implements AutoCloseable {
       Duration metricsMaxAge,
       WebConfig web,
       StatusPages statusPages,
-      Duration statusMaxAge) {
+      Duration statusMaxAge,
+      NetworkLimits limits) {
     public Settings {
+      Objects.requireNonNull(limits, "limits");
       Objects.requireNonNull(host, "host");
       Objects.requireNonNull(metricsMaxAge, "metricsMaxAge");
       Objects.requireNonNull(web, "web");
@@ -72,6 +78,7 @@ public final class HttpServer implements AutoCloseable {
   private final Javalin app;
   private final Settings settings;
   private final StatusViews status;
+  private final AtomicReference<ConnectionGuard> guard = new AtomicReference<>();
 
   public HttpServer(
       Settings settings,
@@ -103,15 +110,20 @@ public final class HttpServer implements AutoCloseable {
               QueuedThreadPool pool = new QueuedThreadPool(MAX_THREADS, 2);
               pool.setName("vgpu-http");
               cfg.jetty.threadPool = pool;
-              settings
-                  .web()
-                  .tls()
-                  .ifPresent(
-                      tls ->
-                          cfg.jetty.addConnector(
-                              (server, http) ->
-                                  TlsConnector.create(
-                                      server, http, tls, settings.host(), settings.port())));
+              cfg.jetty.addConnector(
+                  (server, http) -> {
+                    ServerConnector c =
+                        settings
+                            .web()
+                            .tls()
+                            .map(tls -> TlsConnector.create(server, http, tls))
+                            .orElseGet(
+                                () -> new ServerConnector(server, new HttpConnectionFactory(http)));
+                    c.setHost(settings.host());
+                    c.setPort(settings.port());
+                    guard.set(ConnectionGuard.install(server, c, settings.limits()));
+                    return c;
+                  });
               if (auth != null) {
                 cfg.routes.before(ctx -> authenticate(ctx, auth));
               }
@@ -153,22 +165,35 @@ public final class HttpServer implements AutoCloseable {
   private static final String AUTHENTICATED = "vgpu.authenticated";
 
   /**
-   * Basic auth on every path but the probes: /healthz answers anyone, /readyz answers anyone its
-   * status and only authenticated clients its reasons (they name files and pods).
+   * Basic auth on every path but the probes: /healthz answers anyone (and hashes nothing), /readyz
+   * answers anyone its status and only authenticated clients its reasons (they name files and
+   * pods). A check the saturated hashing could not take is answered 429 at once ({@link BasicAuth}:
+   * a wrong-password flood must not hold the server's threads).
    */
   private static void authenticate(Context ctx, BasicAuth auth) {
-    if (auth.allows(ctx.header("Authorization"))) {
+    String path = ctx.path();
+    if (path.equals(Endpoints.HEALTHZ)) {
+      return;
+    }
+    BasicAuth.Outcome outcome = auth.check(ctx.header("Authorization"));
+    if (outcome == BasicAuth.Outcome.ALLOWED) {
       ctx.attribute(AUTHENTICATED, Boolean.TRUE);
       return;
     }
-    String path = ctx.path();
-    if (path.equals(Endpoints.HEALTHZ) || path.equals(Endpoints.READYZ)) {
+    if (path.equals(Endpoints.READYZ)) {
       return;
     }
-    ctx.status(401)
-        .header("WWW-Authenticate", "Basic realm=\"vgpu-exporter\", charset=\"UTF-8\"")
-        .contentType("text/plain")
-        .result("Unauthorized\n");
+    if (outcome == BasicAuth.Outcome.BUSY) {
+      ctx.status(429)
+          .header("Retry-After", "1")
+          .contentType("text/plain")
+          .result("Too many authentication attempts at once; retry shortly\n");
+    } else {
+      ctx.status(401)
+          .header("WWW-Authenticate", "Basic realm=\"vgpu-exporter\", charset=\"UTF-8\"")
+          .contentType("text/plain")
+          .result("Unauthorized\n");
+    }
     ctx.skipRemainingHandlers();
   }
 
@@ -203,6 +228,11 @@ public final class HttpServer implements AutoCloseable {
   /** The bound port (useful with port 0). */
   public int port() {
     return app.port();
+  }
+
+  /** The listener's connection limits (tests: what they closed). */
+  ConnectionGuard connectionGuard() {
+    return guard.get();
   }
 
   /** How many times the status model was computed (tests: shared between viewers). */

@@ -32,8 +32,7 @@ final class TlsConnector {
 
   private TlsConnector() {}
 
-  static ServerConnector create(
-      Server server, HttpConfiguration base, WebConfig.Tls tls, String host, int port) {
+  static ServerConnector create(Server server, HttpConfiguration base, WebConfig.Tls tls) {
     SslContextFactory.Server ssl = new SslContextFactory.Server();
     ssl.setKeyStore(keyStore(tls.certFile(), tls.keyFile()));
     ssl.setKeyStorePassword("");
@@ -51,10 +50,7 @@ final class TlsConnector {
     // Prometheus scrapes by pod IP; Go's server does not compare the Host with the certificate.
     secure.setSniHostCheck(false);
     https.addCustomizer(secure);
-    ServerConnector c = new ServerConnector(server, ssl, new HttpConnectionFactory(https));
-    c.setHost(host);
-    c.setPort(port);
-    return c;
+    return new ServerConnector(server, ssl, new HttpConnectionFactory(https));
   }
 
   private static String[] protocols(WebConfig.Tls tls) {

@@ -150,6 +150,19 @@ public record WebConfig(Optional<Tls> tls, Map<String, String> users) {
                   + e.getKey()
                   + " is not a bcrypt hash ($2a$/$2b$/$2y$)");
         }
+        int cost = BasicAuth.cost(hash);
+        if (cost < BasicAuth.MIN_COST || cost > BasicAuth.MAX_COST) {
+          throw new ConfigException(
+              "web config: basic_auth_users."
+                  + e.getKey()
+                  + " has bcrypt cost "
+                  + cost
+                  + "; accepted: "
+                  + BasicAuth.costRange()
+                  + " (each check costs 2^cost rounds: about 1 s of a core at 14, doubling per"
+                  + " step, so a higher cost lets anyone who can reach the port busy the exporter;"
+                  + " rehash, e.g. htpasswd -nbB -C 12 USER PASSWORD)");
+        }
         users.put(e.getKey(), hash);
       }
     }
