@@ -191,6 +191,21 @@ static uint32_t resolve_limits(const char *(*get)(const char *), const char *glo
   return failsafe_mask;
 }
 
+/* Whether any limit variable is set (non-empty), global or per device, memory or SM. */
+static bool env_has_limit_variable(const char *(*get)(const char *)) {
+  static const char *const kinds[] = {"CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_SM_LIMIT"};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    for (int i = -1; i < VGPU_MAX_DEVICES; i++) {
+      char name[64];
+      if (i < 0) snprintf(name, sizeof name, "%s", kinds[k]);
+      else snprintf(name, sizeof name, "%s_%d", kinds[k], i);
+      const char *v = get(name);
+      if (v && *v) return true;
+    }
+  }
+  return false;
+}
+
 static void copy_env(char *dst, size_t cap, const char *v) {
   if (!v) return;
   snprintf(dst, cap, "%s", v);
@@ -216,8 +231,10 @@ void vgpu_config_parse(struct vgpu_config *cfg, const char *(*get)(const char *n
       resolve_limits(get, "CUDA_DEVICE_SM_LIMIT", false, 100, VGPU_FAILSAFE_SM_LIMIT, cfg->sm_limit);
 
   const char *path = get("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  cfg->cache_path_from_env = path && *path;
   snprintf(cfg->cache_path, sizeof cfg->cache_path, "%s",
-           (path && *path) ? path : "/tmp/cudevshr.cache");
+           cfg->cache_path_from_env ? path : "/tmp/cudevshr.cache");
+  cfg->env_has_limits = env_has_limit_variable(get);
 
   /* force only tightens; disable would let a tenant switch its SM limit off: ignored. */
   const char *pol = get("GPU_CORE_UTILIZATION_POLICY");
@@ -258,23 +275,4 @@ void vgpu_config_parse(struct vgpu_config *cfg, const char *(*get)(const char *n
 
   copy_env(cfg->pod_uid, sizeof cfg->pod_uid, get("VGPU_POD_UID"));
   copy_env(cfg->container_name, sizeof cfg->container_name, get("VGPU_CONTAINER_NAME"));
-}
-
-static struct vgpu_config g_config;
-static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
-
-static const char *real_getenv(const char *name) { return getenv(name); }
-
-static void config_init(void) {
-  /* The log level first, so parse errors of the other variables honour it. */
-  const char *lv = getenv("LIBCUDA_LOG_LEVEL");
-  uint64_t v = 0;
-  if (lv && vgpu_parse_uint(lv, &v) == VGPU_PARSE_OK && v <= 4) vgpu_log_level = (int)v;
-  vgpu_config_parse(&g_config, real_getenv);
-  vgpu_log_level = g_config.log_level;
-}
-
-const struct vgpu_config *vgpu_config_get(void) {
-  pthread_once(&g_config_once, config_init);
-  return &g_config;
 }

@@ -1,5 +1,7 @@
 /*
- * region.c — see region.h. Byte layout from include/vgpu/vgpu_region.h (HAMi v1.2).
+ * region.c — see region.h: create/open, slot seqlocks, the slot table. Byte layout from
+ * include/vgpu/vgpu_region.h (HAMi v1.2). The slot lock is in region_lock.c, process liveness in
+ * region_liveness.c, the tools' multi-layout view in region_view.c.
  */
 #include "region.h"
 
@@ -16,14 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "region_internal.h"
 #include "vgpu.h"
 
 _Static_assert(sizeof(sem_t) <= VGPU_SEM_SIZE, "sem_t fits HAMi's sem field");
 
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define STORE_RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* HAMi-core layouts we recognise only to refuse them (their file sizes, with and without the +1
  * byte HAMi-core writes, from the one layout table in vgpu/vgpu_region.h). */
@@ -43,7 +42,7 @@ static const char *foreign_layout(off_t size, uint32_t major) {
   return NULL;
 }
 
-static int set_lock(int fd, int cmd, short type, off_t start, off_t len) {
+int vgpu_region_set_lock(int fd, int cmd, short type, off_t start, off_t len) {
   struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
   int rc;
   do {
@@ -62,9 +61,9 @@ static void backoff_sleep(unsigned *us) {
 
 /* Polls an fcntl lock until `deadline` (monotonic ns): a blocking F_SETLKW would wait forever on
  * a stopped holder. 0 taken, -1 with errno ETIMEDOUT or the fcntl error. */
-static int set_lock_until(int fd, short type, off_t start, off_t len, uint64_t deadline) {
+int vgpu_region_set_lock_until(int fd, short type, off_t start, off_t len, uint64_t deadline) {
   unsigned backoff_us = 20;
-  while (set_lock(fd, F_SETLK, type, start, len) != 0) {
+  while (vgpu_region_set_lock(fd, F_SETLK, type, start, len) != 0) {
     if (errno != EAGAIN && errno != EACCES) return -1;
     if (vgpu_now_monotonic_ns() >= deadline) {
       errno = ETIMEDOUT;
@@ -76,7 +75,7 @@ static int set_lock_until(int fd, short type, off_t start, off_t len, uint64_t d
 }
 
 static int init_lock(int fd) {
-  return set_lock_until(fd, F_WRLCK, 0, (off_t)sizeof(vgpu_region_t),
+  return vgpu_region_set_lock_until(fd, F_WRLCK, 0, (off_t)sizeof(vgpu_region_t),
                         vgpu_now_monotonic_ns() + vgpu_region_wait_ns);
 }
 
@@ -100,7 +99,7 @@ static int reserve_blocks(int fd, off_t from) {
   return fdatasync(fd) == 0 || errno == EINVAL ? 0 : -1;
 }
 static void init_unlock(int fd) {
-  set_lock(fd, F_SETLK, F_UNLCK, 0, (off_t)sizeof(vgpu_region_t));
+  vgpu_region_set_lock(fd, F_SETLK, F_UNLCK, 0, (off_t)sizeof(vgpu_region_t));
 }
 
 static void write_new_region(struct vgpu_region_map *m, const struct vgpu_region_init *init) {
@@ -133,7 +132,7 @@ static void write_new_region(struct vgpu_region_map *m, const struct vgpu_region
 _Static_assert(sizeof(pthread_mutex_t) <= sizeof(((vgpu_region_ext_t *)0)->reserve_mutex),
               "the reservation mutex fits the extension's spare words");
 
-static pthread_mutex_t *reserve_mutex(struct vgpu_region_map *m) {
+pthread_mutex_t *vgpu_region_reserve_mutex(struct vgpu_region_map *m) {
   if (!m->ext || !(__atomic_load_n(&m->ext->flags, __ATOMIC_ACQUIRE) & VGPU_EXT_FLAG_RESERVE_MUTEX))
     return NULL;
   return (pthread_mutex_t *)(void *)m->ext->reserve_mutex;
@@ -335,249 +334,6 @@ void vgpu_region_close(struct vgpu_region_map *m) {
   m->fd = -1;
 }
 
-/* ---- slot lock */
-
-static pthread_mutex_t g_lock_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static sem_t *hami_sem(struct vgpu_region_map *m) { return (sem_t *)(void *)m->r->sem; }
-
-/* HAMi-core's lock: sem_timedwait on region->sem, then owner_pid = our pid. Bounded by
- * `deadline` (monotonic ns). Recovery as HAMi-core's lock_shrreg, but at once instead of after a
- * 10 s timeout: an owner that is dead in our /proc (one file = one container = one pid namespace)
- * is cleared and the semaphore posted. A semaphore left at 0 with no owner (a holder SIGKILLed
- * between sem_wait and storing owner_pid, or between HAMi-core's owner_pid = 0 and sem_post:
- * HAMi-core #86) is posted once, after owner_pid read 0 for a whole bound, or for 100 ms when the
- * previous libvgpu holder of the slot lock died inside its critical section (`prev_died`; then the
- * holder cannot be a live libvgpu process, which would hold the slot lock we now hold); a live
- * holder stores owner_pid right after sem_wait returns, so it cannot look like this unless it is
- * stopped exactly between those two instructions. HAMi-core itself exits after five minutes. */
-static bool hami_lock_until(struct vgpu_region_map *m, uint64_t deadline, bool prev_died,
-                            bool recover) {
-  sem_t *sem = hami_sem(m);
-  uint64_t *owner = &m->r->owner_pid;
-  uint64_t me = (uint64_t)getpid();
-  uint64_t owner_seen = vgpu_now_monotonic_ns(); /* last time owner_pid was non-zero (or start) */
-  bool orphan_posted = false;
-  int recoveries = 0;
-  uint64_t dead_owner = 0, dead_since = 0;
-  uint64_t step = 1000000ull; /* 1 ms, doubling to 50 ms */
-  for (;;) {
-    if (sem_trywait(sem) == 0) break;
-    if (errno != EAGAIN && errno != EINTR) return true; /* not a semaphore we can use: fcntl only */
-    uint64_t o = LOAD(owner);
-    uint64_t now = vgpu_now_monotonic_ns();
-    if (o != 0) owner_seen = now;
-    /* Our own pid cannot be a live holder here (our threads are serialized before this): a
-     * previous life of this pid. A dead owner is recovered only if it is still recorded 1 ms later
-     * with the semaphore still taken: a stale owner left by a holder killed after its sem_post
-     * while a live process has just taken the semaphore (and is about to record itself) must not
-     * be mistaken for the holder. */
-    bool dead = recover && o != 0 && recoveries < 8 &&
-                (o == me || vgpu_proc_stat((pid_t)o, NULL) == 0);
-    if (dead && o != dead_owner) {
-      dead_owner = o;
-      dead_since = now;
-      dead = false;
-    }
-    if (dead && now - dead_since >= 1000000ull) {
-      recoveries++;
-      if (__atomic_compare_exchange_n(owner, &o, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        VGPU_LOG_WARN("shrreg semaphore owner %llu is dead; recovered the lock",
-                      (unsigned long long)o);
-        sem_post(sem);
-      }
-      continue;
-    }
-    uint64_t orphan_after = prev_died ? 100000000ull : vgpu_region_wait_ns;
-    if (recover && !orphan_posted && now - owner_seen >= orphan_after) {
-      VGPU_LOG_ERROR("shrreg semaphore held with no owner for %llu ms (a holder died between "
-                     "sem_wait and recording itself, HAMi-core #86); released it",
-                     (unsigned long long)((now - owner_seen) / 1000000));
-      orphan_posted = true;
-      sem_post(sem);
-      continue;
-    }
-    if (now >= deadline) return false;
-    /* sem_timedwait in short steps: its CLOCK_REALTIME deadline would jump with the clock, and the
-     * owner is sampled between steps. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t wait = deadline - now < step ? deadline - now : step;
-    if (step < 50000000ull) step *= 2;
-    ts.tv_nsec += (long)wait;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    if (sem_timedwait(sem, &ts) == 0) break;
-  }
-  STORE(owner, me);
-  return true;
-}
-
-static void hami_unlock(struct vgpu_region_map *m) {
-  /* Post first, then clear owner_pid only if it is still ours: a SIGKILL between the two leaves a
-   * free semaphore with a dead owner (harmless), never HAMi-core's unrecoverable 0-with-no-owner. */
-  uint64_t me = (uint64_t)getpid();
-  sem_post(hami_sem(m));
-  __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept
- * it. */
-static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover, pid_t *holder) {
-  if (holder) *holder = 0;
-  uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
-  /* Threads of this process: a timed wait too (the holder may be waiting on a stopped peer). */
-  struct timespec dl;
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += (time_t)(bound_ns / 1000000000ull);
-  dl.tv_nsec += (long)(bound_ns % 1000000000ull);
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
-  if (pthread_mutex_timedlock(&g_lock_mu, &dl) != 0) {
-    if (holder) *holder = getpid(); /* another thread of this process */
-    return false;
-  }
-  if (set_lock_until(m->fd, F_WRLCK, VGPU_SLOT_LOCK_OFFSET, 1, deadline) != 0) {
-    if (errno == ETIMEDOUT) {
-      if (holder) *holder = vgpu_region_lock_holder(m);
-      pthread_mutex_unlock(&g_lock_mu);
-      return false;
-    }
-    /* Locks unsupported on this filesystem: still serialize threads; processes may race. */
-    VGPU_LOG_ERROR("cannot lock shrreg (%s); container-wide limit not atomic", strerror(errno));
-  }
-  bool prev_died = false;
-  if (m->ext) {
-    /* Still set: the previous holder died inside its critical section (unlock clears it). */
-    int32_t prev = LOAD(&m->ext->lock_holder_pid);
-    prev_died = prev > 0 && prev != (int32_t)getpid() && vgpu_proc_stat(prev, NULL) == 0;
-    STORE_RELAXED(&m->ext->lock_holder_since_ns, vgpu_now_realtime_ns());
-    STORE(&m->ext->lock_holder_pid, (int32_t)getpid());
-  }
-  if (!hami_lock_until(m, deadline, prev_died, recover)) {
-    if (holder) *holder = (pid_t)LOAD(&m->r->owner_pid);
-    if (m->ext) {
-      STORE(&m->ext->lock_holder_pid, 0);
-      STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
-    }
-    set_lock(m->fd, F_SETLK, F_UNLCK, VGPU_SLOT_LOCK_OFFSET, 1);
-    pthread_mutex_unlock(&g_lock_mu);
-    return false;
-  }
-  return true;
-}
-
-bool vgpu_region_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
-  return lock_for(m, bound_ns, true, NULL);
-}
-
-bool vgpu_region_lock_no_recovery_for(struct vgpu_region_map *m, uint64_t bound_ns, pid_t *holder) {
-  return lock_for(m, bound_ns, false, holder);
-}
-
-bool vgpu_region_release_stale_lock(struct vgpu_region_map *m, int32_t holder) {
-  if (holder != 0 && m->ext) {
-    int32_t expect = holder;
-    if (__atomic_compare_exchange_n(&m->ext->lock_holder_pid, &expect, 0, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-      STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
-  }
-  if (holder != 0) {
-    uint64_t expect = (uint64_t)(int64_t)holder;
-    __atomic_compare_exchange_n(&m->r->owner_pid, &expect, 0, false, __ATOMIC_ACQ_REL,
-                                __ATOMIC_ACQUIRE);
-  }
-  int value = 0;
-  if (sem_getvalue(hami_sem(m), &value) != 0 || value != 0) return false;
-  sem_post(hami_sem(m));
-  return true;
-}
-
-void vgpu_region_lock(struct vgpu_region_map *m) {
-  uint64_t start = vgpu_now_monotonic_ns();
-  while (!vgpu_region_lock_for(m, 10000000000ull))
-    VGPU_LOG_WARN("Lock shrreg timeout after %llu ms, owner=%d (semaphore owner %llu), retrying",
-                  (unsigned long long)((vgpu_now_monotonic_ns() - start) / 1000000),
-                  (int)vgpu_region_lock_holder(m),
-                  (unsigned long long)LOAD(&m->r->owner_pid));
-}
-
-void vgpu_region_unlock(struct vgpu_region_map *m) {
-  hami_unlock(m);
-  if (m->ext) {
-    STORE(&m->ext->lock_holder_pid, 0);
-    STORE_RELAXED(&m->ext->lock_holder_since_ns, 0);
-  }
-  set_lock(m->fd, F_SETLK, F_UNLCK, VGPU_SLOT_LOCK_OFFSET, 1);
-  pthread_mutex_unlock(&g_lock_mu);
-}
-
-int vgpu_region_reserve_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
-  pthread_mutex_t *mu = reserve_mutex(m);
-  if (!mu) return vgpu_region_lock_for(m, bound_ns) ? 0 : -1;
-  int rc = pthread_mutex_trylock(mu);
-  if (rc == EBUSY) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)(bound_ns / 1000000000ull);
-    deadline.tv_nsec += (long)(bound_ns % 1000000000ull);
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec++;
-      deadline.tv_nsec -= 1000000000L;
-    }
-    rc = pthread_mutex_timedlock(mu, &deadline);
-    if (rc == ETIMEDOUT) return -1;
-  }
-  if (rc == EOWNERDEAD) {
-    /* The holder died between summing and adding to its own slot: nothing shared is half-done
-     * beyond that slot, which its seqlock protects and the sweep will free. */
-    VGPU_LOG_WARN("reservation lock holder died; recovered");
-    pthread_mutex_consistent(mu);
-  } else if (rc != 0) {
-    VGPU_LOG_ERROR("reservation lock failed (%s); using the slot lock", strerror(rc));
-    __atomic_fetch_and(&m->ext->flags, ~VGPU_EXT_FLAG_RESERVE_MUTEX, __ATOMIC_RELEASE);
-    return vgpu_region_lock_for(m, bound_ns) ? 0 : -1;
-  }
-  return 1;
-}
-
-bool vgpu_region_reserve_lock(struct vgpu_region_map *m) {
-  /* A live holder normally keeps it for microseconds; one that is stopped (SIGSTOP, a debugger)
-   * would block everyone, so say so every 10 s the way HAMi-core's users grep for. */
-  for (unsigned waited = 10;; waited += 10) {
-    int rc = vgpu_region_reserve_lock_for(m, 10000000000ull);
-    if (rc >= 0) return rc == 1;
-    pthread_mutex_t *mu = reserve_mutex(m);
-    VGPU_LOG_WARN("Lock shrreg timeout after %u ms (reservation lock), owner tid=%d, retrying",
-                  waited * 1000, mu ? (int)mu->__data.__owner : 0);
-  }
-}
-
-void vgpu_region_reserve_unlock(struct vgpu_region_map *m, bool mutex) {
-  if (mutex)
-    pthread_mutex_unlock((pthread_mutex_t *)(void *)m->ext->reserve_mutex);
-  else
-    vgpu_region_unlock(m);
-}
-
-void vgpu_region_atfork(int phase) {
-  if (phase == 0)
-    pthread_mutex_lock(&g_lock_mu);
-  else
-    pthread_mutex_unlock(&g_lock_mu);
-}
-
-pid_t vgpu_region_lock_holder(struct vgpu_region_map *m) {
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VGPU_SLOT_LOCK_OFFSET,
-                     .l_len = 1};
-  if (fcntl(m->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return 0;
-  return fl.l_pid;
-}
-
 /* ---- seqlock */
 
 static void seq_begin(vgpu_proc_slot_t *s) {
@@ -654,63 +410,6 @@ uint64_t vgpu_region_used(struct vgpu_region_map *m, int dev) {
     sum += vgpu_slot_total(m, i, dev);
   }
   return sum;
-}
-
-/* ---- liveness */
-
-enum vgpu_liveness vgpu_proc_liveness(const char *proc_root, int pid, uint64_t recorded_start,
-                                      uint64_t *start) {
-  char path[4200], buf[1024];
-  if (start) *start = 0;
-  if (pid <= 0) return VGPU_LIVE_NO_PID;
-  if ((size_t)snprintf(path, sizeof path, "%s/%d/stat", proc_root, pid) >= sizeof path)
-    return VGPU_LIVE_UNKNOWN;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH ? VGPU_LIVE_GONE : VGPU_LIVE_UNKNOWN;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return n == 0 ? VGPU_LIVE_GONE : VGPU_LIVE_UNKNOWN;
-  buf[n] = 0;
-  /* The command name (field 2) may hold spaces and parentheses: fields restart after the last
-   * ')'. */
-  const char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ' || p[2] == 0) return VGPU_LIVE_UNKNOWN;
-  char state = p[2];
-  p += 2; /* field 3 (state); starttime is field 22 */
-  int field = 3;
-  for (; field < 22 && *p; p++)
-    if (*p == ' ') field++;
-  uint64_t found = field == 22 ? strtoull(p, NULL, 10) : 0;
-  if (start) *start = found;
-  if (state == 'Z' || state == 'X' || state == 'x') return VGPU_LIVE_ZOMBIE;
-  if (recorded_start != 0 && found != 0 && found != recorded_start) return VGPU_LIVE_REUSED;
-  return VGPU_LIVE_ALIVE;
-}
-
-const char *vgpu_liveness_name(enum vgpu_liveness l) {
-  switch (l) {
-    case VGPU_LIVE_ALIVE: return "alive";
-    case VGPU_LIVE_GONE: return "gone";
-    case VGPU_LIVE_ZOMBIE: return "zombie";
-    case VGPU_LIVE_REUSED: return "pid-reused";
-    case VGPU_LIVE_UNKNOWN: return "unknown";
-    case VGPU_LIVE_NO_PID: return "no-pid";
-  }
-  return "unknown";
-}
-
-int vgpu_proc_stat(pid_t pid, uint64_t *start_ticks) {
-  uint64_t start = 0;
-  switch (vgpu_proc_liveness("/proc", (int)pid, 0, &start)) {
-    case VGPU_LIVE_ALIVE:
-      if (start == 0) return -1; /* no start time: cannot tell a reused pid */
-      if (start_ticks) *start_ticks = start;
-      return 1;
-    case VGPU_LIVE_GONE:
-    case VGPU_LIVE_ZOMBIE:
-    case VGPU_LIVE_NO_PID: return 0;
-    default: return -1;
-  }
 }
 
 int vgpu_region_slot_alive(struct vgpu_region_map *m, int idx, uint64_t now_ns) {
@@ -853,208 +552,3 @@ int vgpu_region_claim_slot(struct vgpu_region_map *m, const struct vgpu_slot_ide
   return idx;
 }
 
-/* ---- tools: read-only multi-layout view (see region.h) */
-
-#define SEQLOCK_MAX_TRIES 100
-
-static int32_t view_rd32(const struct vgpu_region_view *v, size_t off) {
-  return __atomic_load_n((const int32_t *)(const void *)(v->base + off), __ATOMIC_ACQUIRE);
-}
-static uint64_t view_rd64(const struct vgpu_region_view *v, size_t off) {
-  return __atomic_load_n((const uint64_t *)(const void *)(v->base + off), __ATOMIC_ACQUIRE);
-}
-
-int vgpu_region_view_map(struct vgpu_region_view *v, int fd, bool writable, const char **why) {
-  struct stat st;
-  memset(v, 0, sizeof *v);
-  v->map.fd = fd;
-  v->writable = writable;
-  *why = NULL;
-  if (fstat(fd, &st) != 0) return VGPU_VIEW_E_IO;
-  if (!S_ISREG(st.st_mode)) return VGPU_VIEW_E_NOT_REGULAR;
-  v->size = (size_t)st.st_size;
-  if (st.st_size < 12) return VGPU_VIEW_E_TOO_SMALL;
-  if ((uint64_t)st.st_size > VGPU_MAX_REGION_FILE_SIZE) return VGPU_VIEW_E_TOO_LARGE;
-  void *p = mmap(NULL, v->size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return VGPU_VIEW_E_MMAP;
-  v->base = p;
-  v->lay = vgpu_detect_layout(v->base, v->size, why);
-  if (v->lay == NULL) return VGPU_VIEW_E_LAYOUT;
-  if (v->lay->id == VGPU_LAYOUT_V1_1 || v->lay->id == VGPU_LAYOUT_V1_2) {
-    v->map.r = (vgpu_region_t *)(void *)v->base; /* v1.1 and v1.2 are these bytes */
-    v->map.map_size = v->size;
-  }
-  if (v->lay->id == VGPU_LAYOUT_V1_2 &&
-      v->size >= VGPU_EXT_OFFSET + offsetof(vgpu_region_ext_t, devices)) {
-    vgpu_region_ext_t *ext = (vgpu_region_ext_t *)(void *)(v->base + VGPU_EXT_OFFSET);
-    uint32_t ext_size = LOAD_RELAXED(&ext->size);
-    size_t room = v->size - VGPU_EXT_OFFSET;
-    if (LOAD(&ext->magic) == VGPU_EXT_MAGIC && ext->major == VGPU_EXT_MAJOR) {
-      v->map.ext = ext;
-      v->ext_has_devices = ext_size >= offsetof(vgpu_region_ext_t, slots) &&
-                           room >= offsetof(vgpu_region_ext_t, slots);
-      v->ext_has_slots = ext_size >= sizeof(vgpu_region_ext_t) && room >= sizeof(vgpu_region_ext_t);
-    }
-  }
-  return VGPU_VIEW_OK;
-}
-
-void vgpu_region_view_close(struct vgpu_region_view *v) {
-  if (v->base) munmap(v->base, v->size);
-  if (v->map.fd >= 0) close(v->map.fd);
-  v->base = NULL;
-  v->map.r = NULL;
-  v->map.ext = NULL;
-  v->map.fd = -1;
-}
-
-void vgpu_region_view_header(const struct vgpu_region_view *v, struct vgpu_view_header *h) {
-  const vgpu_layout_t *l = v->lay;
-  memset(h, 0, sizeof *h);
-  h->major = l->off_major == VGPU_NO_FIELD ? -1 : view_rd32(v, l->off_major);
-  h->minor = l->off_minor == VGPU_NO_FIELD ? -1 : view_rd32(v, l->off_minor);
-  h->owner_pid = view_rd64(v, l->off_owner_pid);
-  h->device_num = view_rd64(v, l->off_device_num);
-  h->proc_num = view_rd32(v, l->off_proc_num);
-  /* HAMi's layouts keep these three right after proc_num. */
-  h->utilization_switch = view_rd32(v, l->off_proc_num + 4);
-  h->recent_kernel = view_rd32(v, l->off_proc_num + 8);
-  h->priority = view_rd32(v, l->off_proc_num + 12);
-  h->has_last_kernel = l->off_last_kernel_time != VGPU_NO_FIELD;
-  if (h->has_last_kernel) h->last_kernel_time = view_rd64(v, l->off_last_kernel_time);
-}
-
-int vgpu_region_view_proc_num(const struct vgpu_region_view *v) {
-  int32_t n = view_rd32(v, v->lay->off_proc_num);
-  return n < 0 ? 0 : (n > VGPU_MAX_PROCS ? VGPU_MAX_PROCS : n);
-}
-
-int vgpu_region_view_device_num(const struct vgpu_region_view *v) {
-  uint64_t n = view_rd64(v, v->lay->off_device_num);
-  return n > VGPU_MAX_DEVICES ? VGPU_MAX_DEVICES : (int)n;
-}
-
-static size_t limit_offset(const struct vgpu_region_view *v, bool sm, int dev) {
-  return (sm ? v->lay->off_sm_limit : v->lay->off_limit) + 8 * (size_t)dev;
-}
-
-uint64_t vgpu_region_view_limit(const struct vgpu_region_view *v, bool sm, int dev) {
-  if (dev < 0 || dev >= VGPU_MAX_DEVICES) return 0;
-  return view_rd64(v, limit_offset(v, sm, dev));
-}
-
-uint64_t vgpu_region_view_set_limit(struct vgpu_region_view *v, bool sm, int dev, uint64_t value) {
-  if (dev < 0 || dev >= VGPU_MAX_DEVICES || !v->writable || !v->lay->writable) return 0;
-  uint64_t *field = (uint64_t *)(void *)(v->base + limit_offset(v, sm, dev));
-  return __atomic_exchange_n(field, value, __ATOMIC_ACQ_REL);
-}
-
-const char *vgpu_region_view_uuid(const struct vgpu_region_view *v, int dev) {
-  return (const char *)(v->base + v->lay->off_uuids + VGPU_UUID_LEN * (size_t)dev);
-}
-
-void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx,
-                                struct vgpu_slot_view *s) {
-  const vgpu_layout_t *l = v->lay;
-  size_t b = l->off_procs + l->slot_size * (size_t)idx;
-  int tries;
-  memset(s, 0, sizeof *s);
-  s->slot = idx;
-  s->live = VGPU_LIVE_UNKNOWN;
-  for (tries = 0; tries < SEQLOCK_MAX_TRIES; tries++) {
-    uint64_t s1 = 0;
-    if (l->seqlock_valid) {
-      s1 = view_rd64(v, b + l->slot_seqlock);
-      if (s1 & 1) {
-        struct timespec ts = {0, 1000};
-        nanosleep(&ts, NULL);
-        continue;
-      }
-    }
-    s->pid = view_rd32(v, b);
-    s->hostpid = view_rd32(v, b + 4);
-    s->status = view_rd32(v, b + l->slot_status);
-    for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
-      size_t u = b + l->slot_used + l->used_stride * (size_t)d;
-      struct vgpu_slot_usage *o = &s->dev[d];
-      o->context = view_rd64(v, u);
-      o->module = view_rd64(v, u + 8);
-      o->data = view_rd64(v, u + 16);
-      o->total = view_rd64(v, u + 32);
-      o->monitor = view_rd64(v, b + l->slot_monitorused + 8 * (size_t)d);
-      o->sm_util = l->slot_util == VGPU_NO_FIELD
-                       ? 0
-                       : view_rd64(v, b + l->slot_util + l->util_stride * (size_t)d + 16);
-    }
-    if (!l->seqlock_valid) break;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (view_rd64(v, b + l->slot_seqlock) == s1) break;
-  }
-  s->torn = tries >= SEQLOCK_MAX_TRIES;
-  /* An extension entry describes procs[idx] only while its pid tag matches (0: written before the
-   * tag existed): HAMi-core's compaction moves procs[] without moving the extension, and a stale
-   * entry's start time would make a live process look like a reused pid. */
-  if (v->ext_has_slots) {
-    const vgpu_ext_slot_t *es = &v->map.ext->slots[idx];
-    int32_t tag = LOAD_RELAXED(&es->pid);
-    if (tag == 0 || tag == s->pid) {
-      s->has_ext = true;
-      s->start_ticks = LOAD_RELAXED(&es->start_time_ticks);
-      s->heartbeat_ns = LOAD_RELAXED(&es->heartbeat_ns);
-      s->hostpid_source = LOAD_RELAXED(&es->hostpid_source);
-    }
-  }
-}
-
-void vgpu_region_view_lock_facts(const struct vgpu_region_view *v, struct vgpu_lock_facts *f) {
-  memset(f, 0, sizeof *f);
-  /* sem_getvalue only reads the semaphore's value word. */
-  f->has_sem = sem_getvalue((sem_t *)(void *)(v->base + v->lay->off_sem), &f->sem_value) == 0;
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VGPU_SLOT_LOCK_OFFSET,
-                     .l_len = 1};
-  if (fcntl(v->map.fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
-    f->record_lock_pid = fl.l_pid > 0 ? fl.l_pid : -1;
-  if (v->map.ext) {
-    f->ext_holder_pid = LOAD(&v->map.ext->lock_holder_pid);
-    f->ext_holder_since_ns = LOAD_RELAXED(&v->map.ext->lock_holder_since_ns);
-  }
-  f->owner_pid = view_rd64(v, v->lay->off_owner_pid);
-}
-
-void vgpu_region_view_lock_state(const struct vgpu_region_view *v, const char *proc_root,
-                                 uint64_t now_realtime_ns, struct vgpu_lock_view *lk) {
-  struct vgpu_lock_facts f;
-  vgpu_region_view_lock_facts(v, &f);
-  memset(lk, 0, sizeof *lk);
-  lk->has_sem = f.has_sem;
-  lk->sem_value = f.sem_value;
-  lk->record_lock_pid = f.record_lock_pid;
-  if (f.ext_holder_pid != 0 || f.record_lock_pid != 0) {
-    uint64_t since = f.ext_holder_since_ns;
-    lk->holder_pid = f.ext_holder_pid != 0 ? f.ext_holder_pid : f.record_lock_pid;
-    lk->holder_source = f.ext_holder_pid != 0 ? "extension" : "record-lock";
-    lk->held_ns = since != 0 && now_realtime_ns > since ? now_realtime_ns - since : 0;
-    if (f.record_lock_pid != 0) {
-      lk->state = VGPU_LOCK_HELD;
-      lk->holder_live = VGPU_LIVE_ALIVE; /* the kernel holds the lock for a living process only */
-    } else {
-      lk->state = VGPU_LOCK_STALE_RECORD;
-      lk->holder_live = vgpu_proc_liveness(proc_root, lk->holder_pid, 0, NULL);
-      /* Released by the kernel: the recorded holder is gone, or its pid was reused since. */
-      if (!vgpu_liveness_dead(lk->holder_live)) lk->holder_live = VGPU_LIVE_GONE;
-    }
-    return;
-  }
-  int owner = (int)f.owner_pid;
-  if (owner != 0) {
-    lk->holder_pid = owner;
-    lk->holder_source = "owner_pid";
-    lk->holder_live = vgpu_proc_liveness(proc_root, owner, 0, NULL);
-    lk->state = vgpu_liveness_dead(lk->holder_live) ? VGPU_LOCK_STALE_RECORD : VGPU_LOCK_HELD;
-  } else if (f.has_sem && f.sem_value == 0) {
-    lk->state = VGPU_LOCK_LOST;
-    lk->holder_live = VGPU_LIVE_UNKNOWN;
-  } else {
-    lk->state = VGPU_LOCK_FREE;
-  }
-}

@@ -64,6 +64,7 @@ struct vgpu_region_map {
   size_t map_size;
   bool created; /* this open initialized the file */
   bool local;   /* process-local region (degraded mode): an anonymous memfd, not the shared file */
+  bool sem_held; /* the slot lock holder took region->sem (false: it is not a usable semaphore) */
   char found[96]; /* on E_VERSION: what was found, for the log line */
 };
 
@@ -77,6 +78,20 @@ int vgpu_region_open_local(struct vgpu_region_map *m, const struct vgpu_region_i
 /* Opens an existing region without creating or changing it (tools). */
 int vgpu_region_open_existing(struct vgpu_region_map *m, const char *path, bool writable);
 void vgpu_region_close(struct vgpu_region_map *m);
+
+/* Region semaphore (HAMi-core's region->sem, src/region_sem.c): glibc's 64-bit sem_t protocol
+ * without glibc's sem_* calls, which abort on a semaphore whose bytes are garbage (the file is
+ * writable by every process of the container). None of these ever aborts, whatever the bytes.
+ * vgpu_sem_check: whether the bytes are a process-shared binary semaphore as HAMi-core and libvgpu
+ * create it (futex flag 0, value 0 or 1); *value gets the value (-1: out of range), *why (NULL
+ * when valid) a short reason. wait: bounded by `wait_ns`, true when taken. post_if_down posts
+ * only a semaphore at 0 (one CAS: posting a free one would admit two holders). */
+bool vgpu_sem_check(const void *sem, int *value, const char **why);
+int vgpu_sem_value(const void *sem);
+bool vgpu_sem_trywait(void *sem);
+bool vgpu_sem_wait_ns(void *sem, uint64_t wait_ns);
+bool vgpu_sem_post(void *sem);
+bool vgpu_sem_post_if_down(void *sem);
 
 /* Slot lock: in-process mutex, then the fcntl record lock, then HAMi-core's own lock (the region's
  * semaphore `sem` with `owner_pid`, so HAMi-core processes sharing the file are excluded too).
@@ -241,7 +256,9 @@ void vgpu_region_view_read_slot(const struct vgpu_region_view *v, int idx,
 /* The raw facts about the slot lock, for a caller that judges the holder itself. */
 struct vgpu_lock_facts {
   bool has_sem; /* the semaphore could be read */
-  int sem_value;
+  int sem_value; /* -1: out of range */
+  bool sem_valid; /* vgpu_sem_check: a usable process-shared binary semaphore */
+  const char *sem_invalid_why;
   pid_t record_lock_pid; /* holder of the fcntl lock on VGPU_SLOT_LOCK_OFFSET: 0 free, -1 no pid */
   int32_t ext_holder_pid; /* the extension's record of the holder (0: none or no extension) */
   uint64_t ext_holder_since_ns;
@@ -260,6 +277,8 @@ struct vgpu_lock_view {
   enum vgpu_lock_state state;
   bool has_sem;
   int sem_value;
+  bool sem_valid;             /* false: the semaphore's bytes are not a usable semaphore */
+  const char *sem_invalid_why; /* why not (NULL when valid) */
   int holder_pid;            /* 0: none recorded */
   const char *holder_source; /* "extension", "record-lock" or "owner_pid" */
   enum vgpu_liveness holder_live;

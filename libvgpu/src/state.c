@@ -162,6 +162,12 @@ static struct vgpu_region_map *attach_locked(bool create) {
   if (g_attached < 0) return NULL;
   const struct vgpu_config *cfg = vgpu_config_get();
   if (cfg->disabled) return NULL;
+  if (cfg->no_shared_region) { /* a stripped environment and an unusable region: fail safe */
+    if (!create) return NULL;
+    struct vgpu_region_init init; /* (config_adopt.c logged why) */
+    build_init(&init, cfg);
+    return degrade_locked(&init);
+  }
   if (!create) {
     struct vgpu_region_map m;
     if (vgpu_region_open_existing(&m, cfg->cache_path, true) != VGPU_REGION_OK) return NULL;
@@ -212,32 +218,6 @@ struct vgpu_region_map *vgpu_state_region(bool create) {
   struct vgpu_region_map *m = attach_locked(create);
   pthread_mutex_unlock(&g_state_mu);
   return m;
-}
-
-static void hostpid_detect(struct vgpu_slot_identity *id) {
-  id->pid = (int32_t)getpid();
-  char link[64] = {0};
-  ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
-  if (n > 0 && strcmp(link, "pid:[4026531836]") == 0) { /* the initial pid namespace */
-    id->hostpid = id->pid;
-    id->hostpid_source = VGPU_HOSTPID_SAME_NAMESPACE;
-    return;
-  }
-  FILE *f = fopen("/proc/self/status", "re");
-  if (f) {
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-      int outer = 0, inner = 0;
-      if (sscanf(line, "NSpid: %d %d", &outer, &inner) == 2 && outer > 0) {
-        id->hostpid = outer;
-        id->hostpid_source = VGPU_HOSTPID_NSPID;
-      }
-    }
-    fclose(f);
-  }
-  if (!id->hostpid)
-    VGPU_LOG_INFO("host pid is unknown inside this pid namespace (host pid is error is expected "
-                  "here); slot hostpid left 0 for the node exporter to fill");
 }
 
 static void *heartbeat_main(void *arg);
@@ -340,7 +320,7 @@ int vgpu_state_slot(void) {
     struct vgpu_region_map *m = attach_locked(true);
     if (m) {
       memset(&g_identity, 0, sizeof g_identity);
-      hostpid_detect(&g_identity);
+      vgpu_hostpid_detect(&g_identity);
       vgpu_proc_stat(g_identity.pid, &g_identity.start_time_ticks);
       int idx = -1;
       bool locked = vgpu_region_lock_for(m, vgpu_region_wait_ns);

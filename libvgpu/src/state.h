@@ -29,6 +29,8 @@ void vgpu_mem_release(int ridx, uint64_t bytes, enum vgpu_mem_kind kind);
 /* Limit (bytes, 0 = none) and container-wide usage of a region device. */
 uint64_t vgpu_mem_limit(int ridx);
 uint64_t vgpu_mem_used(int ridx);
+/* Fills id's pid, hostpid and hostpid_source (hostpid.c). */
+void vgpu_hostpid_detect(struct vgpu_slot_identity *id);
 /* Records a kernel launch (last_kernel_time, at most once a second). */
 void vgpu_state_kernel_launched(void);
 

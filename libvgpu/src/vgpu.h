@@ -84,11 +84,36 @@ struct vgpu_config {
   uint32_t sm_failsafe_mask;  /* devices whose SM limit came from an unparsable value */
   char pod_uid[VGPU_POD_UID_LEN];
   char container_name[VGPU_CONTAINER_NAME_LEN];
+  bool env_has_limits;      /* some CUDA_DEVICE_MEMORY_LIMIT* / CUDA_DEVICE_SM_LIMIT* is set */
+  bool cache_path_from_env; /* CUDA_DEVICE_MEMORY_SHARED_CACHE is set */
+  bool adopted;             /* limits and path come from the container's region (no limit vars) */
+  bool no_shared_region;    /* fail safe: the container's region is unusable; count locally */
 };
 /* Reads the environment once; later calls return the same object. Never fails. */
 const struct vgpu_config *vgpu_config_get(void);
 /* Test hook: parse a config from a getenv-like function without touching the cached one. */
 void vgpu_config_parse(struct vgpu_config *cfg, const char *(*get)(const char *name));
+
+/* ---- a stripped environment (config_adopt.c): with no limit variable at all, the container's
+ * region in the directory HAMi mounts (HAMi: ${HOOK_PATH}/vgpu, one *.cache) gives the path and
+ * the limits. Fixed at build time (make HOOK_DIR=...), never from the environment: a tenant sets
+ * its own environment. */
+#ifndef VGPU_HOOK_DIR
+#define VGPU_HOOK_DIR "/usr/local/vgpu"
+#endif
+enum { VGPU_ADOPT_NONE = 0, VGPU_ADOPT_OK = 1, VGPU_ADOPT_UNUSABLE = 2 };
+struct vgpu_adopted {
+  char path[4096];                      /* the region (OK), or the file found (UNUSABLE) */
+  uint64_t mem_limit[VGPU_MAX_DEVICES]; /* as the region holds them (OK) */
+  uint64_t sm_limit[VGPU_MAX_DEVICES];
+  char why[160]; /* UNUSABLE: why */
+};
+/* Looks for the container's region in `hook_dir`: NONE (no directory, or no *.cache in it), OK
+ * (exactly one, a region of any HAMi-core layout: its limits), UNUSABLE (there, but not usable). */
+int vgpu_adopt_scan(const char *hook_dir, struct vgpu_adopted *out);
+/* Applies the scan to a parsed config with no limit variable: OK adopts path and limits, UNUSABLE
+ * sets the fail-safe limits and no_shared_region. Logs what it did. */
+void vgpu_config_adopt(struct vgpu_config *cfg, const char *hook_dir);
 
 /* ---- reentrancy guard: calls the real driver makes back into exported names pass straight
  * through (libcuda may call its own exported symbols through the PLT). */

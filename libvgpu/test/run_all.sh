@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole CPU suite of libvgpu: unit tests (test/unit/*_test.c, linked statically), the preload
-# cases (test/run_preload.sh), the degraded-mode causes (test/run_region.sh) and shrreg-tool's suite
+# cases (test/run_preload.sh), the degraded-mode causes (test/run_region.sh), the stripped
+# environment (test/run_adopt.sh) and shrreg-tool's suite
 # (test/tools/run.sh) when present; outside the sanitizer build also the glibc floor: the symbol
 # check and the preload suite inside an older userland (test/oldglibc/run.sh; needs root, builds a
 # bullseye root filesystem once).
@@ -52,6 +53,10 @@ account preload $rc "$LOGDIR/preload.log"
 
 test/run_region.sh > "$LOGDIR/region.log" 2>&1
 account region $? "$LOGDIR/region.log"
+
+# Limits survive a stripped environment: the real preload in a private mount namespace.
+test/run_adopt.sh > "$LOGDIR/adopt.log" 2>&1
+account stripped-env $? "$LOGDIR/adopt.log"
 
 if [ -x test/tools/run.sh ] && [ -f tools/shrreg_tool.c ]; then
   test/tools/run.sh > "$LOGDIR/tools.log" 2>&1

@@ -52,7 +52,8 @@ enum {
   EXIT_HOLDER_ALIVE = 7,   /* force-unlock refused: the holder is alive or cannot be judged */
   EXIT_LOCK_BUSY = 8,      /* cleanup could not take the slot-table lock in time */
   EXIT_IO = 9,             /* I/O error, or the file changed under us */
-  EXIT_CHANGED = 10        /* --expect-inode: the path no longer names the file the caller judged */
+  EXIT_CHANGED = 10,       /* --expect-inode: the path no longer names the file the caller judged */
+  EXIT_BAD_SEMAPHORE = 11  /* the region's slot-table semaphore is not a usable semaphore */
 };
 
 #define DEFAULT_CACHE_PATH "/tmp/cudevshr.cache"
@@ -122,7 +123,8 @@ static void usage(FILE *out) {
           "\n"
           "Exit codes: 0 ok, 1 problem found, 2 bad arguments, 3 file missing, 4 permission denied,\n"
           "5 unknown layout, 6 layout is read-only, 7 lock holder alive, 8 lock busy, 9 I/O error,\n"
-          "10 the file is not the one --expect-inode names.\n",
+          "10 the file is not the one --expect-inode names, 11 the region's slot-table semaphore is\n"
+          "corrupt (--cleanup and --force-unlock refuse to use it; nothing changed).\n",
           DEFAULT_CACHE_PATH, DEFAULT_OBSERVE_MS, LOCK_TIMEOUT_MS);
 }
 
@@ -669,6 +671,8 @@ static void print_lock_json(jw_t *w, const lock_view_t *lk) {
   jw_str(w, "state", lock_state_key(lk->state));
   if (lk->has_sem) jw_i64(w, "semaphore_value", lk->sem_value);
   else jw_null(w, "semaphore_value");
+  jw_bool(w, "semaphore_valid", lk->sem_valid);
+  if (!lk->sem_valid) jw_str(w, "semaphore_problem", lk->sem_invalid_why);
   if (lk->holder_pid != 0) {
     jw_i64(w, "holder_pid", lk->holder_pid);
     jw_str(w, "holder_source", lk->holder_source);
@@ -794,6 +798,7 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
   printf("Processes:       %d (%d running, %d suspended, %d gone)%s\n", s->nslots, s->running, s->suspended, s->dead,
          s->torn ? "  [some slots changed while read]" : "");
   printf("Lock Status:     %s\n", lock_state_name(lk->state));
+  if (!lk->sem_valid) printf("Lock Semaphore:  CORRUPT (%s): --cleanup and --force-unlock refuse it\n", lk->sem_invalid_why);
   if (lk->holder_pid != 0) {
     printf("Lock Holder State: %s (from %s)", vgpu_liveness_name(lk->holder_live), lk->holder_source);
     if (lk->held_ns != 0) printf(", held %.1f s", (double)lk->held_ns / 1e9);
@@ -1014,6 +1019,18 @@ static void lock_release(region_t *r) {
   vgpu_region_unlock(&r->v.map);
 }
 
+/* The semaphore's bytes are tenant-written: judged before anything locks or posts it. */
+static int check_semaphore(const region_t *r, const options_t *o) {
+  lock_view_t lk;
+  read_lock(r, o, &lk);
+  if (lk.sem_valid) return EXIT_OK;
+  return fail(EXIT_BAD_SEMAPHORE,
+              "%s: the slot-table semaphore is corrupt (%s); refusing to lock or release it, nothing "
+              "changed. Fix: once no process of the container uses the region, delete the file "
+              "(or restart the container); its processes create a fresh one",
+              o->file, lk.sem_invalid_why);
+}
+
 typedef struct {
   int slot, pid, hostpid;
   liveness_t why;
@@ -1034,6 +1051,11 @@ static int cmd_cleanup(const options_t *o) {
     region_close(&r);
     return rc;
   }
+  rc = check_semaphore(&r, o);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
   dropped = calloc(VGPU_MAX_PROCS, sizeof *dropped);
   if (dropped == NULL) {
     region_close(&r);
@@ -1050,6 +1072,15 @@ static int cmd_cleanup(const options_t *o) {
                   vgpu_liveness_dead(lk.holder_live) ? "; the holder is gone: run --force-unlock first" : "; try again later");
     return fail(EXIT_LOCK_BUSY, "slot-table lock busy for %d ms with no holder recorded; if it stays so, run --force-unlock",
                 o->lock_timeout_ms);
+  }
+  if (!r.v.map.sem_held) {
+    /* The bytes turned bad between the check and the lock (the library then takes the record
+     * lock only, which HAMi-core processes sharing the file do not honour): change nothing. */
+    lock_release(&r);
+    free(dropped);
+    rc = check_semaphore(&r, o);
+    region_close(&r);
+    return rc != EXIT_OK ? rc : fail(EXIT_BAD_SEMAPHORE, "%s: the slot-table semaphore was not usable when locking; nothing changed", o->file);
   }
   /* One generation period (odd while it runs) around the whole pass, not one per freed slot. */
   vgpu_region_generation_begin(&r.v.map);
@@ -1134,6 +1165,11 @@ static int cmd_force_unlock(const options_t *o) {
   int rc = open_for_write(&r, o);
   const char *action = NULL;
   if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(&r, o->device);
+  if (rc != EXIT_OK) {
+    region_close(&r);
+    return rc;
+  }
+  rc = check_semaphore(&r, o);
   if (rc != EXIT_OK) {
     region_close(&r);
     return rc;

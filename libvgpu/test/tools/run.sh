@@ -2,9 +2,9 @@
 # shrreg-tool's suite on the tool `make all` built ($BUILD/shrreg-tool: the shipped static binary,
 # or the ASan/UBSan one in the sanitizer build), with its test programs built here the same way.
 # Sub-suites: the fuzz cases, the CLI test (incl. a region written by the real libvgpu through
-# region_app), HAMi-core's own region files, the disk-full case. A sub-suite counts as failed
-# when it exits non-zero, when its summary line is missing or when it reports a failure; a build
-# that fails is a failure, never a skip.
+# region_app), a garbage slot-table semaphore, HAMi-core's own region files, the disk-full case.
+# A sub-suite counts as failed when it exits non-zero, when its summary line is missing or when it
+# reports a failure; a build that fails is a failure, never a skip.
 # Last line: "shrreg-tool: N passed, M failed". Usage: BUILD=build test/tools/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,9 +30,10 @@ build() { # NAME ARGS...: compile, or count a failure and show why
   if ! "$CC" "$@" > "$out/$name.build.log" 2>&1; then failed "building $name:"; tail -5 "$out/$name.build.log"; return 1; fi
 }
 build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c -lpthread
+build shrreg_sem_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_sem_test" test/tools/shrreg_sem_test.c -lpthread
 # The fuzzer compiles the tool's source in, with the library's region unit it uses.
 build shrreg_fuzz "${FLAGS[@]}" -Isrc -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c \
-  src/region.c src/log.c src/config.c -lpthread
+  src/region*.c src/log.c src/config.c -lpthread
 # A real application for libvgpu-written regions (the CLI test fails without it).
 rm -f "$out/region_app"
 build region_app -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr/local/cuda/include}" \
@@ -55,6 +56,8 @@ sub_suite() {
 if [ -x "$tool" ]; then
   [ -x "$out/shrreg_fuzz" ] && sub_suite fuzz "$out/fuzz.txt" "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}"
   [ -x "$out/shrreg_tool_test" ] && sub_suite cli "$out/cli.txt" "$out/shrreg_tool_test" "$tool" "$BUILD"
+  # A tenant-written garbage semaphore (and one rewritten while the tool runs).
+  [ -x "$out/shrreg_sem_test" ] && sub_suite semaphore "$out/sem.txt" "$out/shrreg_sem_test" "$tool"
   # Region files written by HAMi-core's own code (testdata/hami-core).
   sub_suite hami-fixtures "$out/hami.txt" test/tools/hami_fixtures.sh "$tool"
   # A page that cannot be allocated (full tmpfs under a sparse region) while the lock is held.

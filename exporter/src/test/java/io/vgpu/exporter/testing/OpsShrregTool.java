@@ -35,6 +35,10 @@ public final class OpsShrregTool {
                 src.toString(),
                 // the tool links the region unit (as libvgpu's Makefile does)
                 "../libvgpu/src/region.c",
+                "../libvgpu/src/region_liveness.c",
+                "../libvgpu/src/region_lock.c",
+                "../libvgpu/src/region_sem.c",
+                "../libvgpu/src/region_view.c",
                 "../libvgpu/src/log.c",
                 "../libvgpu/src/config.c",
                 "-ldl",
