@@ -36,13 +36,13 @@
 
 #define VGPU_FLOOR_PIN(sym, ver) __asm__(".symver " #sym "," #sym "@" #ver)
 
-/* libdl (moved into libc in 2.34). dlsym is not pinned: libvgpu defines its own (interpose.c)
- * and finds glibc's with dlvsym. */
+/* libdl (moved into libc in 2.34). dlsym and dlvsym are not pinned: libvgpu defines its own
+ * (interpose.c) and finds glibc's in libc's / libdl's symbol table (real.c). */
 VGPU_FLOOR_PIN(dladdr, GLIBC_2.2.5);
 VGPU_FLOOR_PIN(dlclose, GLIBC_2.2.5);
 VGPU_FLOOR_PIN(dlerror, GLIBC_2.2.5);
 VGPU_FLOOR_PIN(dlopen, GLIBC_2.2.5);
-VGPU_FLOOR_PIN(dlvsym, GLIBC_2.2.5);
+VGPU_FLOOR_PIN(dladdr1, GLIBC_2.3.3);
 /* libpthread (moved into libc in 2.34; pthread_sigmask got a new version in 2.32) */
 VGPU_FLOOR_PIN(pthread_attr_setstacksize, GLIBC_2.2.5);
 VGPU_FLOOR_PIN(pthread_create, GLIBC_2.2.5);

@@ -42,6 +42,8 @@ static inline void vgpu_release_rec(const struct vgpu_track_rec *r) {
 
 /* Pools (hook_cuda_mem.c): re-read what every known pool reserves and fix the count. */
 void vgpu_pools_refresh(void);
+/* The same, only when any pool is known; also graph memory and untracked memory (cheap when none). */
+void vgpu_pools_refresh_if_any(void);
 /* Graph memory (hook_cuda_graph.c): re-read each counted device's graph pool and fix the count. */
 void vgpu_graph_mem_refresh(void);
 /* Before launching or uploading an executable graph: reserves the growth of the graph pool its
@@ -52,6 +54,15 @@ bool vgpu_graph_mem_before_launch(CUgraphExec exec);
  * once a second (_maybe). */
 void vgpu_untracked_reconcile(int ridx);
 void vgpu_untracked_maybe(void);
+/* Local memory (hook_cuda_lmem.c): charges the growth of the current context's local memory a
+ * launch of `f` causes. false: it does not fit the limit (logged), do not launch. */
+bool vgpu_lmem_before_launch(CUfunction f);
+/* Threads a device holds at once (multiprocessors x max threads per multiprocessor) for the
+ * current context's device; 0 when the driver cannot tell (hook_cuda_limits.c). */
+uint64_t vgpu_resident_threads(void);
+/* VMM (hook_cuda_vmm.c): the handle mapped at ptr was exported another way (dmabuf): counted until
+ * the process exits, like a handle exported with cuMemExportToShareableHandle. */
+void vgpu_vmm_mark_exported(CUdeviceptr ptr);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

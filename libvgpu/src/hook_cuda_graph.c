@@ -221,6 +221,18 @@ VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGr
   return rc;
 }
 
+/* The CUDA 10 entry point (same ABI as _v2), still exported by the driver and reachable through
+ * dlsym or cuGetProcAddress with an old cudaVersion. */
+VGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                        char *logBuffer, size_t bufferSize) {
+  VGPU_HOOK_BEGIN(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
+  struct graph_need need;
+  if (!instantiate_pre(hGraph, &need)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult rc = VGPU_CALL_REAL(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
+  instantiate_post(&need, rc, phGraphExec ? *phGraphExec : NULL);
+  return rc;
+}
+
 static CUresult instantiate_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
                                    CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
   struct graph_need need;

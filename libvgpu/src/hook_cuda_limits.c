@@ -19,7 +19,7 @@
  */
 #include "hook.h"
 
-static uint64_t per_thread_factor(void) {
+uint64_t vgpu_resident_threads(void) {
   CUdevice dev;
   int sms = 0, threads = 0;
   if (!vgpu_cuda.cuCtxGetDevice || !vgpu_cuda.cuDeviceGetAttribute ||
@@ -37,7 +37,7 @@ static uint64_t charge_for(CUlimit limit, uint64_t first_seen, uint64_t value) {
   if (value <= first_seen) return 0;
   uint64_t extra = value - first_seen;
   if (limit != CU_LIMIT_STACK_SIZE) return extra;
-  uint64_t f = per_thread_factor();
+  uint64_t f = vgpu_resident_threads();
   if (!f) return extra;
   return extra > UINT64_MAX / f ? UINT64_MAX : extra * f;
 }

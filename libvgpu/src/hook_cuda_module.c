@@ -4,7 +4,8 @@
  * driver takes for the process. Counted by reconciling with NVML: the process's own NVML usage on a
  * device, minus everything libvgpu counts there for it, is charged as module memory (the region's
  * module_size, part of used[d].total), never negative. It already exists, so it is added, not
- * reserved: it makes the next allocation that does not fit fail instead.
+ * reserved: it makes the next allocation that does not fit fail instead. A load that takes the
+ * container over its limit is undone and refused, and no load starts while it is over.
  *
  * When: right after every module/library load and unload, on cuMemGetInfo, and at most once a
  * second from allocation and synchronize hooks (lazy loading maps a module's memory at its first
@@ -73,24 +74,65 @@ void vgpu_untracked_maybe(void) {
     return rc;                                   \
   }
 
-VGPU_RECONCILE_AFTER(cuModuleLoad, (CUmodule *module, const char *fname), (module, fname))
-VGPU_RECONCILE_AFTER(cuModuleLoadData, (CUmodule *module, const void *image), (module, image))
-VGPU_RECONCILE_AFTER(cuModuleLoadDataEx,
-                     (CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
-                      void **optionValues),
-                     (module, image, numOptions, options, optionValues))
-VGPU_RECONCILE_AFTER(cuModuleLoadFatBinary, (CUmodule *module, const void *fatCubin), (module, fatCubin))
+/* Whether the container's count on ridx is above its limit. */
+static bool over_limit(int ridx) {
+  uint64_t limit = ridx >= 0 ? vgpu_mem_limit(ridx) : 0;
+  return limit && vgpu_mem_used(ridx) > limit;
+}
+
+/* A load whose globals take the container over its limit is undone (unloaded) and fails with
+ * CUDA_ERROR_OUT_OF_MEMORY, as on a device too full for them; while the container is over its
+ * limit (memory that appeared outside every hook, e.g. a lazily loaded module) no load starts. */
+static CUresult load_settle(int ridx, CUresult rc, bool loaded, bool is_library, void *handle) {
+  vgpu_untracked_reconcile(ridx);
+  if (rc != CUDA_SUCCESS || !loaded || !over_limit(ridx)) return rc;
+  if (is_library)
+    VGPU_CALL_REAL(cuLibraryUnload, ((CUlibrary)handle));
+  else
+    VGPU_CALL_REAL(cuModuleUnload, ((CUmodule)handle));
+  vgpu_untracked_reconcile(ridx);
+  VGPU_LOG_ERROR("Device %d: module load takes the container over the limit (%llu bytes): unloaded, refused", ridx,
+                 (unsigned long long)vgpu_mem_limit(ridx));
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* From the count as it stands (the last reconciliation): one NVML query per load, not two. */
+static bool load_allowed(int ridx) {
+  if (!over_limit(ridx)) return true;
+  VGPU_LOG_ERROR("Device %d: the container is over its limit (%llu of %llu bytes): module load refused", ridx,
+                 (unsigned long long)vgpu_mem_used(ridx), (unsigned long long)vgpu_mem_limit(ridx));
+  return false;
+}
+
+#define VGPU_LOAD_HOOK(name, params, args, out, is_library)                                        \
+  VGPU_EXPORT CUresult name params {                                                               \
+    VGPU_HOOK_BEGIN(name, args);                                                                   \
+    int ridx_ = vgpu_current_ridx();                                                               \
+    if (!load_allowed(ridx_)) return CUDA_ERROR_OUT_OF_MEMORY;                                     \
+    CUresult rc_ = VGPU_CALL_REAL(name, args);                                                     \
+    return load_settle(ridx_, rc_, (out) != NULL, is_library, (out) ? (void *)*(out) : NULL);      \
+  }
+
+VGPU_LOAD_HOOK(cuModuleLoad, (CUmodule *module, const char *fname), (module, fname), module, false)
+VGPU_LOAD_HOOK(cuModuleLoadData, (CUmodule *module, const void *image), (module, image), module, false)
+VGPU_LOAD_HOOK(cuModuleLoadDataEx,
+               (CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                void **optionValues),
+               (module, image, numOptions, options, optionValues), module, false)
+VGPU_LOAD_HOOK(cuModuleLoadFatBinary, (CUmodule *module, const void *fatCubin), (module, fatCubin), module, false)
 VGPU_RECONCILE_AFTER(cuModuleUnload, (CUmodule hmod), (hmod))
-VGPU_RECONCILE_AFTER(cuLibraryLoadData,
-                     (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
-                      unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
-                      unsigned int numLibraryOptions),
-                     (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
-                      libraryOptionValues, numLibraryOptions))
-VGPU_RECONCILE_AFTER(cuLibraryLoadFromFile,
-                     (CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues,
-                      unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
-                      unsigned int numLibraryOptions),
-                     (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
-                      libraryOptionValues, numLibraryOptions))
+VGPU_LOAD_HOOK(cuLibraryLoadData,
+               (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
+                unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                unsigned int numLibraryOptions),
+               (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues,
+                numLibraryOptions),
+               library, true)
+VGPU_LOAD_HOOK(cuLibraryLoadFromFile,
+               (CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues,
+                unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                unsigned int numLibraryOptions),
+               (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                libraryOptionValues, numLibraryOptions),
+               library, true)
 VGPU_RECONCILE_AFTER(cuLibraryUnload, (CUlibrary library), (library))

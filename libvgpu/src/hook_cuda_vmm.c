@@ -173,6 +173,17 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGe
   return rc;
 }
 
+void vgpu_vmm_mark_exported(CUdeviceptr ptr) {
+  pthread_mutex_lock(&g_vmm_mu);
+  struct vgpu_track_rec m, r;
+  if (vgpu_track_get(VGPU_TRACK_VMM_MAP, (uint64_t)ptr, &m) && vgpu_track_get(VGPU_TRACK_VMM, m.aux, &r) &&
+      !(r.aux & VMM_STICKY)) {
+    r.aux |= VMM_STICKY;
+    vmm_settle(&r);
+  }
+  pthread_mutex_unlock(&g_vmm_mu);
+}
+
 VGPU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                                     CUmemAllocationHandleType shHandleType) {
   VGPU_HOOK_BEGIN(cuMemImportFromShareableHandle, (handle, osHandle, shHandleType));

@@ -49,6 +49,48 @@ VGPU_NO_SANITIZE static const struct hook_entry *find_hook(const char *symbol) {
   return NULL;
 }
 
+/* The lookup functions themselves: glibc's dlsym reached through dlvsym (or dlsym) would answer
+ * libcuda's raw functions (issue 35, route 9), so a lookup of "dlsym" or "dlvsym" that finds
+ * glibc's answers ours. */
+VGPU_NO_SANITIZE static void *self_lookup(const char *symbol) {
+  if (!symbol || symbol[0] != 'd' || symbol[1] != 'l') return NULL;
+  if (strcmp(symbol, "dlsym") == 0) return (void *)dlsym;
+  if (strcmp(symbol, "dlvsym") == 0) return (void *)dlvsym;
+  return NULL;
+}
+
+/* OpenCL (issue 35, routes 14 and 21): the NVIDIA ICD's allocations and kernels go around every
+ * CUDA hook, so on a device with a memory or SM limit OpenCL is refused: a cl* symbol that the real
+ * lookup finds in NVIDIA's OpenCL library (the ICD loader asks for clGetExtensionFunctionAddress
+ * and clIcdGetPlatformIDsKHR there) is answered "not found", once logged. The loader then lists no
+ * NVIDIA platform (CL_PLATFORM_NOT_FOUND_KHR). Runs only for a cl* name the real dlsym resolved
+ * into that library, so never during start-up. */
+static bool any_limit(void) {
+  const struct vgpu_config *cfg = vgpu_config_get();
+  for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+    if (cfg->mem_limit[d] != 0 || (cfg->sm_limit[d] > 0 && cfg->sm_limit[d] < 100)) return true;
+  return false;
+}
+
+VGPU_NO_SANITIZE static bool is_cl_name(const char *symbol) {
+  return symbol && symbol[0] == 'c' && symbol[1] == 'l';
+}
+
+VGPU_NO_SANITIZE static bool opencl_refused(const char *symbol, void *found) {
+  if (!found || !is_cl_name(symbol)) return false;
+  Dl_info info;
+  if (!dladdr(found, &info) || !info.dli_fname) return false;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  if (strncmp(base, "libnvidia-opencl", 16) != 0 || vgpu_config_get()->disabled || !any_limit()) return false;
+  static int logged;
+  if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+    VGPU_LOG_ERROR("OpenCL refused on a GPU with a memory or SM limit: its memory and kernel time cannot be "
+                   "counted (%s not provided)",
+                   symbol);
+  return true;
+}
+
 /* glibc resolves RTLD_NEXT, and RTLD_DEFAULT's local scope, from the caller's return address: every
  * lookup we do not change must be a tail call (a jump, not a call) so the caller stays the
  * application's. The attribute forces sibling calls even in -O0/-O1 (sanitizer) builds. */
@@ -57,9 +99,31 @@ __attribute__((optimize("optimize-sibling-calls"))) VGPU_NO_SANITIZE VGPU_EXPORT
   void *(*real_dlsym)(void *, const char *) = vgpu_real_dlsym_fn();
   if (!real_dlsym) return NULL;
   const struct hook_entry *e = handle == RTLD_NEXT ? NULL : find_hook(symbol);
+  void *self = self_lookup(symbol);
+  if (self) return real_dlsym(handle, symbol) ? self : NULL;
+  /* OpenCL from a library handle (how ICD loaders look up vendors): a handle, unlike RTLD_NEXT and
+   * RTLD_DEFAULT, does not depend on the caller, so this lookup need not be a tail call. */
+  if (!e && handle != RTLD_NEXT && handle != RTLD_DEFAULT && is_cl_name(symbol)) {
+    void *found = real_dlsym(handle, symbol);
+    return opencl_refused(symbol, found) ? NULL : found;
+  }
   if (!e) return real_dlsym(handle, symbol);
   /* A hooked name: answer with the hook only where the real lookup finds the symbol at all. */
   return real_dlsym(handle, symbol) ? e->hook : NULL;
+}
+
+/* dlvsym: the same rules as dlsym. (libcuda's symbols carry no version; glibc's dlvsym does not
+ * find unversioned definitions, but it does find glibc's own dlsym, whose answers bypass ours.) */
+__attribute__((optimize("optimize-sibling-calls"))) VGPU_NO_SANITIZE VGPU_EXPORT void *dlvsym(void *handle,
+                                                                                             const char *symbol,
+                                                                                             const char *version) {
+  void *(*real_dlvsym)(void *, const char *, const char *) = vgpu_real_dlvsym_fn();
+  if (!real_dlvsym) return NULL;
+  const struct hook_entry *e = handle == RTLD_NEXT ? NULL : find_hook(symbol);
+  void *self = self_lookup(symbol);
+  if (self) return real_dlvsym(handle, symbol, version) ? self : NULL;
+  if (!e) return real_dlvsym(handle, symbol, version);
+  return real_dlvsym(handle, symbol, version) ? e->hook : NULL;
 }
 
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags) {

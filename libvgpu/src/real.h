@@ -11,6 +11,8 @@
 #include <cuda.h>
 /* cuda.h maps the v1 name to _v2; we define both variants, so we need the plain name back. */
 #undef cuGetProcAddress
+/* ... and the CUDA 10 cuGraphInstantiate, which the driver still exports with its old ABI. */
+#undef cuGraphInstantiate
 
 #include "vgpu.h"
 
@@ -56,6 +58,8 @@ extern struct vgpu_nvml_real vgpu_nvml;
 void *vgpu_real_dlsym(void *handle, const char *name);
 /* The same function pointer (NULL if glibc's dlsym cannot be found). */
 void *(*vgpu_real_dlsym_fn(void))(void *, const char *);
+/* glibc's dlvsym (NULL if it cannot be found). */
+void *(*vgpu_real_dlvsym_fn(void))(void *, const char *, const char *);
 
 /* Loads libcuda.so.1 and resolves every pointer. Returns false when the driver is absent. */
 bool vgpu_cuda_load(void);

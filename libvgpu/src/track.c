@@ -127,7 +127,11 @@ bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
  * outside the mutex (they take the region's write lock, which fork() orders before ours), in
  * batches; a table regrown by another thread between batches is rescanned from the start. */
 #define TAKE_CTX_BATCH 256
+static uint64_t g_ctx_gen;
+uint64_t vgpu_track_ctx_gen(void) { return __atomic_load_n(&g_ctx_gen, __ATOMIC_ACQUIRE); }
+
 size_t vgpu_track_take_ctx(uintptr_t ctx, void (*fn)(const struct vgpu_track_rec *)) {
+  __atomic_fetch_add(&g_ctx_gen, 1, __ATOMIC_ACQ_REL);
   struct vgpu_track_rec batch[TAKE_CTX_BATCH];
   size_t n = 0, i = 0;
   uint64_t seen_gen = 0;

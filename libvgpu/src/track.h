@@ -44,6 +44,8 @@ bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out);
 /* Removes every record of `ctx` (context destroyed or reset) in one pass over the table (linear
  * in its capacity); calls fn for each, outside the table's mutex. */
 size_t vgpu_track_take_ctx(uintptr_t ctx, void (*fn)(const struct vgpu_track_rec *));
+/* Bumped by every vgpu_track_take_ctx (a context went away): caches keyed by context compare it. */
+uint64_t vgpu_track_ctx_gen(void);
 size_t vgpu_track_count(void);
 /* fork: 0 = prepare (lock), 1 = parent/child (unlock). */
 void vgpu_track_atfork(int phase);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_hooks.sh LIB [LIBCUDA] — the hook list (src/hooks/*.def) is the single source of truth:
-#  1. libvgpu.so exports exactly the listed names plus dlsym (fails otherwise);
+#  1. libvgpu.so exports exactly the listed names plus dlsym and dlvsym (fails otherwise);
 #  2. with a real driver (default: the libcuda.so.1 the loader finds), lists driver exports that
 #     are variants (_vN, _ptsz, _ptds) of a hooked base name but absent from the list — new ABI
 #     variants a future driver hands out that would bypass accounting (report only).
@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LIB=${1:-build/libvgpu.so}
-want=$( (echo dlsym; grep -hoE '^VGPU_(CUDA|NVML)_HOOK\(([A-Za-z0-9_]+)' src/hooks/*.def | sed -E 's/.*\(//') | sort -u)
+want=$( (echo dlsym; echo dlvsym; grep -hoE '^VGPU_(CUDA|NVML)_HOOK\(([A-Za-z0-9_]+)' src/hooks/*.def | sed -E 's/.*\(//') | sort -u)
 have=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 rc=0
 if [ "$want" != "$have" ]; then

@@ -84,6 +84,25 @@ PROG=$MEMK run graph_capture FAKE_CUDA_GRAPH_GRANULE=33554432
 PROG=$MEMK run ctx_limits
 PROG=$MEMK run ctx_destroy_many
 PROG=$MEMK run untracked FAKE_NVML_CONFIG="$TMP/untracked.nvml.conf"
+# Routes around the limits (issue 35; test/preload/routes.c, libvgpu/README.md "Routes around the limits").
+ROUTES=$PWD/$BUILD/preload/routes
+PROG=$ROUTES run pools_many CUDA_DEVICE_MEMORY_LIMIT=1g LIBCUDA_LOG_LEVEL=0
+PROG=$ROUTES run async_no_ctx --stderr 'OOM: requested 128MB'
+PROG=$ROUTES run launch_no_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run launch_other_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run launch_legacy CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run memset CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run graph_v1 FAKE_CUDA_GRAPH_GRANULE=2097152
+PROG=$ROUTES run dlvsym
+PROG=$ROUTES run ipc_export
+PROG=$ROUTES run granularity FAKE_CUDA_ALLOC_GRANULE=2097152
+cp "$NV" "$TMP/nvml-mod.conf"
+PROG=$ROUTES run module_refuse FAKE_CUDA_MODULE_BYTES=41943040 FAKE_CUDA_CONTEXT_BYTES=8388608 \
+  FAKE_NVML_CONFIG="$TMP/nvml-mod.conf" --stderr 'module load .* over the limit'
+PROG=$ROUTES run lmem --stderr 'OOM: requested 33MB'
+PROG=$ROUTES run opencl_refused --stderr 'OpenCL refused on a GPU with a memory or SM limit'
+PROG=$ROUTES run opencl_refused CUDA_DEVICE_MEMORY_LIMIT=0 CUDA_DEVICE_SM_LIMIT=40
+PROG=$ROUTES run opencl_unlimited CUDA_DEVICE_MEMORY_LIMIT=0 --no-stderr 'OpenCL refused'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

@@ -51,6 +51,10 @@
  * the pool holds above its release threshold; cuMemPoolTrimTo releases unused memory down to its
  * argument, never blocks whose free was not yet seen complete.
  *
+ * More driver rules, for the routes around the limits (issue 35): test/fake/fake_cuda_routes.inc,
+ * included at the end (streams' and events' contexts, FAKE_CUDA_ALLOC_GRANULE, FAKE_CUDA_MODULE_BYTES,
+ * local-memory growth, the pre-4.0 launch API, memsets, IPC/dmabuf exports).
+ *
  * Thread safety: one mutex around all state.
  */
 #include <cuda.h>
@@ -91,6 +95,19 @@ static int primary_refs[MAXDEV];
 static __thread struct ctx *cur;
 static __thread struct ctx *stack[16];
 static __thread int depth;
+/* fake_cuda_routes.inc (issue 35): streams' contexts. */
+static void fr_stream_created(CUstream s, int idx);
+static struct ctx *fr_stream_ctx(CUstream s);
+static struct ctx *fr_enter_stream_ctx(CUstream s);
+static void fr_leave_stream_ctx(struct ctx *saved);
+static void *fr_lookup(const char *name);
+static int fr_event_fits_stream(CUevent e, CUstream s);
+static size_t fr_alloc_footprint(size_t size);
+static unsigned long long fr_nvml_extra(int phys);
+static CUresult fr_module_loaded(void *module);
+static void fr_module_unloaded(void *module);
+static CUresult fr_lmem_before_kernel(CUfunction f);
+static int fr_kept_alive_locked(unsigned long long addr);
 
 #define MAXALLOC 65536
 struct alloc {
@@ -110,7 +127,7 @@ struct pool {
   int live;
 };
 static struct pool default_pool[MAXDEV];
-#define MAXPOOLS 64
+#define MAXPOOLS 1024 /* the driver has no small cap either (issue 35: past 256 pools) */
 static struct pool *explicit_pools[MAXPOOLS]; /* created with cuMemPoolCreate, for synchronize */
 
 static int parse_uuid(const char *s, unsigned char out[16]) {
@@ -260,7 +277,7 @@ static void publish_context_memory_locked(int dev, int delta) {
   for (int d = 0; d < MAXDEV; d++)
     if (contexts_on[d] > 0)
       fprintf(out, "\nprocess %d pid=%d used=%llu\n", d, (int)getpid(),
-              (unsigned long long)contexts_on[d] * strtoull(bytes, NULL, 10));
+              (unsigned long long)contexts_on[d] * strtoull(bytes, NULL, 10) + fr_nvml_extra(d));
   fclose(out);
   rename(tmp, path);
 }
@@ -277,8 +294,10 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 }
 
 static void ctx_limits_drop_locked(const struct ctx *c);
+static void fr_ctx_dropped_locked(const struct ctx *c);
 static void free_ctx_allocs_locked(struct ctx *c) {
   ctx_limits_drop_locked(c);
+  fr_ctx_dropped_locked(c); /* its local memory (routes.inc) */
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].addr && allocs[i].ctx == c) {
       used_mem[phys_of(allocs[i].dev)] -= allocs[i].size;
@@ -384,6 +403,7 @@ FAKE_EXPORT CUresult cuCtxSynchronize(void) {
 static CUresult alloc_locked(unsigned long long *addr, size_t size, int kind, void *pool) {
   if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
   int phys = phys_of(cur->dev);
+  if (!pool && kind == 1) size = fr_alloc_footprint(size); /* whole pages (routes.inc) */
   if (!pool && used_mem[phys] + size > total_mem) return CUDA_ERROR_OUT_OF_MEMORY;
   for (int i = 0; i < MAXALLOC; i++) {
     if (allocs[i].addr) continue;
@@ -441,7 +461,8 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (!dptr) return CUDA_SUCCESS;
   LOCK();
   struct alloc *a = find_locked((unsigned long long)dptr, 1);
-  if (a) release_locked(a);
+  if (a && fr_kept_alive_locked(a->addr)) memset(a, 0, sizeof *a); /* an importer holds it (routes.inc) */
+  else if (a) release_locked(a);
   int graph = !a && graph_mem_free((unsigned long long)dptr);
   UNLOCK();
   return a || graph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -581,16 +602,22 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
   return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
-  if (s && capture_alloc(s, size, dptr)) return CUDA_SUCCESS;
-  return pool_alloc(dptr, size, &default_pool[cur->dev]);
+  struct ctx *saved = fr_enter_stream_ctx(s);
+  CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
+  if (!cur) rc = CUDA_ERROR_INVALID_CONTEXT;
+  else if (s && capture_alloc(s, size, dptr)) rc = CUDA_SUCCESS;
+  else rc = pool_alloc(dptr, size, &default_pool[cur->dev]);
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
   return cuMemAllocAsync(dptr, size, s);
 }
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  (void)s;
-  return pool_alloc(dptr, size, (struct pool *)pool);
+  struct ctx *saved = fr_enter_stream_ctx(s);
+  CUresult rc = pool_alloc(dptr, size, (struct pool *)pool);
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                                                   CUstream s) {
@@ -623,7 +650,9 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   (void)flags;
   static char streams[1024];
   static int n;
-  *s = (CUstream)&streams[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024];
+  int idx = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024;
+  *s = (CUstream)&streams[idx];
+  fr_stream_created(*s, idx);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { /* runs at once */
@@ -636,8 +665,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
-  (void)s;
-  *pctx = (CUcontext)cur;
+  *pctx = (CUcontext)fr_stream_ctx(s);
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
@@ -1313,10 +1341,10 @@ FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   static char modules[64];
   static int n;
   *module = (CUmodule)&modules[__atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 64];
-  return CUDA_SUCCESS;
+  return fr_module_loaded(*module); /* its globals (routes.inc) */
 }
 FAKE_EXPORT CUresult cuModuleUnload(CUmodule module) {
-  (void)module;
+  fr_module_unloaded(module);
   return CUDA_SUCCESS;
 }
 
@@ -1546,8 +1574,16 @@ static CUresult launched(void) {
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
   (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)p; (void)e;
+  struct ctx *saved = fr_enter_stream_ctx(s); /* no current context: the stream's (routes.inc) */
+  CUresult lm = cur ? fr_lmem_before_kernel(f) : CUDA_SUCCESS; /* local memory grows (routes.inc) */
+  if (lm != CUDA_SUCCESS) {
+    fr_leave_stream_ctx(saved);
+    return lm;
+  }
   enqueue_kernel(s);
-  return launched();
+  CUresult rc = launched();
+  fr_leave_stream_ctx(saved);
+  return rc;
 }
 FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                          unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
@@ -1591,7 +1627,9 @@ FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { return cuGr
 /* An event holds its completion time (CLOCK_MONOTONIC ns); 0 = never recorded (complete). */
 FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
   (void)flags;
-  *e = (CUevent)calloc(1, sizeof(long long));
+  long long *ev = calloc(2, sizeof(long long)); /* [0] completion time, [1] owning context */
+  if (ev) ev[1] = (long long)(uintptr_t)cur;
+  *e = (CUevent)ev;
   return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -1599,6 +1637,7 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  if (!fr_event_fits_stream(e, s)) return CUDA_ERROR_INVALID_HANDLE; /* routes.inc */
   LOCK();
   long long now = mono_ns(), tail = *stream_tail_locked(s, cur_phys());
   long long done = tail > now ? tail : idle_event_done_locked(cur_phys(), now);
@@ -1701,6 +1740,8 @@ static const struct { const char *base, *name; int since; } variants[] = {
     {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", 11000},
     {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2", 11000},
     {"cuDeviceGetUuid", "cuDeviceGetUuid_v2", 11040}, {"cuEventElapsedTime", "cuEventElapsedTime_v2", 12080},
+    {"cuGraphInstantiate", "cuGraphInstantiate_v2", 11000},
+    {"cuGraphInstantiate", "cuGraphInstantiateWithFlags", 12000},
 };
 
 static CUresult tramp_cuMemAlloc_v2(CUdeviceptr *d, size_t n) { return cuMemAlloc_v2(d, n); }
@@ -1711,7 +1752,7 @@ static void *lookup(const char *name) {
     if (strcmp(procs[i].name, name) == 0) return procs[i].fn;
   for (size_t i = 0; i < sizeof mem_procs / sizeof mem_procs[0]; i++)
     if (strcmp(mem_procs[i].name, name) == 0) return mem_procs[i].fn;
-  return NULL;
+  return fr_lookup(name);
 }
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
@@ -1767,3 +1808,5 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
   (void)p; (void)n; (void)loc; (void)flags; (void)s;
   return CUDA_SUCCESS;
 }
+
+#include "fake_cuda_routes.inc"

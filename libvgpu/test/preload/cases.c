@@ -358,7 +358,7 @@ static int case_processes(void) {
       CHECK(read(go[0], &c, 1) == 1);
       int got = 0;
       CUdeviceptr p;
-      while (cuMemAlloc(&p, 3 * MiB) == CUDA_SUCCESS) got++;
+      while (cuMemAlloc(&p, 6 * MiB) == CUDA_SUCCESS) got++; /* whole 2 MiB pages */
       CHECK(write(fds[i][1], &got, sizeof got) == (ssize_t)sizeof got);
       CHECK(read(hold[0], &c, 1) == 1);
       exit(0);
@@ -371,8 +371,8 @@ static int case_processes(void) {
     CHECK(read(fds[i][0], &got, sizeof got) == (ssize_t)sizeof got);
     total += got;
   }
-  CHECK_EQ_U(total, 64 / 3); /* 21 chunks of 3 MiB fit in 64 MiB, the 22nd never */
-  CHECK_EQ_U(test_used(0), 21 * 3 * MiB);
+  CHECK_EQ_U(total, 64 / 6); /* 10 chunks of 6 MiB fit in 64 MiB, the 11th never */
+  CHECK_EQ_U(test_used(0), 10 * 6 * MiB);
   CHECK(write(hold[1], "xxxx", N) == N);
   for (int i = 0; i < N; i++) {
     int st;

@@ -1,0 +1,221 @@
+/*
+ * routes_probe.c — the routes around the limits of issue 35 on a real GPU, one per run (run by
+ * routes_probe.sh with and without libvgpu). `routes_probe <route> <cubin>`. Prints one line:
+ *   RESULT route=<r> ok=<successes> refused=<first error> held=<NVML bytes of this process>
+ *          tracked=<libvgpu's count for the container> [rate=<kernels/s>]
+ * Memory routes try to take ~9 GiB (past a 4 GiB limit); SM routes run a spinning kernel for 3 s.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the pre-4.0 launch API on purpose */
+
+#include "gpu_common.h"
+
+#undef cuGraphInstantiate
+typedef CUresult (*inst_v1)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+
+static CUdevice g_dev;
+static CUcontext g_ctx;
+static void *g_image;
+
+static void *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(2);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) exit(2);
+  fclose(f);
+  return b;
+}
+
+static void report(const char *route, int ok, CUresult refused, double rate) {
+  CK(cuCtxSetCurrent(g_ctx));
+  CK(cuCtxSynchronize());
+  printf("RESULT route=%s ok=%d refused=%d held=%lld tracked=%llu rate=%.1f\n", route, ok, (int)refused,
+         nvml_self_used(g_dev), tracked_all(0), rate);
+  fflush(stdout);
+}
+
+static CUmemoryPool make_pool(void) {
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = g_dev;
+  CUmemoryPool p = NULL;
+  CUresult rc = cuMemPoolCreate(&p, &props);
+  return rc == CUDA_SUCCESS ? p : NULL;
+}
+
+/* Saturating launch loop for `secs`: returns kernels per second (all completed at the end). */
+typedef CUresult (*launcher)(CUstream s);
+static CUfunction g_spin;
+static CUkernel g_spin_kernel;
+static long long g_cycles = 200000; /* ~0.1 ms at 1.98 GHz */
+static CUresult launch_func(CUstream s) {
+  void *args[] = {&g_cycles};
+  return cuLaunchKernel(g_spin, 528, 1, 1, 256, 1, 1, 0, s, args, NULL);
+}
+static CUresult launch_kernel_noctx(CUstream s) {
+  void *args[] = {&g_cycles};
+  return cuLaunchKernel((CUfunction)g_spin_kernel, 528, 1, 1, 256, 1, 1, 0, s, args, NULL);
+}
+static CUresult launch_legacy(CUstream s) { return cuLaunchGridAsync(g_spin, 528, 1, s); }
+static CUdeviceptr g_buf;
+static CUresult launch_memset(CUstream s) { return cuMemsetD32Async(g_buf, 0, (256 * MiB) / 4, s); }
+
+static double loop(launcher l, CUstream s, CUcontext cur, double secs) {
+  CUevent ev[16];
+  CK(cuCtxSetCurrent(g_ctx));
+  for (int i = 0; i < 16; i++) CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+  CK(cuCtxSetCurrent(cur));
+  long n = 0, b = 0;
+  double t0 = now_s();
+  while (now_s() - t0 < secs) {
+    if (b >= 16) CK(cuEventSynchronize(ev[b % 16]));
+    for (int i = 0; i < 8; i++) {
+      CK(l(s));
+      n++;
+    }
+    CK(cuCtxPushCurrent(g_ctx));
+    CK(cuEventRecord(ev[b % 16], s));
+    CUcontext popped;
+    CK(cuCtxPopCurrent(&popped));
+    b++;
+  }
+  CK(cuCtxSetCurrent(g_ctx));
+  CK(cuStreamSynchronize(s));
+  return (double)n / (now_s() - t0);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  const char *route = argv[1];
+  CK(cuInit(0));
+  CK(cuDeviceGet(&g_dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&g_ctx, g_dev));
+  CK(cuCtxSetCurrent(g_ctx));
+  g_image = read_file(argv[2]);
+  CUresult rc = CUDA_SUCCESS;
+  int ok = 0;
+  if (strcmp(route, "granularity") == 0) { /* item 1 */
+    CUdeviceptr p;
+    while (ok < 4000 && (rc = cuMemAlloc(&p, 2 * MiB + 4096)) == CUDA_SUCCESS) ok++;
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "small") == 0) { /* what small allocations hold (no fix claimed) */
+    CUdeviceptr p;
+    while (ok < 100000 && (rc = cuMemAlloc(&p, 64 * 1024 + 4)) == CUDA_SUCCESS) ok++;
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "pools") == 0) { /* item 3: 300 pools, then 32 MiB from each, last first */
+    static CUmemoryPool pools[300];
+    int made = 0;
+    while (made < 300 && (pools[made] = make_pool()) != NULL) made++;
+    for (int i = made - 1; i >= 0; i--) {
+      CUdeviceptr p;
+      if ((rc = cuMemAllocFromPoolAsync(&p, 32 * MiB, pools[i], 0)) != CUDA_SUCCESS) break;
+      ok++;
+    }
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "async_noctx") == 0) { /* item 4 */
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuCtxSetCurrent(NULL));
+    CUdeviceptr p;
+    while (ok < 200 && (rc = cuMemAllocAsync(&p, 64 * MiB, s)) == CUDA_SUCCESS) ok++;
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuStreamSynchronize(s));
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "graph_v1") == 0) { /* item 8 */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    inst_v1 inst = h ? (inst_v1)dlsym(h, "cuGraphInstantiate") : NULL;
+    if (!inst) {
+      printf("RESULT route=%s skipped=no_cuGraphInstantiate\n", route);
+      return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+      CUgraph g;
+      CK(cuGraphCreate(&g, 0));
+      CUDA_MEM_ALLOC_NODE_PARAMS prm;
+      memset(&prm, 0, sizeof prm);
+      prm.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prm.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prm.poolProps.location.id = g_dev;
+      prm.bytesize = 2048 * MiB;
+      CUgraphNode node;
+      CK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &prm));
+      CUgraphExec x;
+      if ((rc = inst(&x, g, NULL, NULL, 0)) != CUDA_SUCCESS) break;
+      if ((rc = cuGraphLaunch(x, 0)) != CUDA_SUCCESS) break;
+      CK(cuStreamSynchronize(0));
+      ok++;
+    }
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "module") == 0) { /* item 7: 512 MiB of globals per load */
+    CUmodule m;
+    while (ok < 20 && (rc = cuModuleLoadData(&m, g_image)) == CUDA_SUCCESS) {
+      CUfunction f;
+      CK(cuModuleGetFunction(&f, m, "touch_big"));
+      int n = ok;
+      void *args[] = {&n};
+      CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, args, NULL));
+      CK(cuCtxSynchronize());
+      ok++;
+    }
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "lmem") == 0) { /* item 2 */
+    CUmodule m;
+    CK(cuModuleLoadData(&m, g_image));
+    CUfunction f;
+    CK(cuModuleGetFunction(&f, m, "lmem32k"));
+    int n = 3;
+    void *out = NULL;
+    void *args[] = {&out, &n};
+    rc = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, args, NULL);
+    if (rc == CUDA_SUCCESS) {
+      ok = 1;
+      rc = cuCtxSynchronize();
+    }
+    report(route, ok, rc, 0);
+  } else if (strncmp(route, "sm_", 3) == 0) { /* items 15, 16, 18 */
+    CUmodule m;
+    CK(cuModuleLoadData(&m, g_image));
+    CK(cuModuleGetFunction(&g_spin, m, "spin"));
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    double rate = 0;
+    if (strcmp(route, "sm_plain") == 0) {
+      rate = loop(launch_func, s, g_ctx, 3.0);
+    } else if (strcmp(route, "sm_noctx") == 0) {
+      CUlibrary lib;
+      CK(cuLibraryLoadData(&lib, g_image, NULL, NULL, 0, NULL, NULL, 0));
+      CK(cuLibraryGetKernel(&g_spin_kernel, lib, "spin"));
+      rate = loop(launch_kernel_noctx, s, NULL, 3.0);
+    } else if (strcmp(route, "sm_legacy") == 0) {
+      CK(cuFuncSetBlockShape(g_spin, 256, 1, 1));
+      CK(cuParamSetSize(g_spin, 8));
+      CK(cuParamSetv(g_spin, 0, &g_cycles, 8));
+      rate = loop(launch_legacy, s, g_ctx, 3.0);
+    } else if (strcmp(route, "sm_memset") == 0) { /* item 19: 256 MiB memsets back to back */
+      CK(cuMemAlloc(&g_buf, 256 * MiB));
+      rate = loop(launch_memset, s, g_ctx, 3.0);
+    } else if (strcmp(route, "sm_otherctx") == 0) {
+      CUlibrary lib;
+      CK(cuLibraryLoadData(&lib, g_image, NULL, NULL, 0, NULL, NULL, 0));
+      CK(cuLibraryGetKernel(&g_spin_kernel, lib, "spin"));
+      CUcontext other;
+      CK(cuCtxCreate(&other, NULL, 0, g_dev)); /* the stream is g_ctx's, `other` is current */
+      rate = loop(launch_kernel_noctx, s, other, 3.0);
+    }
+    report(route, 1, CUDA_SUCCESS, rate);
+  } else {
+    fprintf(stderr, "unknown route %s\n", route);
+    return 2;
+  }
+  return 0;
+}
