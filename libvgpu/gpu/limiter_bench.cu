@@ -13,6 +13,10 @@
 //   long   one 20 ms kernel per batch on the default stream
 //   xlong  one 1 s kernel per batch on the default stream (seconds-long kernels, issue 15)
 //   xxlong one 5 s kernel per batch on the default stream
+//   streams N non-blocking streams (--streams N), each kernel 1/N of the GPU's blocks for 200 us,
+//          at most two in flight per stream, completions polled (cudaEventQuery) so one stalled
+//          stream never holds the others back; RESULT adds "min_stream_per_s" (the slowest
+//          stream's completions per second) and "streams" (issue 35: many busy streams)
 //   mixed  three non-blocking streams per batch: 100 x 50 us (cudaLaunchKernel), 3 x 2 ms
 //          (cudaLaunchKernelEx -> cuLaunchKernelEx), one CUDA graph of 4 x 1 ms kernels
 //          (cudaGraphLaunch -> cuGraphLaunch) and one 1 ms cooperative launch
@@ -86,9 +90,62 @@ struct Launcher {
   }
 };
 
+// Many busy streams in one process: each stream keeps two kernels in flight; completions are
+// polled so the loop never waits on one stream while another could progress.
+static int run_streams(Launcher &L, int n, double settle, double measure, double total) {
+  cudaStream_t *st = new cudaStream_t[n];
+  cudaEvent_t *ev = new cudaEvent_t[2 * n];
+  int *outstanding = new int[n], *oldest = new int[n];
+  long *in_window = new long[n];
+  int grid = L.grid / n > 0 ? L.grid / n : 1;
+  for (int i = 0; i < n; i++) {
+    CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&ev[2 * i], cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&ev[2 * i + 1], cudaEventDisableTiming));
+    outstanding[i] = oldest[i] = 0;
+    in_window[i] = 0;
+  }
+  long long it = L.iters(200);
+  long long t0 = now_us();
+  printf("READY %lld\n", t0);
+  fflush(stdout);
+  long long win_a = t0 + (long long)(settle * 1e6), win_b = win_a + (long long)(measure * 1e6);
+  long long end = t0 + (long long)(total * 1e6);
+  for (;;) {
+    long long now = now_us();
+    if (now >= end) break;
+    for (int i = 0; i < n; i++) {
+      while (outstanding[i] > 0 && cudaEventQuery(ev[2 * i + oldest[i]]) == cudaSuccess) {
+        long long tc = now_us();
+        if (tc >= win_a && tc < win_b) in_window[i]++;
+        oldest[i] ^= 1;
+        outstanding[i]--;
+      }
+      while (outstanding[i] < 2) {
+        fma_spin<<<grid, L.block, 0, st[i]>>>(L.sink, it);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(ev[2 * i + (oldest[i] ^ outstanding[i])], st[i]));
+        outstanding[i]++;
+      }
+    }
+  }
+  CK(cudaDeviceSynchronize());
+  long total_k = 0, min_k = -1;
+  for (int i = 0; i < n; i++) {
+    total_k += in_window[i];
+    if (min_k < 0 || in_window[i] < min_k) min_k = in_window[i];
+  }
+  double window_s = (win_b - win_a) / 1e6;
+  printf("RESULT {\"pid\":%d,\"shape\":\"streams\",\"streams\":%d,\"batches\":%ld,\"window_s\":%.3f,"
+         "\"per_s\":%.4f,\"min_stream_per_s\":%.4f,\"t0_us\":%lld}\n",
+         (int)getpid(), n, total_k, window_s, total_k / window_s, min_k / window_s, t0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   std::string shape = "short";
   double ipus = 0, settle = 2, measure = 8, total = 0;
+  int nstreams = 1;
   bool calibrate = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -104,6 +161,7 @@ int main(int argc, char **argv) {
     else if (a == "--settle") settle = atof(next());
     else if (a == "--measure") measure = atof(next());
     else if (a == "--total") total = atof(next());
+    else if (a == "--streams") nstreams = atoi(next());
     else if (a == "--calibrate") calibrate = true;
     else {
       fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -149,6 +207,13 @@ int main(int argc, char **argv) {
   }
   L.ipus = ipus;
 
+  if (shape == "streams") {
+    if (nstreams < 1 || nstreams > 1024) {
+      fprintf(stderr, "--streams must be 1..1024\n");
+      return 2;
+    }
+    return run_streams(L, nstreams, settle, measure, total);
+  }
   cudaStream_t s0 = 0, s1 = 0, s2 = 0;
   cudaGraphExec_t gexec = nullptr;
   if (shape == "mixed") {

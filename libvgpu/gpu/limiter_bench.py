@@ -89,6 +89,7 @@ class Sampler(threading.Thread):
         self.samples = []  # (pid, ts_us, sm)
         self.dev = []  # (ts_us, gpu util %): nvmlDeviceGetUtilizationRates readings
         self.dev_samples = []  # (ts_us, gpu util %): every driver sample (timestamp cursor)
+        self.clocks = []  # (ts_us, SM clock MHz): a power-capped GPU clocks down when busy
         self.stop = threading.Event()
         self.cursor = int(time.time() * 1e6)
         self.dev_cursor = self.cursor
@@ -106,6 +107,11 @@ class Sampler(threading.Thread):
             try:
                 self.dev.append((int(time.time() * 1e6),
                                  pynvml.nvmlDeviceGetUtilizationRates(NVML).gpu))
+            except pynvml.NVMLError:
+                pass
+            try:
+                self.clocks.append((int(time.time() * 1e6),
+                                    pynvml.nvmlDeviceGetClockInfo(NVML, pynvml.NVML_CLOCK_SM)))
             except pynvml.NVMLError:
                 pass
             try:
@@ -139,6 +145,11 @@ class Sampler(threading.Thread):
             vals = [sm for ts, sm in by_pid.get(pid, []) if a <= ts < b]
             total += sum(vals) / max(expected, len(vals))
         return total
+
+    def clock(self, a, b):
+        """Mean SM clock (MHz) over [a, b), or None."""
+        vals = [c for ts, c in self.clocks if a <= ts < b]
+        return sum(vals) / len(vals) if vals else None
 
     def device(self, a, b):
         """Mean device utilization over [a, b): every sample the driver took (its own sampling
@@ -181,6 +192,13 @@ def host_pid_of(popen, pidns):
 
 def window_of(shape):
     """(settle, measure) seconds: seconds-long kernels need several limit periods per window."""
+    if shape == "protocol":  # the public protocol: 30 s per cap (BENCH_PROTOCOL_S)
+        return 2.0, float(os.environ.get("BENCH_PROTOCOL_S", "30"))
+    if shape == "torch":  # PyTorch start-up is slow; the window starts after its warm-up
+        return 3.0, MEASURE
+    if shape.startswith("streams"):
+        return float(os.environ.get("BENCH_STREAMS_SETTLE", "1")), \
+            float(os.environ.get("BENCH_STREAMS_MEASURE", "3"))
     if shape == "xlong":
         return max(SETTLE, XLONG_SETTLE), max(MEASURE, XLONG_MEASURE)
     if shape == "xxlong":  # 5 s kernels at 50 %: one per 10 s; the window holds three periods
@@ -197,6 +215,12 @@ class Proc:
         if FAKE:
             cmd = [sys.executable, os.path.abspath(__file__), "--fake-bench", shape,
                    str(limit or 0), str(settle), str(measure), str(total or 0), cache or ""]
+        elif shape in ("matmul", "train"):  # PyTorch workloads (limiter_torch.py)
+            cmd = [sys.executable, os.path.join(HERE, "limiter_torch.py"), shape, str(settle),
+                   str(measure)]
+        elif shape.startswith("streams"):  # streams<N>: N busy streams in one process
+            cmd = [BENCH, "--shape", "streams", "--streams", shape[len("streams"):], "--ipus",
+                   str(IPUS), "--settle", str(settle), "--measure", str(measure)]
         else:
             cmd = [BENCH_PTDS if ptds else BENCH, "--shape", shape, "--ipus", str(IPUS),
                    "--settle", str(settle), "--measure", str(measure)]
@@ -363,10 +387,18 @@ def _run(name, groups, change):
                 if p.p.poll() is None:
                     p.p.kill()
     dev = sampler.device(a, b)
+    clk = sampler.clock(a, b)
     cells = []
     for gi, (label, limit, procs) in enumerate(started):
         per_s = sum(p.result["per_s"] for p in procs)
         shape = procs[0].shape
+        if shape.startswith("streams"):  # the slowest stream relative to its no-library rate
+            slow = min(p.result.get("min_stream_per_s", 0.0) for p in procs)
+            if name.startswith("baseline"):
+                BASE[shape + "/slowest"] = slow
+            elif BASE.get(shape + "/slowest"):
+                log(f"  slowest stream {slow:.1f}/s = "
+                    f"{100.0 * slow / BASE[shape + '/slowest']:.1f} % of its no-library rate")
         if name.startswith("baseline") and label == "nopreload":
             BASE[shape] = per_s
         # Each process's work relative to the solo rate of its own shape (a group may mix shapes).
@@ -380,7 +412,7 @@ def _run(name, groups, change):
                     if all(BASE.get(p.shape) for p in procs) else [])
         smu_mean = sum(smu[gi]) / len(smu[gi]) if smu[gi] else None
         cells.append(dict(name=name, label=label, limit=limit, nv=nv, thr=thr, dev=dev, chg=chg,
-                          smu=smu_mean, per_proc=per_proc,
+                          smu=smu_mean, per_proc=per_proc, clk=clk,
                           pids=",".join(str(p.host_pid) for p in procs)))
     # Device-busy share per group: all of it for one group; split by throughput for several.
     thr_sum = sum(c["thr"] for c in cells if c["thr"] is not None)
@@ -404,7 +436,7 @@ def _run(name, groups, change):
         ROWS.append(c)
         log(f"  {c['label']}: limit {c['limit']} thr {fmt(c['thr'])} chg {fmt(c['chg'])} "
             f"sm_util {fmt(c.get('smu'))} "
-            f"dev {fmt(dev)} busy {fmt(c['busy'])} nvml {fmt(c['nv'])}{' (!)' if bad else ''} "
+            f"dev {fmt(dev)} busy {fmt(c['busy'])} sm_clock {fmt(c.get('clk'))} MHz nvml {fmt(c['nv'])}{' (!)' if bad else ''} "
             f"per-process thr {' '.join(fmt(x) for x in c['per_proc'])}")
 
 
@@ -416,8 +448,10 @@ def single(shape, limit, **kw):
     return ("container", limit, [dict(shape=shape, limit=limit, cache=fresh_cache(f"{shape}{limit}"), **kw)])
 
 
+
 def print_table():
     print()
+    print(f"card: {GPU_NAME}; driver: {DRIVER.replace(', driver ', '') or 'n/a'}")
     print(f"SM limiter benchmark on {GPU_NAME}{DRIVER}; window {SETTLE:g} s settle + {MEASURE:g} s "
           f"(xlong: {max(SETTLE, XLONG_SETTLE):g} + {max(MEASURE, XLONG_MEASURE):g} s)")
     print("thr = throughput / unlimited baseline (primary); chg = busy the limiter charged; "
@@ -499,7 +533,115 @@ def main_issue15():
     print_table()
 
 
+def startup_cost():
+    """Issue 30 item 4: N processes start CUDA at once in one container (one cache file, memory
+    and SM limits on) under the library, and without it: p50/p99 time to the first successful
+    allocation, measured from one instant taken just before the processes are started."""
+    probe = os.path.join(BUILD, "gpu", "startup_probe")
+    out = []
+    for n in (1, 16, 64):
+        for lib in (False, True):
+            env = dict(os.environ)
+            for k in list(env):
+                if k.startswith("CUDA_DEVICE_") or k == "LD_PRELOAD":
+                    del env[k]
+            if lib:
+                env.update(LD_PRELOAD=LIB, CUDA_DEVICE_MEMORY_SHARED_CACHE=fresh_cache(f"start{n}"),
+                           CUDA_DEVICE_MEMORY_LIMIT="8g", CUDA_DEVICE_SM_LIMIT="50",
+                           LIBCUDA_LOG_LEVEL="0")
+            t0 = int(time.time() * 1e6)
+            ps = [subprocess.Popen([probe, str(t0)], env=env, stdout=subprocess.PIPE, text=True)
+                  for _ in range(n)]
+            vals = []
+            for p in ps:
+                o, _ = p.communicate(timeout=120)
+                m = re.search(r"FIRST_ALLOC_US (\d+)", o or "")
+                if p.returncode == 0 and m:
+                    vals.append(int(m.group(1)) / 1e6)
+            vals.sort()
+            if len(vals) != n:
+                log(f"  startup {n} {'lib' if lib else 'nolib'}: {n - len(vals)} failed")
+            p50 = vals[len(vals) // 2] if vals else None
+            p99 = vals[min(len(vals) - 1, int(0.99 * len(vals)))] if vals else None
+            out.append((n, lib, p50, p99))
+            log(f"  startup {n:3d} processes {'with' if lib else 'without'} the library: "
+                f"p50 {fmt(p50)} s p99 {fmt(p99)} s")
+    print()
+    print("start-up: N processes start CUDA at once, time to first successful allocation (s)")
+    print(f"{'processes':>9} {'p50 no lib':>10} {'p99 no lib':>10} {'p50 lib':>8} {'p99 lib':>8} "
+          f"{'p99 ratio':>9}")
+    for n in (1, 16, 64):
+        a = [x for x in out if x[0] == n and not x[1]][0]
+        b = [x for x in out if x[0] == n and x[1]][0]
+        ratio = b[3] / a[3] if a[3] and b[3] else None
+        print(f"{n:9d} {fmt(a[2]):>10} {fmt(a[3]):>10} {fmt(b[2]):>8} {fmt(b[3]):>8} "
+              f"{fmt(ratio):>9}")
+
+
+def main_issue30():
+    """Issue 30/35's matrix (one call per card, ~5.5 min): the public protocol (one process,
+    caps 20/40/60/80, saturating fp16 matmul, 30 s each, throughput / unlimited) with its mean
+    absolute error; the multi-container cells (30/60 with 20 ms and 50 us kernels, 3 x 25 short,
+    4 x 20 long, 1 s kernels at 50); a PyTorch training loop at 50; 1/8/33/128 busy streams in
+    one process at 90 and 25 (issue 35); start-up with 1/16/64 processes."""
+    for shape in ("short", "long", "xlong"):
+        run(f"baseline-{shape}", [("nopreload", None, [dict(shape=shape, limit=None, cache=None,
+                                                           preload=False)])])
+    run("baseline-matmul", [("nopreload", None, [dict(shape="matmul", limit=None, cache=None,
+                                                      preload=False, window="protocol")])])
+    for cap in (20, 40, 60, 80):
+        run("protocol-matmul", [single("matmul", cap, window="protocol")])
+    run("baseline-train", [("nopreload", None, [dict(shape="train", limit=None, cache=None,
+                                                     preload=False, window="torch")])])
+    run("single-train", [single("train", 50, window="torch")])
+    for shape in ("long", "short"):
+        ca, cb = fresh_cache(f"two{shape}a"), fresh_cache(f"two{shape}b")
+        run(f"two-containers-{shape}", [
+            ("container A", 30, [dict(shape=shape, limit=30, cache=ca)]),
+            ("container B", 60, [dict(shape=shape, limit=60, cache=cb)])])
+    run("three-containers-short", [
+        (f"container {k}", 25, [dict(shape="short", limit=25, cache=fresh_cache(f"3s{k}"))])
+        for k in "ABC"])
+    run("four-containers-long", [
+        (f"container {k}", 20, [dict(shape="long", limit=20, cache=fresh_cache(f"4l{k}"))])
+        for k in "ABCD"])
+    run("single-xlong", [single("xlong", 50)])
+    for n in (1, 8, 33, 128):
+        shape = f"streams{n}"
+        run(f"baseline-{shape}", [("nopreload", None, [dict(shape=shape, limit=None, cache=None,
+                                                           preload=False)])])
+        for limit in (90, 25):
+            run(f"streams-{n}", [single(shape, limit)])
+    print_table()
+    proto = [c for c in ROWS if c["name"] == "protocol-matmul" and c["thr"] is not None]
+    if proto:
+        mae = sum(abs(c["thr"] - c["limit"]) for c in proto) / len(proto)
+        print(f"public protocol (caps 20/40/60/80, fp16 matmul, "
+              f"{window_of('protocol')[1]:g} s each): mean absolute error {mae:.2f} pp "
+              f"(thr: {', '.join(fmt(c['thr']) for c in proto)})")
+        busy = [c for c in proto if c.get("busy") is not None]
+        if busy:
+            print(f"public protocol by device-busy share: mean absolute error "
+                  f"{sum(abs(c['busy'] - c['limit']) for c in busy) / len(busy):.2f} pp "
+                  f"(busy: {', '.join(fmt(c['busy']) for c in busy)})")
+        base = [c for c in ROWS if c["name"] == "baseline-matmul"]
+        print(f"SM clock (MHz, NVML): unlimited matmul {fmt(base[0].get('clk') if base else None)}"
+              f"; caps 20/40/60/80: {', '.join(fmt(c.get('clk')) for c in proto)}")
+    cells = [c for c in ROWS if c["limit"] and c["thr"] is not None and not
+             c["name"].startswith("streams-")]
+    if cells:
+        print(f"matrix mean absolute error by throughput: "
+              f"{sum(abs(c['thr'] - c['limit']) for c in cells) / len(cells):.2f} pp over "
+              f"{len(cells)} cells; by device-busy share: "
+              f"{sum(abs(c['busy'] - c['limit']) for c in cells if c.get('busy') is not None) / max(1, len([c for c in cells if c.get('busy') is not None])):.2f} pp")
+    if os.environ.get("BENCH_STARTUP", "1") == "1" and not FAKE:
+        startup_cost()
+
+
 def main():
+    if MATRIX == "issue30":
+        main_issue30()
+        return
     if MATRIX == "issue15":
         main_issue15()
         return

@@ -8,6 +8,10 @@
 #   issue 15's matrix (1-4 containers x 50 us / 20 ms / 1 s / 5 s kernels x limits 10-90, two
 #   containers at 30/60 with 20 ms kernels, a debt cell; ~8.5 min, under one 10-minute call):
 #                                            BENCH_MATRIX=issue15 bash libvgpu/gpu/limiter_bench.sh
+#   issue 30/35's matrix, one call per card (~6.5 min with BENCH_PROTOCOL_S=20): the public
+#   protocol (caps 20/40/60/80, fp16 matmul) with its mean absolute error, multi-container
+#   cells, a PyTorch training loop, 1/8/33/128 busy streams, start-up with 1/16/64 processes:
+#                                            BENCH_MATRIX=issue30 bash libvgpu/gpu/limiter_bench.sh
 #   ...in two calls of ~4 min:               BENCH_MATRIX=issue15 BENCH_ONLY='short|-long$' ...
 #                                            BENCH_MATRIX=issue15 BENCH_ONLY='xlong|debt' ...
 set -euo pipefail
@@ -27,7 +31,10 @@ nvcc $arch -O2 -o "$build/gpu/limiter_bench" "$here/limiter_bench.cu" &
 p1=$!
 nvcc $arch -O2 --default-stream per-thread -o "$build/gpu/limiter_bench_ptds" "$here/limiter_bench.cu" &
 p2=$!
+nvcc $arch -O2 -o "$build/gpu/startup_probe" "$here/startup_probe.cu" &
+p3=$!
 wait $p1
 wait $p2
+wait $p3
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader || true
 exec python3 "$here/limiter_bench.py"

@@ -51,6 +51,8 @@ static void limiter_setup(void) {
     drv.cuStreamCreate = vgpu_cuda.cuStreamCreate;
     drv.cuStreamDestroy = vgpu_cuda.cuStreamDestroy_v2;
     drv.cuCtxGetCurrent = vgpu_cuda.cuCtxGetCurrent;
+    drv.cuCtxPushCurrent = vgpu_cuda.cuCtxPushCurrent_v2;
+    drv.cuCtxPopCurrent = vgpu_cuda.cuCtxPopCurrent_v2;
     drv.cuStreamIsCapturing = vgpu_cuda.cuStreamIsCapturing;
     drv.cuThreadExchangeStreamCaptureMode = vgpu_cuda.cuThreadExchangeStreamCaptureMode;
     vgpu_limiter_config_t lc = {0};

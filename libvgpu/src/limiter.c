@@ -1,8 +1,9 @@
 /*
  * limiter.c — libvgpu's SM limiter: the launch gate and the API (limiter.h). Design notes in
  * limiter.h and libvgpu/README.md ("## SM limiter"); the other units are limiter_measure.c (what
- * a launch cost on the GPU) and limiter_bucket.c (the container's shared budget); every tuning
- * constant and its reason is in limiter_tuning.h.
+ * a launch cost on the GPU), limiter_bucket.c (the container's shared budget), limiter_switch.c
+ * (what a context switch costs on this device) and limiter_report.c (sm_util for HAMi's
+ * monitor); every tuning constant and its reason is in limiter_tuning.h.
  *
  * The gate: a launch runs while the container's charged work plus this process's in-flight
  * estimate stays within BURST_NS of now; once held back, a process waits until the bucket has
@@ -33,6 +34,7 @@ typedef struct {
   int64_t s_rec;
   CUstream stream;
   int sq;
+  int cold; /* nothing of this process was in flight on the device when S was recorded */
 } bracket_t;
 
 /* Open brackets of this thread: normally at most one; cuLaunchCooperativeKernelMultiDevice opens
@@ -83,37 +85,11 @@ static int effective_limit(const vgpu_limiter_t *lim, int dev) {
   return (int)v;
 }
 
-/* The process-wide limiter's sm_util refresher: HAMi-core's watcher rewrites sm_util every
- * 120 ms, so a process that stops launching reads 0 within a second there too. No driver calls
- * (it may run while the driver tears down at exit); signals stay with the application. */
-static void *util_main(void *arg) {
-  vgpu_limiter_t *lim = arg;
-  for (;;) {
-    struct timespec ts = {0, UTIL_REFRESH_NS};
-    nanosleep(&ts, NULL);
-    if (!__atomic_load_n(&lim->util_thread, __ATOMIC_ACQUIRE)) return NULL; /* forked child */
-    for (int i = 0; i < VGPU_MAX_DEVICES; i++) vgpu_limiter_publish_util(lim, i);
-  }
-}
-
-static void util_thread_start(vgpu_limiter_t *lim) {
-  if (lim != __atomic_load_n(&g_limiter, __ATOMIC_ACQUIRE) || lim->cfg.own_slot == NULL ||
-      lim->cfg.region == NULL || __atomic_exchange_n(&lim->util_thread, 1, __ATOMIC_ACQ_REL))
-    return;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  if (pthread_create(&t, &attr, util_main, lim) == 0)
-    pthread_setname_np(t, "vgpu-smutil");
-  else
-    __atomic_store_n(&lim->util_thread, 0, __ATOMIC_RELEASE);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
+/* Finishes completed launches, charges what is safe to charge, publishes the window. */
+static void poll_commit(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
+  int64_t frontier = lim_poll_locked(lim, d, now);
+  lim_commit_done(d, now, frontier, d->n_done > MAX_PEND / 2);
+  lim_publish_window(d, d->last_limit, now);
 }
 
 static dev_state_t *dev_get(vgpu_limiter_t *lim, int dev) {
@@ -144,7 +120,7 @@ static dev_state_t *dev_get(vgpu_limiter_t *lim, int dev) {
     }
   }
   pthread_mutex_unlock(&lim->alloc_mu);
-  util_thread_start(lim);
+  if (lim == __atomic_load_n(&g_limiter, __ATOMIC_ACQUIRE)) lim_util_thread_start(lim);
   return d;
 }
 
@@ -166,38 +142,6 @@ static void priority_gate(vgpu_limiter_t *lim) {
     lim->drv.sleep_ns(lim->drv.clock_ctx, PRIORITY_POLL_NS);
   if (__atomic_load_n(&r->recent_kernel, __ATOMIC_RELAXED) != 2)
     __atomic_store_n(&r->recent_kernel, 2, __ATOMIC_RELAXED);
-}
-
-/*
- * Guards against a wrong estimate letting a queue run ahead: a stream whose launches were never
- * measured keeps one launch in flight, and a stream whose running launch already took far longer
- * than its estimate gets no more until it completes (the estimate then catches up).
- */
-static int stream_may_run_ahead(dev_state_t *d, CUcontext ctx, CUstream stream, int64_t now) {
-  if (ctx == NULL) return 1;
-  for (int ci = 0; ci < MAX_CTX; ci++) {
-    ctx_t *c = &d->ctx[ci];
-    if (!c->used || c->ctx != ctx) continue;
-    for (int si = 0; si < MAX_STREAMS; si++) {
-      stream_q_t *q = &c->sq[si];
-      if (!q->used || q->stream != stream || q->count == 0 || q->head < 0) continue;
-      int64_t est = q->est_ns > 0 ? q->est_ns : d->est_dev_ns;
-      if (est <= 0) return 0;
-      const pend_t *h = &d->ent[q->head];
-      if (!h->started) return 1;
-      /* Time the launch really ran: another context's time slices (known ones, and the one in
-       * progress if a heartbeat is overdue now) do not make its estimate wrong. Counting them
-       * starved a short-kernel container beside one running seconds-long kernels. */
-      int64_t ran = now - h->s_host - lim_foreign_overlap(c, h->s_host, now);
-      if (c->hb_n > 0) {
-        int64_t since = c->hb[c->hb_head].rec_ns;
-        if (now - since > HB_GAP_NS) ran -= now - lim_i64max(since, h->s_host);
-      }
-      return ran <= 2 * est + OVERDUE_NS;
-    }
-    return 1;
-  }
-  return 1;
 }
 
 /* ---- public instance API ----------------------------------------------------------------- */
@@ -305,7 +249,7 @@ static void before_unlimited(vgpu_limiter_t *lim, int dev) {
   if (d != NULL && __atomic_load_n(&d->n_inflight, __ATOMIC_RELAXED) > 0 &&
       pthread_mutex_trylock(&d->mu) == 0) {
     d->last_limit = 0;
-    lim_poll_locked(lim, d, lim_now_ns(lim));
+    poll_commit(lim, d, lim_now_ns(lim));
     pthread_mutex_unlock(&d->mu);
   }
 }
@@ -320,7 +264,7 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
                      CUstream stream, int limit, int64_t *now) {
   for (;;) {
     int64_t ahead = lim_bucket_ahead_ns(d, *now);
-    int room = d->n_inflight < MAX_PEND - 1 && stream_may_run_ahead(d, ctx, stream, *now);
+    int room = d->n_inflight < MAX_PEND - 1 && lim_stream_may_run_ahead(d, ctx, stream, *now);
     if (room && !d->blocked && ahead <= BURST_NS) return limit;
     if (room && d->blocked && ahead <= 0) {
       d->blocked = 0;
@@ -334,14 +278,24 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
     *now = lim_now_ns(lim);
     pthread_mutex_lock(&d->mu);
     if (d->n_inflight > 0) {
-      int ci = lim_ctx_find(d, ctx);
-      if (ci >= 0) {
-        capture_guard_t g = lim_relax_capture(lim);
-        lim_heartbeat(lim, &d->ctx[ci], *now, HB_PERIOD_NS);
-        lim_restore_capture(lim, g);
+      /* Every context with work in flight (they time-slice: each one's off-GPU stretches are
+       * found by its own heartbeats, recorded while it is current). */
+      capture_guard_t g = lim_relax_capture(lim);
+      for (int ci = 0; ci < MAX_CTX; ci++) {
+        ctx_t *c = &d->ctx[ci];
+        if (!c->used || c->bad || !lim_ctx_busy(c)) continue;
+        if (c->ctx == ctx) {
+          lim_heartbeat(lim, c, *now, HB_PERIOD_NS);
+        } else if (lim->drv.cuCtxPushCurrent != NULL && lim->drv.cuCtxPopCurrent != NULL &&
+                   lim->drv.cuCtxPushCurrent(c->ctx) == CUDA_SUCCESS) {
+          lim_heartbeat(lim, c, *now, HB_PERIOD_NS);
+          CUcontext popped;
+          lim->drv.cuCtxPopCurrent(&popped);
+        }
       }
+      lim_restore_capture(lim, g);
     }
-    lim_poll_locked(lim, d, *now);
+    poll_commit(lim, d, *now);
     limit = effective_limit(lim, dev);
     if (limit == 0) return 0;
     lim_update_leff(d, limit);
@@ -390,6 +344,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
           b->s = s;
           b->s_rec = s_rec;
           b->measured = 1;
+          b->cold = d->n_inflight == 0;
         } else if (s != NULL) {
           lim_pool_put(lim, c, s);
         }
@@ -430,7 +385,7 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
   pthread_mutex_lock(&d->mu);
   lim_update_leff(d, limit);
   if (now - d->last_poll_ns >= POLL_EVERY_NS || d->n_inflight > MAX_PEND * 3 / 4)
-    lim_poll_locked(lim, d, now);
+    poll_commit(lim, d, now);
   limit = gate_wait(lim, d, dev, ctx, stream, limit, &now);
   count_launch(d, now - t0, now != t0);
   pthread_mutex_unlock(&d->mu);
@@ -492,6 +447,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
       p->ref = (int8_t)c->cur_ref;
       c->refs[c->cur_ref].users++;
       p->measured = 1;
+      p->cold = (int8_t)b->cold;
     } else {
       lim_pool_put(lim, c, e);
       lim_pool_put(lim, c, b->s);
@@ -527,76 +483,9 @@ void vgpu_limiter_poll(vgpu_limiter_t *lim, int dev) {
   dev_state_t *d = __atomic_load_n(&lim->dev[dev], __ATOMIC_ACQUIRE);
   if (d == NULL) return;
   pthread_mutex_lock(&d->mu);
-  lim_poll_locked(lim, d, lim_now_ns(lim));
+  poll_commit(lim, d, lim_now_ns(lim));
   pthread_mutex_unlock(&d->mu);
   vgpu_limiter_publish_util(lim, dev);
-}
-
-/*
- * sm_util for HAMi's monitor: this process's charged busy time over the last ~1 s, in percent,
- * written into its own slot (device_util[dev].sm_util, a plain field outside the slot's seqlock,
- * as HAMi-core writes it). A snapshot every UTIL_REFRESH_NS; the slot is looked up before d->mu
- * is taken (own_slot may read the region).
- */
-void vgpu_limiter_publish_util(vgpu_limiter_t *lim, int dev) {
-  if (lim == NULL || dev < 0 || dev >= VGPU_MAX_DEVICES || lim->cfg.own_slot == NULL ||
-      lim->cfg.region == NULL)
-    return;
-  dev_state_t *d = __atomic_load_n(&lim->dev[dev], __ATOMIC_ACQUIRE);
-  if (d == NULL) return;
-  int slot = lim->cfg.own_slot();
-  if (slot < 0 || slot >= VGPU_MAX_PROCS) return;
-  int64_t now = lim_now_ns(lim);
-  pthread_mutex_lock(&d->mu);
-  if (d->util_n > 0 &&
-      now - d->util[(d->util_head + d->util_n - 1) % UTIL_RING_N].t < UTIL_REFRESH_NS) {
-    pthread_mutex_unlock(&d->mu);
-    return;
-  }
-  if (d->util_n == UTIL_RING_N) {
-    d->util_head = (d->util_head + 1) % UTIL_RING_N;
-    d->util_n--;
-  }
-  int at = (d->util_head + d->util_n) % UTIL_RING_N;
-  d->util[at].t = now;
-  d->util[at].busy = d->busy_ns;
-  d->util_n++;
-  int64_t dt = now - d->util[d->util_head].t, db = d->busy_ns - d->util[d->util_head].busy;
-  pthread_mutex_unlock(&d->mu);
-  uint64_t pct = 0;
-  if (dt > 0 && db > 0) {
-    pct = (uint64_t)((100 * db + dt / 2) / dt);
-    if (pct > 100) pct = 100; /* a long kernel is charged at once when it completes */
-  }
-  __atomic_store_n(&lim->cfg.region->procs[slot].device_util[dev].sm_util, pct,
-                   __ATOMIC_RELAXED);
-}
-
-void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
-  if (lim == NULL) return;
-  for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
-    dev_state_t *d = __atomic_load_n(&lim->dev[i], __ATOMIC_ACQUIRE);
-    if (d == NULL) continue;
-    pthread_mutex_lock(&d->mu);
-    for (int ci = 0; ci < MAX_CTX; ci++) {
-      if (!d->ctx[ci].used || d->ctx[ci].ctx != ctx) continue;
-      /* Pending launches of the context: move them to the done list as unmeasured. */
-      for (int si = 0; si < MAX_STREAMS; si++) {
-        stream_q_t *q = &d->ctx[ci].sq[si];
-        while (q->used && q->head >= 0) {
-          int idx = q->head;
-          q->head = d->ent[idx].next;
-          pend_t *p = &d->ent[idx];
-          p->s = p->e = NULL;
-          p->measured = 0;
-          p->done = 1;
-          d->done_idx[d->n_done++] = idx;
-        }
-      }
-      lim_ctx_drop(d, ci);
-    }
-    pthread_mutex_unlock(&d->mu);
-  }
 }
 
 void vgpu_limiter_stats(vgpu_limiter_t *lim, int dev, vgpu_limiter_stats_t *out) {
@@ -616,6 +505,7 @@ void vgpu_limiter_stats(vgpu_limiter_t *lim, int dev, vgpu_limiter_stats_t *out)
   out->estimate_ns = d->est_dev_ns;
   out->switches = d->switches;
   out->switch_ns = d->switch_ns;
+  out->switch_cost_ns = lim_switch_cost(d);
   pthread_mutex_unlock(&d->mu);
 }
 

@@ -7,7 +7,8 @@
  * reference events, refined by event lower bounds). Per process the union of intervals is taken
  * (overlapping streams count once), and stretches in which another context held the GPU (found by
  * late "heartbeat" events on an idle internal stream) are not charged, but the context switch that
- * brought the context back is (a fixed cost per switch, charged to the context it brings on). The
+ * brought the context back is (its cost measured on the device, limiter_switch.c, charged to the
+ * context it brings on). The
  * charge goes into a virtual-time token bucket (GCRA) kept in the region's extension block
  * (ext->devices[dev].limiter_bucket, CLOCK_MONOTONIC ns), so every process of the container draws from the
  * same budget. Launches are admitted while the container's charged work plus this process's
@@ -76,6 +77,10 @@ typedef struct {
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned int flags);
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+  /* Optional (NULL = only the caller's context gets heartbeats while a launch waits): push
+   * another context with work in flight for a moment to record its heartbeat, then pop it. */
+  CUresult (*cuCtxPushCurrent)(CUcontext ctx);
+  CUresult (*cuCtxPopCurrent)(CUcontext *pctx);
   /* Optional (NULL = skip): a launch into a capturing stream is not executed now, so it is neither
    * bracketed nor throttled (its graph is limited at cuGraphLaunch); the limiter's own event calls
    * run in relaxed capture mode so they never invalidate another thread's global-mode capture. */
@@ -140,6 +145,7 @@ typedef struct {
   int64_t estimate_ns;      /* device-level EWMA of a launch's GPU time */
   uint64_t switches;        /* context switches onto this instance's contexts it saw */
   int64_t switch_ns;        /* what it charged for them (part of busy_ns) */
+  int64_t switch_cost_ns;   /* what one switch costs on this device, as measured (issue 30) */
 } vgpu_limiter_stats_t;
 #define VGPU_LIMITER_TRIM_MAX 0.25
 

@@ -21,7 +21,7 @@
  * context was known to be off the GPU (another context's time slice), and advances TAT by that
  * / leff, from no earlier than its own start minus SLACK (idle time before the launch earns no
  * credit: anti-windup). Unmeasured launches charge their estimate from now. The context switches
- * onto this process's contexts seen since the last charge (d->switch_owed_ns, SWITCH_CHARGE_NS)
+ * onto this process's contexts seen since the last charge (d->switch_owed_ns, measured costs)
  * are added right after the batch's first launch, past its anti-windup floor: they happened
  * while that launch or one just before it waited for the GPU, so idle credit never absorbs them.
  * Returns the GPU ns charged. Call under d->mu (d->local_wm_ns).
@@ -82,6 +82,41 @@ static void ewma(int64_t *acc, int64_t sample, int shift) {
     *acc += (sample - *acc) / (1 << shift);
 }
 
+/*
+ * Exact switch samples, in start order. When this process's launch q on one context ended while
+ * another of its contexts X waited off the GPU (X's off-GPU stretch holds q's end) and nothing of
+ * this process ended between q's end and X's return, the engine went from q straight to loading
+ * X: X's return minus q's end is one switch (limiter_switch.c). Likewise a launch queued on X
+ * before this process's work on another context ended that started a gap after it.
+ */
+static void switch_samples(dev_state_t *d, pend_t *const *batch, int n, int64_t now) {
+  int64_t wm = d->local_wm_ns;
+  int wm_ctx = d->wm_ctx;
+  for (int i = 0; i < n; i++) {
+    const pend_t *p = batch[i];
+    if (!p->measured) continue;
+    if (wm > 0 && p->ctx != wm_ctx && p->s_rec < wm && p->s_host > wm)
+      lim_switch_sample(d, p->s_host - wm, now);
+    if (p->e_host > wm) {
+      wm = p->e_host;
+      wm_ctx = p->ctx;
+    }
+    int64_t back = 0; /* the first other context back on the GPU after p ended */
+    for (int x = 0; x < MAX_CTX; x++) {
+      if (x == p->ctx || !d->ctx[x].used) continue;
+      int64_t g = lim_foreign_resumed(&d->ctx[x], p->e_host);
+      if (g > 0 && (back == 0 || g < back)) back = g;
+    }
+    if (back == 0) continue;
+    int clean = 1; /* nothing else of this process ended in between */
+    for (int j = 0; j < n && clean; j++)
+      clean = j == i || !batch[j]->measured || batch[j]->e_host <= p->e_host ||
+              batch[j]->e_host >= back;
+    if (clean) lim_switch_sample(d, back - p->e_host, now);
+  }
+  d->wm_ctx = wm_ctx;
+}
+
 void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all) {
   if (d->n_done == 0) return;
   /* Insertion sort by start (nearly sorted already); unmeasured entries first. */
@@ -107,6 +142,7 @@ void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_al
     n++;
   }
   if (n == 0) return;
+  switch_samples(d, batch, n, now);
   commit_batch_t cb = {batch, n};
   int64_t charged = lim_bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
   for (int i = 0; i < n; i++) {

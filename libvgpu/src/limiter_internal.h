@@ -6,7 +6,12 @@
  *                      time map, completions (what a launch cost on the GPU)
  *   limiter_bucket.c   the container's shared budget (GCRA word in the region's extension
  *                      block), charging committed launches, the integral trim, estimates
+ *   limiter_switch.c   what a context switch costs on this device (measured, never assumed)
  *   limiter.c          the launch gate (before/after), the instance and process-wide API
+ *   limiter_report.c   sm_util for HAMi's monitor, statistics
+ *
+ * Layers (one way): limiter.c -> limiter_measure.c -> limiter_bucket.c -> limiter_switch.c;
+ * limiter.c polls (measure) and then commits (bucket).
  *
  * Tuning constants and their reasons: limiter_tuning.h. Locking: every function here that takes a
  * dev_state_t runs under d->mu unless it says otherwise.
@@ -33,6 +38,7 @@ typedef struct {
   int8_t started;
   int8_t done;
   int8_t measured;
+  int8_t cold; /* nothing of this process was in flight on the device when S was recorded */
 } pend_t;
 
 typedef struct {
@@ -100,6 +106,13 @@ typedef struct {
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
   uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
+  /* The measured switch cost (limiter_switch.c): recent samples, the estimate from them. */
+  struct {
+    int64_t v, t;
+  } sw_sample[SWITCH_SAMPLES];
+  int sw_head, sw_n;
+  int64_t switch_est_ns; /* 0 = nothing measured yet */
+  int wm_ctx;            /* context of the launch that set local_wm_ns */
   int blocked;
   int last_limit;
   double leff; /* fraction of the GPU, with trim */
@@ -144,6 +157,11 @@ static inline int64_t lim_now_ns(const vgpu_limiter_t *lim) {
 static inline int64_t lim_i64min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t lim_i64max(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* ---- limiter_report.c ---- */
+
+/* Starts the sm_util refresher thread once (the process-wide limiter only). */
+void lim_util_thread_start(vgpu_limiter_t *lim);
+
 /* ---- limiter_measure.c ---- */
 
 /* Runs the limiter's own driver calls in relaxed capture mode (see limiter.h). */
@@ -160,13 +178,22 @@ int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
 int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);
 void lim_ctx_calibrate(const vgpu_limiter_t *lim, ctx_t *c, int64_t now);
 int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream);
+/* Launches of the context still in flight (any stream). */
+int lim_ctx_busy(const ctx_t *c);
+/* 0: the stream's running launch says the estimates are wrong (or nothing was ever measured):
+ * hold further launches on it until it completes. */
+int lim_stream_may_run_ahead(const dev_state_t *d, CUcontext ctx, CUstream stream, int64_t now);
 /* Time inside [a, b) during which the context was known to be off the GPU. */
 int64_t lim_foreign_overlap(const ctx_t *c, int64_t a, int64_t b);
+/* End of the off-GPU stretch of the context that holds time t (when it was back on the GPU), or
+ * 0 when t is in no remembered stretch. */
+int64_t lim_foreign_resumed(const ctx_t *c, int64_t t);
 void lim_heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min_period);
 int lim_ent_alloc(dev_state_t *d);
 void lim_ent_free(dev_state_t *d, int i);
-/* Queries stream heads in FIFO order, finishes completed launches and commits what is safe. */
-void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
+/* Queries stream heads in FIFO order and finishes completed launches; returns the frontier (start
+ * of the earliest launch still running, INT64_MAX if none) up to which lim_commit_done may commit. */
+int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
 
 /* ---- limiter_bucket.c ---- */
 
@@ -199,5 +226,15 @@ void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_al
 /* Publishes the window's share and integrates the trim once a window is complete. */
 void lim_publish_window(dev_state_t *d, int limit, int64_t now);
 void lim_update_leff(dev_state_t *d, int limit);
+
+/* ---- limiter_switch.c ---- */
+
+/* One observation of what a switch onto a context cost (ns), taken at `now`. */
+void lim_switch_sample(dev_state_t *d, int64_t ns, int64_t now);
+/* The current estimate (0 until something was measured). */
+int64_t lim_switch_cost(const dev_state_t *d);
+/* A switch onto one of this process's contexts ended an off-GPU stretch of `stretch_ns`: owes
+ * the measured switch cost (never more than the stretch itself). */
+void lim_switch_owe(dev_state_t *d, int64_t stretch_ns, int64_t now);
 
 #endif /* VGPU_LIMITER_INTERNAL_H */

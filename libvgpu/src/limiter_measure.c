@@ -7,7 +7,7 @@
  * process's streams is exact. Residency: heartbeat events on an idle internal stream complete
  * only while the context owns the GPU; a late one marks another context's time slice, which is
  * not charged (lim_foreign_overlap), and the switch back onto this context that ended it, which
- * is (SWITCH_CHARGE_NS, d->switch_owed_ns).
+ * is (its cost as measured on this device: limiter_switch.c, d->switch_owed_ns).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -148,6 +148,12 @@ static void ref_settle(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
   }
 }
 
+int lim_ctx_busy(const ctx_t *c) {
+  for (int i = 0; i < MAX_STREAMS; i++)
+    if (c->sq[i].used && c->sq[i].count > 0) return 1;
+  return 0;
+}
+
 int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
   int victim = -1;
   uint64_t oldest = UINT64_MAX;
@@ -176,6 +182,38 @@ int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
   q->est_ns = 0;
   q->last_use = ++d->stream_clock;
   return victim;
+}
+
+/*
+ * Guards against a wrong estimate letting a queue run ahead: a stream whose launches were never
+ * measured keeps one launch in flight, and a stream whose running launch already took far longer
+ * than its estimate gets no more until it completes (the estimate then catches up).
+ */
+int lim_stream_may_run_ahead(const dev_state_t *d, CUcontext ctx, CUstream stream, int64_t now) {
+  if (ctx == NULL) return 1;
+  for (int ci = 0; ci < MAX_CTX; ci++) {
+    const ctx_t *c = &d->ctx[ci];
+    if (!c->used || c->ctx != ctx) continue;
+    for (int si = 0; si < MAX_STREAMS; si++) {
+      const stream_q_t *q = &c->sq[si];
+      if (!q->used || q->stream != stream || q->count == 0 || q->head < 0) continue;
+      int64_t est = q->est_ns > 0 ? q->est_ns : d->est_dev_ns;
+      if (est <= 0) return 0;
+      const pend_t *h = &d->ent[q->head];
+      if (!h->started) return 1;
+      /* Time the launch really ran: another context's time slices (known ones, and the one in
+       * progress if a heartbeat is overdue now) do not make its estimate wrong. Counting them
+       * starved a short-kernel container beside one running seconds-long kernels. */
+      int64_t ran = now - h->s_host - lim_foreign_overlap(c, h->s_host, now);
+      if (c->hb_n > 0) {
+        int64_t since = c->hb[c->hb_head].rec_ns;
+        if (now - since > HB_GAP_NS) ran -= now - lim_i64max(since, h->s_host);
+      }
+      return ran <= 2 * est + OVERDUE_NS;
+    }
+    return 1;
+  }
+  return 1;
 }
 
 /* ---- residency heartbeats ------------------------------------------------------------- */
@@ -224,6 +262,22 @@ static int64_t foreign_before(const ctx_t *c, int64_t t) {
   return f->cum + (lim_i64min(t, f->b) - f->a);
 }
 
+int64_t lim_foreign_resumed(const ctx_t *c, int64_t t) {
+  int lo = 0, hi = c->foreign_n - 1, at = -1;
+  while (lo <= hi) { /* last stretch starting at or before t */
+    int mid = (lo + hi) / 2;
+    if (c->foreign[(c->foreign_head + mid) % MAX_FOREIGN].a <= t) {
+      at = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (at < 0) return 0;
+  const struct foreign_s *f = &c->foreign[(c->foreign_head + at) % MAX_FOREIGN];
+  return t < f->b ? f->b : 0;
+}
+
 int64_t lim_foreign_overlap(const ctx_t *c, int64_t a, int64_t b) {
   if (c->foreign_n == 0 || b <= a) return 0;
   return foreign_before(c, b) - foreign_before(c, a);
@@ -265,12 +319,9 @@ static void heartbeats_poll(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c)
         if (c->last_prompt_ns > 0 && a - c->last_prompt_ns < 2 * HB_PERIOD_NS)
           a = c->last_prompt_ns + (a - c->last_prompt_ns) / 2;
         /* The stretch ended with a switch back onto this context: this context asked for the
-         * GPU, so it pays for that switch (SWITCH_CHARGE_NS; a stretch shorter than that held
+         * GPU, so it pays for that switch (its measured cost; a stretch shorter than that held
          * no more than itself). The stretch itself stays uncharged (another context's slice). */
-        if (foreign_add(c, a, g)) {
-          d->switch_owed_ns += lim_i64min(SWITCH_CHARGE_NS, g - a);
-          d->switches++;
-        }
+        if (foreign_add(c, a, g)) lim_switch_owe(d, g - a, g);
       } else if (ok) {
         c->last_prompt_ns = g;
       }
@@ -282,7 +333,47 @@ static void heartbeats_poll(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c)
   }
 }
 
+/* A context is gone: its pending launches are charged at their estimate, its slot freed. */
+void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
+  if (lim == NULL) return;
+  for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
+    dev_state_t *d = __atomic_load_n(&lim->dev[i], __ATOMIC_ACQUIRE);
+    if (d == NULL) continue;
+    pthread_mutex_lock(&d->mu);
+    for (int ci = 0; ci < MAX_CTX; ci++) {
+      if (!d->ctx[ci].used || d->ctx[ci].ctx != ctx) continue;
+      /* Pending launches of the context: move them to the done list as unmeasured. */
+      for (int si = 0; si < MAX_STREAMS; si++) {
+        stream_q_t *q = &d->ctx[ci].sq[si];
+        while (q->used && q->head >= 0) {
+          int idx = q->head;
+          q->head = d->ent[idx].next;
+          pend_t *p = &d->ent[idx];
+          p->s = p->e = NULL;
+          p->measured = 0;
+          p->done = 1;
+          d->done_idx[d->n_done++] = idx;
+        }
+      }
+      lim_ctx_drop(d, ci);
+    }
+    pthread_mutex_unlock(&d->mu);
+  }
+}
+
 /* ---- completions ------------------------------------------------------------------------- */
+
+/*
+ * A launch made while nothing of this process ran on the device: if its start event completed
+ * late, another context held the GPU and a switch brought this one on. The wait is an off-GPU
+ * stretch (merged with a heartbeat's stretch that saw the same switch, so charged once); no
+ * heartbeat was pending to reveal it otherwise.
+ */
+static void cold_start_seen(dev_state_t *d, ctx_t *c, const pend_t *p) {
+  int64_t late = p->s_host - p->s_rec;
+  if (!p->cold || late <= HB_GAP_NS) return;
+  if (foreign_add(c, p->s_rec, p->s_host)) lim_switch_owe(d, late, p->s_host);
+}
 
 int lim_ent_alloc(dev_state_t *d) {
   int i = d->free_head;
@@ -356,6 +447,7 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
       s = lim_i64min(s, e);
       p->s_host = s;
       p->e_host = e;
+      if (!p->started) cold_start_seen(d, c, p);
     } else {
       p->measured = 0;
     }
@@ -370,8 +462,8 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   d->done_idx[d->n_done++] = idx;
 }
 
-/* Queries stream heads in FIFO order, finishes completed launches and commits what is safe. */
-void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
+/* Queries stream heads in FIFO order and finishes completed launches; returns the commit frontier. */
+int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
   d->last_poll_ns = now;
   int64_t frontier = INT64_MAX;
   int hb_pending = 0;
@@ -405,6 +497,7 @@ void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
                   if (good) {
                     p->s_host = lim_i64min(s, now);
                     p->started = 1;
+                    cold_start_seen(d, c, p);
                   }
                 }
               }
@@ -424,6 +517,5 @@ void lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
     }
     lim_restore_capture(lim, g);
   }
-  lim_commit_done(d, now, frontier, d->n_done > MAX_PEND / 2);
-  lim_publish_window(d, d->last_limit, now);
+  return frontier;
 }

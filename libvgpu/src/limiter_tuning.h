@@ -77,21 +77,33 @@
  * slice is seen even when the gate never waits). */
 #define HB_AFTER_LAUNCH_NS 20000LL
 /* A heartbeat this late means the context was off the GPU: above a record round trip (~10 µs) and
- * far below a time slice (1–2 ms). */
-#define HB_GAP_NS 50000LL
+ * below the cheapest switch worth charging (switches of 50 µs must be seen); far below a time
+ * slice (1–2 ms). A false detection costs nothing: the stretch is not charged, the switch charge
+ * for it is at most its length. */
+#define HB_GAP_NS 25000LL
 
 /* ---- context switches between time-sliced contexts (charged, not forgiven) --------------- */
 
-/* GPU time one switch onto this context costs (saving the context that held the GPU, restoring
- * this one): charged to the context the switch brings onto the GPU, once per off-GPU stretch a
- * late heartbeat reveals, capped by the stretch's length. Every switch brings exactly one context
- * onto the GPU, so each is charged once, to the one that asked for the GPU (the waiting context
- * at a slice's end, or the one whose work arrived while another's state was loaded). The time
- * itself is invisible from inside one process (a late heartbeat says the context was off the GPU,
- * not how much of that was save/restore), so it is a per-switch cost: 150 us reproduces what two
- * time-sliced contexts lose on an H100/H200 (two unlimited processes finish 90.5-91.3 % of one
- * process's work with the device 100 % busy at ~1 ms slices; README "SM limiter"). */
-#define SWITCH_CHARGE_NS 150000LL
+/* What one switch onto a context costs (saving the context that held the GPU, restoring this
+ * one) is measured per device (limiter_switch.c) wherever this process sees both sides of a
+ * switch: the gap between the end of its work on one context and the start of its queued work on
+ * another. The estimate is a low quantile of the recent samples, so it follows a change of card,
+ * driver or kernel mix within SWITCH_SAMPLE_TTL_NS. */
+#define SWITCH_SAMPLES 32
+/* The quantile taken: a quarter (robust against a gap that also held another container's work). */
+#define SWITCH_QUANTILE_NUM 1
+#define SWITCH_QUANTILE_DEN 4
+/* Samples older than this are forgotten (the tenant mix or the card changed). */
+#define SWITCH_SAMPLE_TTL_NS 10000000000LL
+/* A gap longer than this is not one switch (another container held the GPU meanwhile): dropped.
+ * Far above any measured save + restore. */
+#define SWITCH_SAMPLE_MAX_NS 5000000LL
+/* NOT MEASURED: the charge per switch while no sample exists, i.e. always for a process with one
+ * context per device (it never sees both sides of a switch). 150 us reproduces what two
+ * time-sliced contexts lose on an H100 (two unlimited processes finish 90.5-91.3 % of one
+ * process's work with the device 100 % busy at ~1 ms slices; README "SM limiter"). This is the
+ * per-card constant issue 30 wants gone for containers of one context each; it is not gone yet. */
+#define SWITCH_FALLBACK_NS 150000LL
 
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 

@@ -123,9 +123,18 @@ run launch CUDA_DEVICE_SM_LIMIT=50
 # the limited rate is compared with the solo unlimited rate measured in the same run.
 THROTTLE=$PWD/$BUILD/preload/sm_throttle
 PROG=$THROTTLE run throttle CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 --stderr 'sm_throttle: .* limit 30%'
-# Context switches are charged, not forgiven: two contexts take turns with 150 us kernels and
-# 150 us switches (the limiter's per-switch charge); kernels plus switches stay at the limit.
-PROG=$THROTTLE run switch CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=150 FAKE_CUDA_SWITCH_US=150 --stderr 'sm_throttle: switch: limit 30%'
+# Context switches are charged, not forgiven, at what they cost on this "card" (issue 30): two
+# contexts take turns with 150 us kernels on fake GPUs whose switches cost 50, 150, 400 and
+# 1000 us; the library is not told, it measures. Kernels plus switches stay at the limit.
+for sw in 50 150 400 1000; do
+  PROG=$THROTTLE run switch CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=150 FAKE_CUDA_SWITCH_US=$sw --stderr "sm_throttle: switch: $sw us switches, limit 30%"
+done
+# Many busy streams in one process (issue 35): every stream progresses, the total is the limit.
+for n in 1 8 33 128; do
+  for l in 90 25; do
+    PROG=$THROTTLE run streams CUDA_DEVICE_SM_LIMIT=$l FAKE_CUDA_KERNEL_US=1000 STREAMS=$n --stderr "sm_throttle: streams: $n streams, limit $l%"
+  done
+done
 run no_gpu_use
 run cvd_reorder FAKE_CUDA_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 CUDA_DEVICE_MEMORY_LIMIT_0=100m CUDA_DEVICE_MEMORY_LIMIT_1=50m
 run cvd_uuid FAKE_CUDA_DEVICES=2 FAKE_NVML_CONFIG="$NV" CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000001 CUDA_DEVICE_MEMORY_LIMIT_0=10m CUDA_DEVICE_MEMORY_LIMIT_1=50m

@@ -13,14 +13,24 @@
  *                          still throttle through the process-local region, whose sm_limit the
  *                          test toggles in its own mapping of that memory file
  *   sm_throttle switch     two contexts of one process take turns on the fake GPU, whose
- *                          context switches cost FAKE_CUDA_SWITCH_US (save + restore): the
- *                          device time the process causes (its kernels plus the switches onto
- *                          its contexts) must be the limit's share of the wall time. On the code
- *                          that charged kernel time only, the switches came on top (forgiven).
+ *                          context switches cost FAKE_CUDA_SWITCH_US (save + restore; the
+ *                          library is not told): what the library charged must be the device
+ *                          time the process caused (its kernels plus the switches onto its
+ *                          contexts), and that the limit's share of the wall time. The code that
+ *                          charged kernel time only added the switches on top; the code that
+ *                          charged a fixed 150 us per switch was right for 150 us switches only.
+ *
+ *   sm_throttle streams    STREAMS busy streams in one process (issue 35), each keeping two
+ *                          kernels in flight, completions polled so no stream holds the loop:
+ *                          at the limit every stream progresses and the total rate is the
+ *                          limit's share of the solo rate (the old gate held the launching thread
+ *                          on any stream whose kernel waited behind the other streams' kernels:
+ *                          "overdue", so one slow stream stopped all of them)
  *
  * Exit 0 = pass. Prints the measured numbers on stderr.
  */
 #include <cuda.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -286,25 +296,118 @@ static int case_switch(void) {
   double solo = run_turns(ctx, st, done, &turn, 1.0, &solo_k);
   __atomic_store_n(&r->sm_limit[0], (uint64_t)limit, __ATOMIC_RELEASE);
   run_turns(ctx, st, done, &turn, 0.5, &lim_k); /* settle */
+  const vgpu_region_ext_t *x = (const vgpu_region_ext_t *)((const char *)r + VGPU_EXT_OFFSET);
+  double c0 = (double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE), t0 = now_s();
   double limited = run_turns(ctx, st, done, &turn, 2.5, &lim_k);
+  double charged = ((double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE) - c0) /
+                   ((now_s() - t0) * 1e9);
   fprintf(stderr,
-          "sm_throttle: switch: limit %d%%: unlimited device busy %.1f%% (kernels %.1f%%), "
-          "limited device busy %.1f%% (kernels %.1f%%, switches %.1f%%)\n",
-          limit, 100 * solo, 100 * solo_k, 100 * limited, 100 * lim_k, 100 * (limited - lim_k));
+          "sm_throttle: switch: %s us switches, limit %d%%: unlimited device busy %.1f%% "
+          "(kernels %.1f%%), limited device busy %.1f%% (kernels %.1f%%, switches %.1f%%), "
+          "charged %.1f%%\n",
+          getenv("FAKE_CUDA_SWITCH_US"), limit, 100 * solo, 100 * solo_k, 100 * limited,
+          100 * lim_k, 100 * (limited - lim_k), 100 * charged);
   CHECK(solo > 0.6);             /* the turns keep the fake GPU busy when nothing limits them */
   CHECK(solo - solo_k > 0.2);    /* and the switches are a large part of it */
-  CHECK(limited - lim_k > 0.05); /* still switching while limited */
-  /* The device time the process causes is its share: +-8 pp (a loaded 2-core runner); the code
-   * that forgave the switches kept the kernels near the limit and added as much again in
-   * switches (54.8 % of device time for a 30 % limit). */
-  CHECK(100 * limited > limit - 8 && 100 * limited < limit + 8);
+  CHECK(limited - lim_k > 0.02); /* still switching while limited */
+  /* What the library charged is the device time the process caused, kernels plus switches,
+   * whatever a switch costs (it is not told): +-2 pp. The fixed 150 us charge gave 26.0 / 33.4 /
+   * 47.1 / 53.1 % device time at a 30 % limit for 50 / 150 / 400 / 1000 us switches. */
+  CHECK(fabs(100 * charged - 100 * limited) <= 2.0);
+  /* ...and that is the limit: +-4 pp on a loaded 2-core runner (28-32 % in quiet runs; a
+   * descheduled test loop makes the process use less than its limit, never more). */
+  CHECK(100 * limited > limit - 4 && 100 * limited < limit + 4);
+  return 0;
+}
+
+#define MAX_TEST_STREAMS 128
+typedef struct {
+  CUstream st[MAX_TEST_STREAMS];
+  CUevent ev[MAX_TEST_STREAMS][64];
+  int out[MAX_TEST_STREAMS], oldest[MAX_TEST_STREAMS];
+  long done[MAX_TEST_STREAMS];
+  int n, depth; /* streams, kernels in flight per stream (64 ms of work queued at least) */
+} streams_app_t;
+
+/* Keeps `depth` kernels in flight on every stream for `secs`; returns completions per second and
+ * the slowest stream's completions per second. */
+static double run_streams(streams_app_t *a, double secs, double *slowest) {
+  long d0[MAX_TEST_STREAMS];
+  for (int i = 0; i < a->n; i++) d0[i] = a->done[i];
+  double t0 = now_s();
+  while (now_s() - t0 < secs) {
+    usleep(500); /* a loaded runner: leave the CPU to others, the queues hold 64 ms */
+    for (int i = 0; i < a->n; i++) {
+      while (a->out[i] > 0 && cuEventQuery(a->ev[i][a->oldest[i]]) == CUDA_SUCCESS) {
+        a->oldest[i] = (a->oldest[i] + 1) % a->depth;
+        a->out[i]--;
+        a->done[i]++;
+      }
+      while (a->out[i] < a->depth) {
+        CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, a->st[i], NULL, NULL) == CUDA_SUCCESS);
+        CHECK(cuEventRecord(a->ev[i][(a->oldest[i] + a->out[i]) % a->depth], a->st[i]) ==
+              CUDA_SUCCESS);
+        a->out[i]++;
+      }
+    }
+  }
+  double wall = now_s() - t0;
+  long total = 0, min = -1;
+  for (int i = 0; i < a->n; i++) {
+    long k = a->done[i] - d0[i];
+    total += k;
+    if (min < 0 || k < min) min = k;
+  }
+  *slowest = (double)min / wall;
+  return (double)total / wall;
+}
+
+static int case_streams(void) {
+  int limit = start_cuda();
+  const char *n_env = getenv("STREAMS");
+  CHECK(n_env != NULL);
+  static streams_app_t a;
+  a.n = atoi(n_env);
+  CHECK(a.n >= 1 && a.n <= MAX_TEST_STREAMS);
+  a.depth = a.n >= 32 ? 4 : 64 / a.n;
+  for (int i = 0; i < a.n; i++) {
+    CHECK(cuStreamCreate(&a.st[i], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    for (int k = 0; k < a.depth; k++)
+      CHECK(cuEventCreate(&a.ev[i][k], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  }
+  vgpu_region_t *r = region_rw();
+  double slow_solo, slow_lim;
+  __atomic_store_n(&r->sm_limit[0], 0, __ATOMIC_RELEASE); /* solo, same run */
+  run_streams(&a, 0.3, &slow_solo);
+  double b0 = (double)fakeCudaBusyNs(0), t0 = now_s();
+  double solo = run_streams(&a, 1.0, &slow_solo);
+  double solo_busy = ((double)fakeCudaBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
+  __atomic_store_n(&r->sm_limit[0], (uint64_t)limit, __ATOMIC_RELEASE);
+  run_streams(&a, 0.5, &slow_lim);
+  double lim = run_streams(&a, 2.0, &slow_lim);
+  double share = 100.0 * lim / solo;
+  fprintf(stderr,
+          "sm_throttle: streams: %d streams, limit %d%%: solo %.0f kernels/s, limited %.0f "
+          "kernels/s = %.1f%% of solo (solo device busy %.1f%%); slowest stream %.1f/s (solo "
+          "%.1f/s)\n",
+          a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo);
+  CHECK(solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
+  /* Every stream progresses: the slowest gets at least a third of its fair part of the limit
+   * (the old gate stopped all of them behind one "overdue" stream). */
+  CHECK(slow_lim >= slow_solo * limit / 100.0 / 3);
+  /* The total is the limit's share: -12/+8 pp on a loaded 2-core runner (a descheduled test
+   * loop uses less than its limit, never more). The fake's engine runs one kernel at a time, so
+   * the concurrency that extra events take away on a GPU (issue 35: 33 streams at 90 % did
+   * 45 % of the work there, libvgpu/README.md) is not modelled here. */
+  CHECK(share > limit - 12 && share < limit + 8);
   return 0;
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "streams") == 0) return case_streams();
   if (argc == 2 && strcmp(argv[1], "throttle") == 0) return case_throttle();
   if (argc == 2 && strcmp(argv[1], "degraded") == 0) return case_degraded();
   if (argc == 2 && strcmp(argv[1], "switch") == 0) return case_switch();
-  fprintf(stderr, "usage: %s throttle|degraded|switch\n", argv[0]);
+  fprintf(stderr, "usage: %s throttle|degraded|switch|streams\n", argv[0]);
   return 2;
 }
