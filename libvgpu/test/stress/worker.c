@@ -19,13 +19,21 @@
 static int g_seconds;
 static unsigned g_seed;
 static CUcontext g_ctx;
-static uint64_t g_held; /* bytes allocated and not freed, all threads */
+static uint64_t g_held; /* bytes the driver holds for allocations not freed, all threads */
+static uint64_t g_granule; /* the device's allocation granularity */
 static uint64_t g_ok, g_oom, g_frees;
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* What the driver holds for an allocation of `bytes`: one of at least a page is laid out in whole
+ * pages of the allocation granularity (the library charges that); smaller ones share pages. */
+static uint64_t held_for(size_t bytes) {
+  if (bytes < g_granule) return bytes;
+  return (bytes + g_granule - 1) / g_granule * g_granule;
 }
 
 static void *run(void *arg) {
@@ -41,7 +49,7 @@ static void *run(void *arg) {
       CUresult rc = cuMemAlloc(&ptr[n], bytes);
       if (rc == CUDA_SUCCESS) {
         size[n++] = bytes;
-        __atomic_add_fetch(&g_held, bytes, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_held, held_for(bytes), __ATOMIC_RELAXED);
         __atomic_add_fetch(&g_ok, 1, __ATOMIC_RELAXED);
       } else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
         __atomic_add_fetch(&g_oom, 1, __ATOMIC_RELAXED);
@@ -52,7 +60,7 @@ static void *run(void *arg) {
     } else if (n > 0) {
       int i = rand_r(&seed) % n;
       if (cuMemFree(ptr[i]) != CUDA_SUCCESS) abort();
-      __atomic_sub_fetch(&g_held, size[i], __ATOMIC_RELAXED);
+      __atomic_sub_fetch(&g_held, held_for(size[i]), __ATOMIC_RELAXED);
       __atomic_add_fetch(&g_frees, 1, __ATOMIC_RELAXED);
       ptr[i] = ptr[--n];
       size[i] = size[n];
@@ -74,6 +82,14 @@ int main(int argc, char **argv) {
   sigaddset(&term, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &term, NULL); /* inherited by the threads; taken by sigwait */
   if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&g_ctx, 0) != CUDA_SUCCESS) return 3;
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  size_t granule = 0;
+  if (cuMemGetAllocationGranularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+          CUDA_SUCCESS ||
+      granule == 0)
+    return 3;
+  g_granule = granule;
   pthread_t t[64];
   if (threads > 64) threads = 64;
   for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, run, (void *)(uintptr_t)i);
