@@ -250,6 +250,14 @@ class AttributionEndToEndTest {
     while (service().latest().container(healthy).isEmpty() && System.nanoTime() < deadline) {
       Thread.sleep(50);
     }
+    // The node is steady once the first evidence pass has finished too: until then its age family
+    // is absent, and a pass that ends between the two renders below adds a family (a CI failure).
+    while (app.page().families().stream()
+            .noneMatch(
+                f -> f.metadata().getName().equals("vgpu_exporter_evidence_pass_age_seconds"))
+        && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
     app.page().families(); // the exporter's own families report the collectors seen so far
     List<? extends Family> first = app.page().families();
     List<? extends Family> second = app.page().families();
