@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # usage_proof.sh — proves the exporter's usage accounting on a real GPU (docs/usage-accounting.md).
 #
-# Three "pods" (busy: back-to-back SM-saturating kernels; medium: pulsed, 20 ms kernel / 30 ms
-# sleep; idle: context and memory only), each in its own pid namespace and kubepods cgroup, as in
+# Three "pods" (busy: back-to-back 4096 x 4096 matrix products, SM-saturating; medium: pulsed,
+# 20 ms kernel / 30 ms sleep; idle: context and memory only), each in its own pid namespace and kubepods cgroup, as in
 # attribution_proof.sh. The exporter runs on the host against real NVML; nvml_probe reads NVML
 # independently every 50 ms (each per-process sample once, through its own cursor, and the GPU's
 # total energy counter). Scrapes every 10 s over a MEASURE-second window; analyze_usage.py checks:
@@ -66,7 +66,7 @@ total=$((MEASURE + 100)) # an upper bound: the probe and workloads outlast a slo
 pids_to_kill+=($!)
 
 # name  mode    MiB
-specs=("busy busy 1024" "medium medium 2048" "idle idle 3072")
+specs=("busy matmul 1024" "medium medium 2048" "idle idle 3072")
 : >"$out/containers.txt"
 declare -A hostpid
 n=0

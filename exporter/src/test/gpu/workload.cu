@@ -3,10 +3,11 @@
 // namespace, hostpid = that same pid, as HAMi-core's NVML diff records it inside a pid namespace),
 // then runs kernels at a given intensity until killed or the duration ends.
 //
-//   workload <busy|medium|idle> <cache-file> <alloc-MiB> <seconds>
+//   workload <busy|matmul|medium|idle> <cache-file> <alloc-MiB> <seconds>
 //
-// busy: back-to-back SM-saturating spin kernels; medium: 20 ms kernel then 30 ms sleep (~40 %
-// duty when alone); idle: context and memory, no kernels.
+// busy: back-to-back SM-saturating spin kernels; matmul: back-to-back 4096 x 4096 single-precision
+// matrix products (shared-memory tiles: real loads, stores and FMAs, not a clock spin); medium:
+// 20 ms kernel then 30 ms sleep (~40 % duty when alone); idle: context and memory, no kernels.
 #include <cuda_runtime.h>
 
 #include <csignal>
@@ -27,6 +28,26 @@ __global__ void spin(long long cycles) {
   }
 }
 
+// C = A x B for n x n row-major matrices, one 16 x 16 tile of C per block.
+constexpr int kTile = 16;
+__global__ void matmul(const float *a, const float *b, float *c, int n) {
+  __shared__ float ta[kTile][kTile];
+  __shared__ float tb[kTile][kTile];
+  int row = blockIdx.y * kTile + threadIdx.y;
+  int col = blockIdx.x * kTile + threadIdx.x;
+  float sum = 0.0f;
+  for (int t = 0; t < n; t += kTile) {
+    ta[threadIdx.y][threadIdx.x] = a[row * n + t + threadIdx.x];
+    tb[threadIdx.y][threadIdx.x] = b[(t + threadIdx.y) * n + col];
+    __syncthreads();
+    for (int k = 0; k < kTile; k++) {
+      sum += ta[threadIdx.y][k] * tb[k][threadIdx.x];
+    }
+    __syncthreads();
+  }
+  c[row * n + col] = sum;
+}
+
 #define CHECK(call)                                                                \
   do {                                                                             \
     cudaError_t e_ = (call);                                                       \
@@ -38,7 +59,8 @@ __global__ void spin(long long cycles) {
 
 int main(int argc, char **argv) {
   if (argc != 5) {
-    fprintf(stderr, "usage: %s <busy|medium|idle> <cache-file> <alloc-MiB> <seconds>\n", argv[0]);
+    fprintf(stderr, "usage: %s <busy|matmul|medium|idle> <cache-file> <alloc-MiB> <seconds>\n",
+            argv[0]);
     return 1;
   }
   const char *mode = argv[1];
@@ -74,11 +96,30 @@ int main(int argc, char **argv) {
          prop.multiProcessorCount);
   fflush(stdout);
 
+  // matmul: three 4096 x 4096 matrices (192 MiB) besides the allocation above.
+  const int n = 4096;
+  float *ma = nullptr, *mb = nullptr, *mc = nullptr;
+  if (strcmp(mode, "matmul") == 0) {
+    size_t mbytes = (size_t)n * n * sizeof(float);
+    CHECK(cudaMalloc(&ma, mbytes));
+    CHECK(cudaMalloc(&mb, mbytes));
+    CHECK(cudaMalloc(&mc, mbytes));
+    CHECK(cudaMemset(ma, 0, mbytes));
+    CHECK(cudaMemset(mb, 0, mbytes));
+    proof_region_add_memory(3 * mbytes);
+  }
+
   time_t end = time(nullptr) + seconds;
   while (!g_stop && time(nullptr) < end) {
     if (strcmp(mode, "busy") == 0) {
       for (int i = 0; i < 5 && !g_stop; i++) {
         spin<<<blocks, 256>>>(cycles_20ms);
+        proof_region_kernel_launched();
+      }
+      CHECK(cudaDeviceSynchronize());
+    } else if (strcmp(mode, "matmul") == 0) {
+      for (int i = 0; i < 5 && !g_stop; i++) {
+        matmul<<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(ma, mb, mc, n);
         proof_region_kernel_launched();
       }
       CHECK(cudaDeviceSynchronize());
@@ -93,5 +134,8 @@ int main(int argc, char **argv) {
   }
   proof_region_unregister();
   cudaFree(buffer);
+  cudaFree(ma);
+  cudaFree(mb);
+  cudaFree(mc);
   return 0;
 }

@@ -120,7 +120,7 @@ public final class StatusPage {
         .append(
             "body{font-family:system-ui,sans-serif;margin:1em;color:#222}table{border-collapse:collapse;margin:.5em 0;max-width:100%}")
         .append(
-            "td,th,li,code,p{overflow-wrap:anywhere}.uid{color:#777;font-size:12px}.mem{white-space:nowrap}")
+            "td,th,li,code,p{overflow-wrap:anywhere}.uid{color:#777;font-size:12px}.mem,.nw{white-space:nowrap}")
         .append(
             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:14px}th{background:#f3f3f3}")
         .append(
@@ -133,8 +133,11 @@ public final class StatusPage {
     b.append("<h1>vgpu-exporter on ").append(esc(m.node())).append("</h1>");
     b.append("<p>Version ")
         .append(esc(m.version()))
-        .append(" &middot; state at ")
+        .append(" &middot; state at <time datetime=\"")
+        .append(m.at())
+        .append("\">")
         .append(esc(HUMAN_TIME.format(m.at())))
+        .append("</time>")
         .append(" &middot; reloads every ")
         .append(REFRESH_SECONDS)
         .append(
@@ -202,7 +205,7 @@ public final class StatusPage {
     for (Finding f : problems) {
       b.append("<tr class=\"finding\" data-check=\"")
           .append(esc(f.id()))
-          .append("\"><td>")
+          .append("\"><td class=\"nw\">")
           .append(f.check())
           .append(' ')
           .append(esc(f.id()))
@@ -321,7 +324,7 @@ public final class StatusPage {
       head.append("<td rowspan=\"")
           .append(span)
           .append("\">")
-          .append(g.index() < 0 ? "" : "GPU " + g.index() + " ")
+          .append(g.index() < 0 ? "" : "GPU " + g.index() + "<br>")
           .append(uuid(g.uuid()));
       if (!g.name().isEmpty()) {
         head.append("<br>").append(esc(g.name()));
@@ -376,10 +379,16 @@ public final class StatusPage {
    * measurement) and, when NVML measured its processes, the driver's number.
    */
   private static String smUtil(StatusModel.Row row, DeviceUsageSummary d) {
-    String region = d.regionSmUtilPercent() + "% (region)";
+    // Each figure on one line of its own: a wrapped "19% (NVML)" made rows three lines high and
+    // pushed the GPU table below the first screen at 1024 px.
+    String region = "<span class=\"nw\">" + d.regionSmUtilPercent() + "% (region)</span>";
     var nvml = row.nvmlSmUtilization(d.uuid());
     return nvml.isPresent()
-        ? String.format(Locale.ROOT, "%.0f%% (NVML)<br>", nvml.getAsDouble() * 100) + region
+        ? String.format(
+                Locale.ROOT,
+                "<span class=\"nw\">%.0f%% (NVML)</span><br>",
+                nvml.getAsDouble() * 100)
+            + region
         : region;
   }
 
@@ -422,7 +431,7 @@ public final class StatusPage {
   static String uuid(String u) {
     String shown =
         u.length() > 24 ? u.substring(0, 12) + "\u2026" + u.substring(u.length() - 6) : u;
-    return "<span title=\"" + esc(u) + "\">" + esc(shown) + "</span>";
+    return "<span class=\"nw\" title=\"" + esc(u) + "\">" + esc(shown) + "</span>";
   }
 
   /** "namespace/pod" as people name pods; the pod UID when the API server did not say. */

@@ -47,7 +47,7 @@ class DemoHoursTest {
 
   /** A clock the test moves. */
   static final class StepClock extends Clock {
-    private Instant now;
+    private volatile Instant now;
 
     StepClock(Instant start) {
       this.now = start;

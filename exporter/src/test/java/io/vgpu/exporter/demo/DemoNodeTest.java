@@ -25,7 +25,10 @@ class DemoNodeTest {
   @Test
   void demo_servedByExporter_showsLiveChangingPerPodMetrics() throws Exception {
     Path root = tmp.resolve("containers");
-    try (DemoNode node = DemoNode.create(root, 3)) {
+    // Usage moves with the node's clock, not with the number of ticks: the test moves the clock.
+    DemoHoursTest.StepClock clock =
+        new DemoHoursTest.StepClock(java.time.Instant.now().minus(Duration.ofMinutes(5)));
+    try (DemoNode node = DemoNode.create(root, DemoOptions.of(3).withClock(clock))) {
       assertThat(node.childHostPids())
           .isNotEmpty()
           .allSatisfy(pid -> assertThat(Path.of("/proc/" + pid)).exists());
@@ -81,6 +84,7 @@ class DemoNodeTest {
                 .getFirst()
                 .value();
         for (int i = 0; i < 5; i++) {
+          clock.advance(Duration.ofMinutes(1));
           node.tick();
         }
         Samples later =

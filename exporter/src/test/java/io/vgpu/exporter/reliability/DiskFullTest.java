@@ -77,10 +77,18 @@ class DiskFullTest {
     assumeTrue(c.exit() != 77, "cannot mount tmpfs in a private namespace:\n" + c.output());
     assertSurvivedAndPassed(c, "read");
     // One log line per change of error state, not per read: 1 000 direct reads + 20 scrapes.
-    assertThat(count(c.output(), "msg=\"region read faulted\"")).isEqualTo(1);
-    assertThat(count(c.output(), "msg=\"region readable again\"")).isEqualTo(1);
-    assertThat(count(c.output(), "msg=\"region write failed\"")).isEqualTo(1);
-    assertThat(count(c.output(), "msg=\"region writes succeed again\"")).isEqualTo(1);
+    assertThat(count(c.output(), "msg=\"region read faulted\""))
+        .as("log:\n%s", c.output())
+        .isEqualTo(1);
+    assertThat(count(c.output(), "msg=\"region readable again\""))
+        .as("log:\n%s", c.output())
+        .isEqualTo(1);
+    assertThat(count(c.output(), "msg=\"region write failed\""))
+        .as("log:\n%s", c.output())
+        .isEqualTo(1);
+    assertThat(count(c.output(), "msg=\"region writes succeed again\""))
+        .as("log:\n%s", c.output())
+        .isEqualTo(1);
   }
 
   @Test
