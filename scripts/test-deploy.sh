@@ -74,8 +74,8 @@ if [ -z "$(find deploy/helm -type l)" ]; then ok; else bad "links in the chart (
 # Dashboard: valid JSON, then a TypeScript type-check against @grafana/schema (pinned in
 # grafana/.validate/package-lock.json; node_modules is cached there and ignored by git).
 # The same for the cluster dashboard (its queries are run against Prometheus by scripts/fleet-bench.sh --check).
-# Not yet grafana/vgpu-usage-cost.json: its text panel and table footers are outside the pinned schema.
-for dash in vgpu-exporter.json vgpu-exporter-cluster.json; do
+# And the usage and cost dashboard (docs/usage-accounting.md; DashboardQueryTest runs its queries).
+for dash in vgpu-exporter.json vgpu-exporter-cluster.json vgpu-usage-cost.json; do
   if jq -e . "grafana/$dash" >/dev/null; then ok; else bad "grafana/$dash is not JSON"; fi
   if (cd grafana/.validate && { [ -x node_modules/.bin/tsc ] && cmp -s package-lock.json node_modules/.package-lock.json.copy \
         || { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.package-lock.json.copy; }; } \

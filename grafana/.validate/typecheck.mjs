@@ -21,6 +21,7 @@ const plugins = {
   stat: ['Stat', 'stat/panelcfg/x/StatPanelCfg_types.gen', false],
   bargauge: ['BarGauge', 'bargauge/panelcfg/x/BarGaugePanelCfg_types.gen', false],
   table: ['Table', 'table/panelcfg/x/TablePanelCfg_types.gen', true],
+  text: ['Text', 'text/panelcfg/x/TextPanelCfg_types.gen', false],
 };
 
 const lines = [

@@ -16,8 +16,11 @@ fail=0
 LOGDIR=$(mktemp -d /tmp/libvgpu-suite.XXXXXX)
 trap 'rm -rf "$LOGDIR"' EXIT
 
+# Each line says how long its part took (seconds since the previous line): the CI budget is spent here.
+last_mark=$SECONDS
 account() { # name rc logfile
-  local name=$1 rc=$2 log=$3 line p f
+  local name=$1 rc=$2 log=$3 line p f took=$((SECONDS - last_mark))
+  last_mark=$SECONDS
   line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
   if [ -n "$line" ]; then
     p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<< "$line")
@@ -25,7 +28,7 @@ account() { # name rc logfile
     [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
   elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
   pass=$((pass + p)); fail=$((fail + f))
-  if [ "$f" = 0 ]; then echo "ok   $name ($p)"; else echo "FAIL $name ($f failed)"; tail -25 "$log" | sed 's/^/  | /'; fi
+  if [ "$f" = 0 ]; then echo "ok   $name ($p) ${took}s"; else echo "FAIL $name ($f failed) ${took}s"; tail -25 "$log" | sed 's/^/  | /'; fi
 }
 
 for t in "$BUILD"/unit/*_test; do
