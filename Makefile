@@ -31,7 +31,7 @@ libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
 
 test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite (with format and static checks), scripts
 	$(need_jdk)
-	$(MAKE) -C libvgpu all test lint test-sanitize
+	$(MAKE) -C libvgpu all lint test-both
 	FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh
 	libvgpu/test/stress/run.sh
 	$(MVN) install
