@@ -103,6 +103,12 @@ PROG=$ROUTES run lmem --stderr 'OOM: requested 33MB'
 PROG=$ROUTES run opencl_refused --stderr 'OpenCL refused on a GPU with a memory or SM limit'
 PROG=$ROUTES run opencl_refused CUDA_DEVICE_MEMORY_LIMIT=0 CUDA_DEVICE_SM_LIMIT=40
 PROG=$ROUTES run opencl_unlimited CUDA_DEVICE_MEMORY_LIMIT=0 --no-stderr 'OpenCL refused'
+# More routes (test/preload/routes_mem.c): the reconciliation refuses while the container is over.
+ROUTES_MEM=$PWD/$BUILD/preload/routes_mem
+for c in reconcile_refuses reconcile_many_procs reconcile_hostpid; do
+  cp "$NV" "$TMP/$c.nvml.conf"
+  PROG=$ROUTES_MEM run $c FAKE_NVML_CONFIG="$TMP/$c.nvml.conf" --stderr 'OOM: requested 1MB'
+done
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

@@ -1,0 +1,117 @@
+/*
+ * routes_mem.c — more routes around the memory limit of issue 35 (libvgpu/README.md "Routes
+ * around the limits"), each under LD_PRELOAD against the fake driver, which models the driver rule
+ * the route relies on (test/fake/fake_cuda_routes.inc). `routes_mem <case>`; exit 0 = pass. Every
+ * case failed on the library before its fix.
+ */
+#include <cuda.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "check.h"
+
+size_t fakeCudaDeviceUsed(int ordinal);
+
+static CUcontext setup(void) {
+  CHECK(cuInit(0) == CUDA_SUCCESS);
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+  return ctx;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Rewrites the fake NVML's view: `others` unrelated processes of the node listed first (NVML lists
+ * the whole device), then `pid` with `used` bytes, then `extra_pid` (when > 0) with `extra`. */
+static void nvml_write(int others, int pid, unsigned long long used, int extra_pid, unsigned long long extra) {
+  const char *path = getenv("FAKE_NVML_CONFIG");
+  CHECK(path != NULL);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  CHECK(f != NULL);
+  fprintf(f, "device 0 uuid=GPU-00000000-0000-0000-0000-000000000000 name=Fake total=85899345920 used=0\n");
+  for (int i = 0; i < others; i++) fprintf(f, "process 0 pid=%d used=1048576\n", 3000000 + i);
+  fprintf(f, "process 0 pid=%d used=%llu\n", pid, used);
+  if (extra_pid > 0) fprintf(f, "process 0 pid=%d used=%llu\n", extra_pid, extra);
+  CHECK(fclose(f) == 0);
+  CHECK(rename(tmp, path) == 0);
+}
+
+/* Index of this process's slot in the region. */
+static int my_slot(void) {
+  const vgpu_region_t *r = test_region();
+  CHECK(r != NULL);
+  for (int i = 0; i < r->proc_num && i < VGPU_MAX_PROCS; i++)
+    if (r->procs[i].pid == getpid() && r->procs[i].status != 0) return i;
+  CHECK(!"no slot");
+  return -1;
+}
+
+/* What the node exporter (or HAMi's monitor) does for a process in a pid namespace: writes the
+ * host pid into its slot. */
+static void write_slot_hostpid(int32_t hostpid) {
+  int fd = open(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), O_WRONLY);
+  CHECK(fd >= 0);
+  off_t off = (off_t)offsetof(vgpu_region_t, procs) + (off_t)my_slot() * (off_t)sizeof(vgpu_proc_slot_t) +
+              (off_t)offsetof(vgpu_proc_slot_t, hostpid);
+  CHECK(pwrite(fd, &hostpid, sizeof hostpid, off) == (ssize_t)sizeof hostpid);
+  CHECK(close(fd) == 0);
+}
+
+/* Item 9 (the rest) and the reconciliation: memory taken around every hook (a raw libcuda symbol)
+ * shows in NVML; once reconciled, further allocations and module loads are REFUSED while the
+ * container is over its limit, and allowed again when NVML shows the memory gone. `others`
+ * processes of the node are listed before ours; `hostpid`: NVML lists us by the host pid the node
+ * exporter wrote into our slot (a pid namespace), not by our own. Limit 64 MiB. (Before: with more
+ * than 64 processes on the device, or in a pid namespace, nothing was reconciled and every
+ * allocation went through.) */
+static int reconcile(int others, int hostpid) {
+  int listed = hostpid ? 4100000 : (int)getpid();
+  nvml_write(others, listed, 0, 0, 0);
+  setup();
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 8 * MiB) == CUDA_SUCCESS);
+  if (hostpid) write_slot_hostpid(listed);
+  nvml_write(others, listed, 8 * MiB + 70 * MiB, 0, 0); /* 70 MiB through raw symbols */
+  sleep_ms(1100);                                        /* the periodic reconciliation */
+  CHECK(cuMemAlloc(&b, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_U(test_used(0), 78 * MiB);
+  CUmodule m;
+  CHECK(cuModuleLoadData(&m, "image") == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&b, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY); /* still over: still refused */
+  nvml_write(others, listed, 8 * MiB, 0, 0);                   /* the raw memory freed */
+  size_t fr, tot;
+  CHECK(cuMemGetInfo(&fr, &tot) == CUDA_SUCCESS); /* reconciles now */
+  CHECK_EQ_U(test_used(0), 8 * MiB);
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemFree(b) == CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  return 0;
+}
+static int case_reconcile_refuses(void) { return reconcile(0, 0); }
+static int case_reconcile_many_procs(void) { return reconcile(100, 0); }
+static int case_reconcile_hostpid(void) { return reconcile(3, 1); }
+
+static const struct {
+  const char *name;
+  int (*fn)(void);
+} cases[] = {
+    {"reconcile_refuses", case_reconcile_refuses},
+    {"reconcile_many_procs", case_reconcile_many_procs},
+    {"reconcile_hostpid", case_reconcile_hostpid},
+};
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 2;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
+  fprintf(stderr, "unknown case %s\n", argv[1]);
+  return 2;
+}
