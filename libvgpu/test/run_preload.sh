@@ -109,6 +109,7 @@ for c in reconcile_refuses reconcile_many_procs reconcile_hostpid; do
   cp "$NV" "$TMP/$c.nvml.conf"
   PROG=$ROUTES_MEM run $c FAKE_NVML_CONFIG="$TMP/$c.nvml.conf" --stderr 'OOM: requested 1MB'
 done
+PROG=$ROUTES_MEM run managed_pool FAKE_CUDA_POOL_GRANULE=2097152 --stderr 'OOM: requested 128MB'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

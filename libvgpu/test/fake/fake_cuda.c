@@ -517,6 +517,10 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
   struct pool *p = calloc(1, sizeof *p);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   p->dev = props ? props->location.id : 0;
+  /* A managed pool with no preferred device (CUDA 13): its memory becomes resident where it is
+   * touched; modelled as the device of its first allocation's context, at that allocation. */
+  if (props && props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    p->dev = -1;
   p->live = 1;
   LOCK();
   int slot = -1;
@@ -534,7 +538,7 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
 FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   struct pool *p = (struct pool *)pool;
   LOCK();
-  used_mem[phys_of(p->dev)] -= p->reserved;
+  if (p->dev >= 0) used_mem[phys_of(p->dev)] -= p->reserved;
   p->reserved = p->used = p->pending = 0;
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].pool == p) memset(&allocs[i], 0, sizeof allocs[i]);
@@ -581,6 +585,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
     UNLOCK();
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  if (p->dev < 0) p->dev = cur->dev; /* a managed pool becomes resident here */
   size_t tail = p->reserved - p->used - p->pending; /* free and reusable: at the pool's end */
   if (size > tail) {
     size_t grow = round_up(size - tail, pool_granule);

@@ -99,6 +99,41 @@ static int case_reconcile_refuses(void) { return reconcile(0, 0); }
 static int case_reconcile_many_procs(void) { return reconcile(100, 0); }
 static int case_reconcile_hostpid(void) { return reconcile(3, 1); }
 
+/* Item 6: a managed pool (CUDA 13: CU_MEM_ALLOCATION_TYPE_MANAGED, no preferred location) takes
+ * device memory once its allocations are touched or prefetched there, which no hook sees: charged
+ * at allocation to the stream's device, like cuMemAllocManaged. Limit 64 MiB, the fake pool grows
+ * in 2 MiB granules. (Before: treated as a host pool, 100 MiB held, nothing counted.) */
+static int case_managed_pool(void) {
+  setup();
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  props.location.type = CU_MEM_LOCATION_TYPE_NONE;
+  CUmemoryPool pool;
+  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
+  CUdeviceptr a, b;
+  CHECK(cuMemAllocFromPoolAsync(&a, 100 * MiB, pool, NULL) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_U(fakeCudaDeviceUsed(0), 0);
+  CHECK(cuMemAllocFromPoolAsync(&a, 40 * MiB, pool, NULL) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 40 * MiB);
+  CHECK_EQ_U(fakeCudaDeviceUsed(0), 40 * MiB);
+  CHECK(cuMemAllocFromPoolAsync(&b, 30 * MiB, pool, NULL) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_U(test_used(0), fakeCudaDeviceUsed(0));
+  CHECK(test_used(0) <= 64 * MiB);
+  CHECK(cuMemFreeAsync(a, NULL) == CUDA_SUCCESS);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), fakeCudaDeviceUsed(0));
+  CHECK(cuMemPoolDestroy(pool) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 0);
+  /* A pinned host pool still uses no device memory and is not charged. */
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
+  CHECK(cuMemPoolDestroy(pool) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 0);
+  return 0;
+}
+
 static const struct {
   const char *name;
   int (*fn)(void);
@@ -106,6 +141,7 @@ static const struct {
     {"reconcile_refuses", case_reconcile_refuses},
     {"reconcile_many_procs", case_reconcile_many_procs},
     {"reconcile_hostpid", case_reconcile_hostpid},
+    {"managed_pool", case_managed_pool},
 };
 
 int main(int argc, char **argv) {
