@@ -80,6 +80,11 @@ static bool over_limit(int ridx) {
   return limit && vgpu_mem_used(ridx) > limit;
 }
 
+bool vgpu_reconcile_over_limit(int ridx) {
+  vgpu_untracked_reconcile(ridx);
+  return over_limit(ridx);
+}
+
 /* A load whose globals take the container over its limit is undone (unloaded) and fails with
  * CUDA_ERROR_OUT_OF_MEMORY, as on a device too full for them; while the container is over its
  * limit (memory that appeared outside every hook, e.g. a lazily loaded module) no load starts. */

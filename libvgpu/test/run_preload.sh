@@ -109,6 +109,11 @@ for c in reconcile_refuses reconcile_many_procs reconcile_hostpid; do
   cp "$NV" "$TMP/$c.nvml.conf"
   PROG=$ROUTES_MEM run $c FAKE_NVML_CONFIG="$TMP/$c.nvml.conf" --stderr 'OOM: requested 1MB'
 done
+PROG=$ROUTES_MEM run arrays_pages FAKE_CUDA_ARRAY_PAGE=131072 --stderr 'OOM: requested 0MB'
+PROG=$ROUTES_MEM run arrays_no_deferred FAKE_CUDA_ARRAY_PAGE=131072 FAKE_CUDA_ARRAY_NO_DEFERRED=1 --stderr 'OOM: requested 2MB'
+cp "$NV" "$TMP/arrays_nvml.conf"
+PROG=$ROUTES_MEM run arrays_nvml FAKE_CUDA_ARRAY_PAGE=196608 FAKE_CUDA_ARRAY_REQ_SHORT=1 FAKE_CUDA_CONTEXT_BYTES=8388608 \
+  FAKE_NVML_CONFIG="$TMP/arrays_nvml.conf" --stderr 'an array of 4096 bytes charged takes the container over its limit'
 PROG=$ROUTES_MEM run managed_pool FAKE_CUDA_POOL_GRANULE=2097152 --stderr 'OOM: requested 128MB'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.

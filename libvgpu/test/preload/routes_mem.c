@@ -134,6 +134,68 @@ static int case_managed_pool(void) {
   return 0;
 }
 
+/* Item 5: arrays laid out in whole pages (FAKE_CUDA_ARRAY_PAGE; block-linear on the real driver),
+ * whose requirement the driver reports only for a deferred-mapping array. Small layered arrays
+ * (16 x 16 float, 4 layers: 4 KiB of texels) until OOM. Limit 64 MiB. */
+static int small_arrays_until_oom(int cap) {
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  memset(&d, 0, sizeof d);
+  d.Width = 16;
+  d.Height = 16;
+  d.Depth = 4;
+  d.Format = CU_AD_FORMAT_FLOAT;
+  d.NumChannels = 1;
+  d.Flags = CUDA_ARRAY3D_LAYERED;
+  static CUarray arr[4096];
+  int n = 0;
+  while (n < cap && cuArray3DCreate(&arr[n], &d) == CUDA_SUCCESS) n++;
+  return n;
+}
+
+/* The driver's layout through a deferred-mapping twin: 128 KiB pages, 512 arrays fit, the count
+ * equal to what the device holds. (Before: charged 4 KiB each, 4096 arrays, 512 MiB held.) */
+static int case_arrays_pages(void) {
+  setup();
+  CHECK_EQ_U(small_arrays_until_oom(4096), 512);
+  CHECK_EQ_U(test_used(0), 64 * MiB);
+  CHECK_EQ_U(fakeCudaDeviceUsed(0), 64 * MiB);
+  /* A deferred-mapping array holds nothing itself (VMM handles mapped into it are charged). */
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  memset(&d, 0, sizeof d);
+  d.Width = 1024;
+  d.Height = 1024;
+  d.Format = CU_AD_FORMAT_FLOAT;
+  d.NumChannels = 4;
+  d.Flags = CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUarray def;
+  CHECK(cuArray3DCreate(&def, &d) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 64 * MiB);
+  CHECK(cuArrayDestroy(def) == CUDA_SUCCESS);
+  return 0;
+}
+
+/* No deferred mapping on this device: the texels rounded up to the allocation granularity (2 MiB),
+ * 32 arrays; never less than the device holds. (Before: 4096 arrays, 512 MiB held.) */
+static int case_arrays_no_deferred(void) {
+  setup();
+  CHECK_EQ_U(small_arrays_until_oom(4096), 32);
+  CHECK_EQ_U(test_used(0), 64 * MiB);
+  CHECK_EQ_U(fakeCudaDeviceUsed(0), 32 * 128 * 1024);
+  return 0;
+}
+
+/* A driver that holds more than it reports (the requirement counts the texels, the array holds
+ * 192 KiB pages, seen in NVML): the reconciliation after each array charges the rest, and the
+ * array that takes the container over is destroyed and refused. Context 8 MiB, limit 64 MiB:
+ * 298 arrays (8 + 298 x 0.1875 = 63.875 MiB). (Before: 4096 arrays, 768 MiB held.) */
+static int case_arrays_nvml(void) {
+  setup();
+  CHECK_EQ_U(small_arrays_until_oom(4096), 298);
+  CHECK_EQ_U(fakeCudaDeviceUsed(0), 298 * 196608ull);
+  CHECK_EQ_U(test_used(0), 8 * MiB + 298 * 196608ull);
+  return 0;
+}
+
 static const struct {
   const char *name;
   int (*fn)(void);
@@ -142,6 +204,9 @@ static const struct {
     {"reconcile_many_procs", case_reconcile_many_procs},
     {"reconcile_hostpid", case_reconcile_hostpid},
     {"managed_pool", case_managed_pool},
+    {"arrays_pages", case_arrays_pages},
+    {"arrays_no_deferred", case_arrays_no_deferred},
+    {"arrays_nvml", case_arrays_nvml},
 };
 
 int main(int argc, char **argv) {
