@@ -23,6 +23,10 @@ void vgpu_devices_fill_init(struct vgpu_region_init *init);
  * own pid, i.e. its pids are this pid namespace's. */
 bool vgpu_nvml_process_used(int ridx, uint64_t *bytes);
 bool vgpu_nvml_process_used_ex(int ridx, uint64_t *bytes, bool *same_namespace);
+/* This process's NVML usage (as vgpu_nvml_process_used) and that of its descendants that NVML
+ * lists with no slot in the region (run without libvgpu; only where NVML's pids are this pid
+ * namespace's, else 0). false when NVML cannot tell. */
+bool vgpu_nvml_usage(int ridx, uint64_t *self, uint64_t *children);
 /* Calls fn for every compute process NVML lists on region device ridx (the whole list); false
  * when NVML cannot tell. */
 typedef void (*vgpu_nvml_proc_fn)(unsigned int pid, uint64_t used, void *arg);

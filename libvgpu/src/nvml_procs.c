@@ -10,6 +10,14 @@
  * exporter or HAMi's monitor where the process cannot learn it). A wrong host pid in the slot (the
  * region is tenant-writable) can only make NVML's figure someone else's: charging more, or finding
  * nothing (no reconciliation, as without it).
+ *
+ * Children that run without libvgpu (issue 35, route 13: forked after initialisation, then exec'd
+ * without LD_PRELOAD) are invisible to every hook, and their memory is the container's. Where
+ * NVML's pids are this namespace's (it listed us by our own pid), a listed process that descends
+ * from this one (parent chain in /proc) and has no slot in the region is charged to this process
+ * as untracked memory, until NVML no longer lists it. In a pid namespace NVML names host pids,
+ * which /proc here cannot resolve: there the node exporter's unslotted-process report is the
+ * answer.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -90,3 +98,92 @@ bool vgpu_nvml_process_used_ex(int ridx, uint64_t *bytes, bool *same_namespace) 
 }
 
 bool vgpu_nvml_process_used(int ridx, uint64_t *bytes) { return vgpu_nvml_process_used_ex(ridx, bytes, NULL); }
+
+#define DESCENT_MAX 64 /* parent links followed at most */
+
+/* Parent pid from /proc/<pid>/stat (the field after the command name's closing parenthesis). */
+static int parent_of(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *close = strrchr(buf, ')');
+  int ppid = -1;
+  char state = 0;
+  if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+static bool descends_from_me(int pid) {
+  int me = (int)getpid();
+  for (int i = 0; i < DESCENT_MAX && pid > 1; i++) {
+    int pp = parent_of(pid);
+    if (pp == me) return true;
+    pid = pp;
+  }
+  return false;
+}
+
+/* Whether `pid` has a live slot in our region (it counts its own memory). */
+static bool has_slot(int pid) {
+  struct vgpu_region_map *m = vgpu_state_region(false);
+  if (!m) return false;
+  int n = __atomic_load_n(&m->r->proc_num, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n && i < VGPU_MAX_PROCS; i++)
+    if (__atomic_load_n(&m->r->procs[i].status, __ATOMIC_ACQUIRE) != 0 &&
+        __atomic_load_n(&m->r->procs[i].pid, __ATOMIC_ACQUIRE) == pid)
+      return true;
+  return false;
+}
+
+struct usage_scan {
+  struct self_find self;
+  unsigned int n, cap;
+  unsigned int *pids;
+  uint64_t *used;
+  bool oom;
+};
+
+static void scan_one(unsigned int pid, uint64_t used, void *arg) {
+  struct usage_scan *u = arg;
+  find_self(pid, used, &u->self);
+  if (pid == u->self.pid || pid == 0) return;
+  if (u->n == u->cap) {
+    unsigned int ncap = u->cap ? u->cap * 2 : 16;
+    unsigned int *np = realloc(u->pids, ncap * sizeof *np);
+    if (np) u->pids = np;
+    uint64_t *nu = np ? realloc(u->used, ncap * sizeof *nu) : NULL;
+    if (nu) u->used = nu;
+    if (!np || !nu) {
+      u->oom = true;
+      return;
+    }
+    u->cap = ncap;
+  }
+  u->pids[u->n] = pid;
+  u->used[u->n++] = used;
+}
+
+bool vgpu_nvml_usage(int ridx, uint64_t *self, uint64_t *children) {
+  struct usage_scan u;
+  memset(&u, 0, sizeof u);
+  u.self.pid = (unsigned int)getpid();
+  u.self.hostpid = slot_hostpid();
+  bool ok = vgpu_nvml_each_process(ridx, scan_one, &u);
+  *children = 0;
+  if (ok && (u.self.by_pid || u.self.by_host)) {
+    *self = u.self.by_pid ? u.self.pid_bytes : u.self.host_bytes;
+    for (unsigned int i = 0; u.self.by_pid && i < u.n; i++)
+      if (u.pids[i] <= (unsigned int)INT32_MAX && descends_from_me((int)u.pids[i]) && !has_slot((int)u.pids[i]))
+        *children += u.used[i];
+  } else {
+    ok = false;
+  }
+  if (u.oom) VGPU_LOG_WARN("out of host memory reading NVML's process list: children not all counted");
+  free(u.pids);
+  free(u.used);
+  return ok;
+}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 
 #include "check.h"
@@ -196,6 +197,42 @@ static int case_arrays_nvml(void) {
   return 0;
 }
 
+/* Item 13: a child forked after initialisation that execs a program without LD_PRELOAD holds GPU
+ * memory no hook sees; NVML lists it under its pid. The parent's reconciliation charges a
+ * descendant with no slot, refuses further allocations while the container is over, and lets go
+ * when the child is gone. Limit 64 MiB. (Before: the child's 70 MiB were never counted.) */
+static int case_child_no_preload(void) {
+  nvml_write(0, (int)getpid(), 0, 0, 0);
+  setup();
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 8 * MiB) == CUDA_SUCCESS);
+  fflush(NULL);
+  pid_t child = fork();
+  if (child == 0) {
+    char *args[] = {"sleep", "30", NULL}, *env[] = {"PATH=/usr/bin:/bin", NULL}; /* no LD_PRELOAD */
+    execve("/bin/sleep", args, env);
+    _exit(127);
+  }
+  CHECK(child > 0);
+  nvml_write(0, (int)getpid(), 8 * MiB, (int)child, 70 * MiB); /* the child's own CUDA memory */
+  sleep_ms(1100);
+  CHECK(cuMemAlloc(&b, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_U(test_used(0), 78 * MiB);
+  CHECK(kill(child, SIGKILL) == 0);
+  int st;
+  CHECK(waitpid(child, &st, 0) == child);
+  nvml_write(0, (int)getpid(), 8 * MiB, 0, 0);
+  size_t fr, tot;
+  CHECK(cuMemGetInfo(&fr, &tot) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 8 * MiB);
+  CHECK(cuMemAlloc(&b, 40 * MiB) == CUDA_SUCCESS);
+  /* An unrelated process of the node (not a descendant) is not charged here. */
+  nvml_write(0, (int)getpid(), 48 * MiB, (int)getppid(), 70 * MiB);
+  CHECK(cuMemGetInfo(&fr, &tot) == CUDA_SUCCESS);
+  CHECK_EQ_U(test_used(0), 48 * MiB);
+  return 0;
+}
+
 static const struct {
   const char *name;
   int (*fn)(void);
@@ -204,6 +241,7 @@ static const struct {
     {"reconcile_many_procs", case_reconcile_many_procs},
     {"reconcile_hostpid", case_reconcile_hostpid},
     {"managed_pool", case_managed_pool},
+    {"child_no_preload", case_child_no_preload},
     {"arrays_pages", case_arrays_pages},
     {"arrays_no_deferred", case_arrays_no_deferred},
     {"arrays_nvml", case_arrays_nvml},
