@@ -61,12 +61,10 @@ bool vgpu_nvml_each_process(int ridx, vgpu_nvml_proc_fn fn, void *arg) {
   return ok;
 }
 
-/* The host pid recorded in our slot (0: unknown, or not registered yet). */
+/* The host pid recorded in our slot (0: unknown, or not registered yet: never registers here, so
+ * a reconciliation cannot wait for a region lock). */
 static unsigned int slot_hostpid(void) {
-  struct vgpu_region_map *m = vgpu_state_region(false);
-  int slot = m ? vgpu_state_slot() : -1;
-  if (slot < 0) return 0;
-  int32_t h = __atomic_load_n(&m->r->procs[slot].hostpid, __ATOMIC_ACQUIRE);
+  int32_t h = vgpu_state_slot_hostpid();
   return h > 0 ? (unsigned int)h : 0;
 }
 

@@ -244,6 +244,12 @@ static int claim_locked(struct vgpu_region_map *m) {
   return idx;
 }
 
+int32_t vgpu_state_slot_hostpid(void) {
+  int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  if (s < 0 || __atomic_load_n(&g_attached, __ATOMIC_ACQUIRE) != 1 || !slot_ok(s)) return 0;
+  return __atomic_load_n(&g_map.r->procs[s].hostpid, __ATOMIC_ACQUIRE);
+}
+
 int vgpu_state_slot(void) {
   int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
   if (s >= 0 && slot_ok(s)) return s;
