@@ -26,7 +26,7 @@ probe() { # lib route [env...]
   local pre=() cache=$OUT/$route.$RANDOM.cache
   [ "$lib" != none ] && pre=(LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache")
   env "${pre[@]}" CUDA_MODULE_LOADING=EAGER LIBCUDA_LOG_LEVEL=0 "$@" timeout 120 "$OUT/routes_probe" "$route" \
-    "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep RESULT || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
+    "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep -E '^(RESULT|INFO) ' || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
 }
 wanted() { [ -z "${ROUTES_ONLY:-}" ] || [[ " $ROUTES_ONLY " == *" $1 "* ]]; }
 sm_wanted=0
