@@ -106,7 +106,7 @@ PROG=$ROUTES run opencl_refused CUDA_DEVICE_MEMORY_LIMIT=0 CUDA_DEVICE_SM_LIMIT=
 PROG=$ROUTES run opencl_unlimited CUDA_DEVICE_MEMORY_LIMIT=0 --no-stderr 'OpenCL refused'
 # More routes (test/preload/routes_mem.c): the reconciliation refuses while the container is over.
 ROUTES_MEM=$PWD/$BUILD/preload/routes_mem
-for c in reconcile_refuses reconcile_many_procs reconcile_hostpid child_no_preload; do
+for c in reconcile_refuses reconcile_many_procs reconcile_64_procs reconcile_65_procs reconcile_hostpid child_no_preload; do
   cp "$NV" "$TMP/$c.nvml.conf"
   PROG=$ROUTES_MEM run $c FAKE_NVML_CONFIG="$TMP/$c.nvml.conf" --stderr 'OOM: requested 1MB'
 done

@@ -98,6 +98,9 @@ static int reconcile(int others, int hostpid) {
 }
 static int case_reconcile_refuses(void) { return reconcile(0, 0); }
 static int case_reconcile_many_procs(void) { return reconcile(100, 0); }
+/* The boundary of the old fixed buffer (64 entries): 64 processes listed, then 65. */
+static int case_reconcile_64_procs(void) { return reconcile(63, 0); }
+static int case_reconcile_65_procs(void) { return reconcile(64, 0); }
 static int case_reconcile_hostpid(void) { return reconcile(3, 1); }
 
 /* Item 6: a managed pool (CUDA 13: CU_MEM_ALLOCATION_TYPE_MANAGED, no preferred location) takes
@@ -239,6 +242,8 @@ static const struct {
 } cases[] = {
     {"reconcile_refuses", case_reconcile_refuses},
     {"reconcile_many_procs", case_reconcile_many_procs},
+    {"reconcile_64_procs", case_reconcile_64_procs},
+    {"reconcile_65_procs", case_reconcile_65_procs},
     {"reconcile_hostpid", case_reconcile_hostpid},
     {"managed_pool", case_managed_pool},
     {"child_no_preload", case_child_no_preload},
