@@ -79,7 +79,10 @@ typedef struct {
   unsigned long long usedGpuMemory;
   unsigned int gi, ci;
 } proc_info_v2;
-static long long nvml_self_used(CUdevice dev) {
+static long long nvml_pid_used(CUdevice dev, unsigned pid);
+static long long nvml_self_used(CUdevice dev) { return nvml_pid_used(dev, 0); }
+/* NVML-reported usage of process `pid` (0: this process, also by its NSpid) on CUDA device `dev`. */
+static long long nvml_pid_used(CUdevice dev, unsigned pid) {
   static void *h;
   static int (*init)(void), (*by_uuid)(const char *, void **), (*procs)(void *, unsigned *, proc_info_v2 *);
   if (!h) {
@@ -101,8 +104,8 @@ static long long nvml_self_used(CUdevice dev) {
   proc_info_v2 infos[256];
   unsigned n = 256;
   if (procs(nd, &n, infos) != 0) return -1;
-  unsigned me = (unsigned)getpid(), host = 0;
-  FILE *f = fopen("/proc/self/status", "r");
+  unsigned me = pid ? pid : (unsigned)getpid(), host = 0;
+  FILE *f = pid ? NULL : fopen("/proc/self/status", "r");
   char line[256];
   while (f && fgets(line, sizeof line, f))
     if (strncmp(line, "NSpid:", 6) == 0) host = (unsigned)strtoul(line + 6, NULL, 10);

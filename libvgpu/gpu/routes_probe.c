@@ -4,9 +4,13 @@
  *   RESULT route=<r> ok=<successes> refused=<first error> held=<NVML bytes of this process>
  *          tracked=<libvgpu's count for the container> [rate=<kernels/s>]
  * Memory routes try to take ~9 GiB (past a 4 GiB limit); SM routes run a spinning kernel for 3 s.
+ * arrays, managed_pool, child and hold3g (routes 5, 6, 13, 12) were added by the second pass on
+ * issue 35; routes_probe.sh runs a subset with ROUTES_ONLY="...".
  */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the pre-4.0 launch API on purpose */
 
@@ -181,6 +185,90 @@ int main(int argc, char **argv) {
       ok = 1;
       rc = cuCtxSynchronize();
     }
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "arrays") == 0) { /* item 5: small layered arrays (4 KiB of texels) */
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    memset(&d, 0, sizeof d);
+    d.Width = 16;
+    d.Height = 16;
+    d.Depth = 4;
+    d.Format = CU_AD_FORMAT_FLOAT;
+    d.NumChannels = 1;
+    d.Flags = CUDA_ARRAY3D_LAYERED;
+    CUDA_ARRAY3D_DESCRIPTOR t = d; /* the driver's layout of the shape (holds no memory) */
+    t.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+    memset(&req, 0, sizeof req);
+    CUarray tw;
+    if (cuArray3DCreate(&tw, &t) == CUDA_SUCCESS) {
+      cuArrayGetMemoryRequirements(&req, tw, g_dev);
+      cuArrayDestroy(tw);
+    }
+    fprintf(stderr, "arrays: deferred twin requirement size=%zu alignment=%zu\n", req.size, req.alignment);
+    CUarray a;
+    while (ok < 70000 && (rc = cuArray3DCreate(&a, &d)) == CUDA_SUCCESS) ok++;
+    printf("INFO route=arrays req_size=%zu req_align=%zu\n", req.size, req.alignment);
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "managed_pool") == 0) { /* item 6: 256 MiB blocks, prefetched to the GPU */
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+    props.location.type = CU_MEM_LOCATION_TYPE_NONE;
+    CUmemoryPool pool;
+    if ((rc = cuMemPoolCreate(&pool, &props)) != CUDA_SUCCESS) {
+      printf("RESULT route=%s skipped=managed_pool_create_%d\n", route, (int)rc);
+      return 0;
+    }
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = g_dev};
+    while (ok < 36) {
+      CUdeviceptr p;
+      if ((rc = cuMemAllocFromPoolAsync(&p, 256 * MiB, pool, s)) != CUDA_SUCCESS) break;
+      if ((rc = cuMemPrefetchAsync(p, 256 * MiB, loc, 0, s)) != CUDA_SUCCESS) break;
+      CK(cuStreamSynchronize(s));
+      ok++;
+    }
+    report(route, ok, rc, 0);
+  } else if (strcmp(route, "child_alloc") == 0) { /* item 13's child: runs without libvgpu */
+    CUdeviceptr p;
+    int got = 0;
+    while (got < 6 && cuMemAlloc(&p, 1024 * MiB) == CUDA_SUCCESS) got++;
+    CK(cuCtxSynchronize());
+    char ch = 'r';
+    if (write(atoi(getenv("PROBE_READY_FD")), &ch, 1) != 1) return 3;
+    sleep(30); /* held until the parent kills it */
+    return 0;
+  } else if (strcmp(route, "child") == 0) { /* item 13: a child exec'd without LD_PRELOAD takes 6 GiB */
+    int pfd[2];
+    if (pipe(pfd) != 0) return 3;
+    fflush(NULL);
+    pid_t c = fork();
+    if (c == 0) {
+      unsetenv("LD_PRELOAD");
+      char fd[16];
+      snprintf(fd, sizeof fd, "%d", pfd[1]);
+      setenv("PROBE_READY_FD", fd, 1);
+      execl("/proc/self/exe", "routes_probe", "child_alloc", argv[2], (char *)NULL);
+      _exit(127);
+    }
+    char ch;
+    if (read(pfd[0], &ch, 1) != 1) return 3;
+    usleep(1200 * 1000); /* the library's periodic reconciliation */
+    CUdeviceptr p;
+    while (ok < 16 && (rc = cuMemAlloc(&p, 64 * MiB)) == CUDA_SUCCESS) ok++;
+    long long child_held = nvml_pid_used(g_dev, (unsigned)c);
+    CK(cuCtxSynchronize());
+    printf("RESULT route=%s ok=%d refused=%d held=%lld tracked=%llu child_held=%lld rate=0\n", route, ok, (int)rc,
+           nvml_self_used(g_dev) + (child_held > 0 ? child_held : 0), tracked_all(0), child_held);
+    fflush(stdout);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+  } else if (strcmp(route, "hold3g") == 0) { /* item 12: one of three processes, 3 x 1 GiB, held 5 s */
+    CUdeviceptr p;
+    while (ok < 3 && (rc = cuMemAlloc(&p, 1024 * MiB)) == CUDA_SUCCESS) ok++;
+    CK(cuCtxSynchronize());
+    sleep(5);
     report(route, ok, rc, 0);
   } else if (strncmp(route, "sm_", 3) == 0) { /* items 15, 16, 18 */
     CUmodule m;

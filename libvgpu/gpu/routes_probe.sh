@@ -4,7 +4,11 @@
 # 4 GiB (CUDA_DEVICE_MEMORY_LIMIT=4g) or SM limit 25 %; the SM share is the route's kernel rate
 # over the solo rate (no library) measured in the same run.
 # Usage (GPU machine, CUDA 13 + nvcc): routes_probe.sh OLD_LIB NEW_LIB OUTDIR
+#   ROUTES_ONLY="arrays managed_pool child degraded" runs only those (memory routes, `degraded`,
+#   and sm_* routes by name; the SM solo rates are measured only when an sm_ route runs).
 # Prints one line per route and library: route lib ok refused held_MiB tracked_MiB [share_%].
+#   degraded (route 12): three processes at once on a region path that is a symlink, each taking
+#   3 x 1 GiB and holding it 5 s: ok = GiB the three got together, held = their NVML sum.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OLD=$1 NEW=$2 OUT=$3
@@ -22,19 +26,43 @@ probe() { # lib route [env...]
   local pre=() cache=$OUT/$route.$RANDOM.cache
   [ "$lib" != none ] && pre=(LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache")
   env "${pre[@]}" CUDA_MODULE_LOADING=EAGER LIBCUDA_LOG_LEVEL=0 "$@" timeout 120 "$OUT/routes_probe" "$route" \
-    "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep RESULT || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
+    "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep -E '^(RESULT|INFO) ' || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
 }
-solo=$(field rate "$(probe none sm_plain)")
-solo_memset=$(field rate "$(probe none sm_memset)")
-echo "solo rate: $solo kernels/s, $solo_memset memsets/s"
-for route in granularity small pools async_noctx graph_v1 module lmem; do
+wanted() { [ -z "${ROUTES_ONLY:-}" ] || [[ " $ROUTES_ONLY " == *" $1 "* ]]; }
+sm_wanted=0
+for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset; do wanted $route && sm_wanted=1; done
+if [ $sm_wanted = 1 ]; then
+  solo=$(field rate "$(probe none sm_plain)")
+  solo_memset=$(field rate "$(probe none sm_memset)")
+  echo "solo rate: $solo kernels/s, $solo_memset memsets/s"
+fi
+for route in granularity small pools async_noctx graph_v1 module lmem arrays managed_pool child; do
+  wanted $route || continue
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
     r=$(probe "$l" $route CUDA_DEVICE_MEMORY_LIMIT=4g)
-    echo "$route $lib ok=$(field ok "$r") refused=$(field refused "$r") held=$(mib "$(field held "$r")") tracked=$(mib "$(field tracked "$r")") $(field failed "$r")"
+    extra=$(grep -o 'req_size=[0-9]* req_align=[0-9]*\|child_held=[-0-9]*' <<< "$r" | tr '\n' ' ')
+    echo "$route $lib ok=$(field ok "$r") refused=$(field refused "$r") held=$(mib "$(field held "$r")") tracked=$(mib "$(field tracked "$r")") $extra$(field failed "$r")"
   done
 done
+if wanted degraded; then
+  for lib in old new; do
+    l=$OLD; [ $lib = new ] && l=$NEW
+    d=$OUT/degraded.$lib
+    mkdir -p "$d" && ln -sfn "$d/elsewhere" "$d/vgpu.cache" # the region path is a symlink
+    for i in 1 2 3; do
+      env LD_PRELOAD="$l" CUDA_DEVICE_MEMORY_SHARED_CACHE="$d/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=4g \
+        CUDA_MODULE_LOADING=EAGER LIBCUDA_LOG_LEVEL=0 timeout 60 "$OUT/routes_probe" hold3g "$OUT/routes.cubin" \
+        > "$d/out.$i" 2> "$d/err.$i" &
+    done
+    wait
+    cat "$d"/out.* | awk -v lib=$lib '/^RESULT/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      ok += v["ok"]; held += v["held"]; n++ }
+      END { printf "degraded %s processes=%d ok_GiB=%d held=%.0f\n", lib, n, ok, held / 1048576 }'
+  done
+fi
 for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset; do
+  wanted $route || continue
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
     r=$(probe "$l" $route CUDA_DEVICE_SM_LIMIT=25)

@@ -135,23 +135,3 @@ void vgpu_devices_fill_init(struct vgpu_region_init *init) {
   pthread_mutex_unlock(&g_dev_mu);
 }
 
-bool vgpu_nvml_process_used(int ridx, uint64_t *bytes) {
-  if (ridx < 0 || !vgpu_nvml_load() || !vgpu_nvml.nvmlDeviceGetHandleByIndex_v2 ||
-      !vgpu_nvml.nvmlDeviceGetComputeRunningProcesses_v2)
-    return false;
-  nvmlDevice_t h = NULL;
-  if (vgpu_nvml.nvmlDeviceGetHandleByIndex_v2((unsigned)ridx, &h) != VGPU_NVML_SUCCESS)
-    return false;
-  nvmlProcessInfo_v2_t infos[64];
-  unsigned int count = 64;
-  if (vgpu_nvml.nvmlDeviceGetComputeRunningProcesses_v2(h, &count, infos) != VGPU_NVML_SUCCESS)
-    return false;
-  unsigned int me = (unsigned int)getpid();
-  for (unsigned int i = 0; i < count && i < 64; i++) {
-    if (infos[i].pid == me) {
-      *bytes = infos[i].usedGpuMemory;
-      return true;
-    }
-  }
-  return false;
-}

@@ -63,6 +63,12 @@ uint64_t vgpu_resident_threads(void);
 /* VMM (hook_cuda_vmm.c): the handle mapped at ptr was exported another way (dmabuf): counted until
  * the process exits, like a handle exported with cuMemExportToShareableHandle. */
 void vgpu_vmm_mark_exported(CUdeviceptr ptr);
+/* The current device's allocation granularity (cuMemGetAllocationGranularity, minimum; 2 MiB when
+ * the driver cannot tell), asked once per device (hook_cuda_mem.c). */
+uint64_t vgpu_alloc_granule(void);
+/* Reconciles region device ridx with NVML now and tells whether the container's count is over its
+ * limit (hook_cuda_module.c): memory that appeared outside every charge is then refused. */
+bool vgpu_reconcile_over_limit(int ridx);
 /* Lookup for interpose.c: our hook for a driver pointer/symbol request, or `real`. */
 void *vgpu_proc_resolve(const char *symbol, void *real, int cuda_version, cuuint64_t flags);
 

@@ -5,8 +5,7 @@
  * What is counted, per region device (the container's NVML index):
  *   cuMemAlloc / cuMemAllocPitch (the pitch the driver returned x height) / cuMemAllocManaged,
  *   stream-ordered allocations as what their pool reserves (hook_cuda_pool.c),
- *   VMM physical handles (cuMemCreate on a device location), arrays and mipmapped arrays (the
- *   driver's memory requirements when it reports them, else the texel estimate).
+ *   VMM physical handles (cuMemCreate on a device location); arrays in hook_cuda_array.c.
  */
 #include <pthread.h>
 #include <string.h>
@@ -24,7 +23,7 @@ static int ridx_of_current(void) { return vgpu_current_ridx(); }
 #define VGPU_GRANULE_FALLBACK (2ull << 20)
 static uint64_t g_granule[VGPU_GRANULE_DEVICES]; /* 0: not asked yet */
 
-static uint64_t device_granule(void) {
+uint64_t vgpu_alloc_granule(void) {
   CUdevice dev = -1;
   if (!vgpu_cuda.cuCtxGetDevice || vgpu_cuda.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
       dev >= VGPU_GRANULE_DEVICES)
@@ -47,7 +46,7 @@ static uint64_t device_granule(void) {
 
 /* What an allocation of `bytes` holds on the current device. */
 static uint64_t alloc_footprint(uint64_t bytes) {
-  uint64_t g = device_granule();
+  uint64_t g = vgpu_alloc_granule();
   if (bytes < g || bytes > UINT64_MAX - g) return bytes;
   return (bytes + g - 1) & ~(g - 1);
 }
@@ -170,125 +169,7 @@ VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
   return rc;
 }
 
-/* ---- arrays */
-
-static uint64_t format_bytes(CUarray_format f) {
-  switch ((int)f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 4; /* packed/compressed formats: one channel count already covers them */
-  }
-}
-
-static uint64_t array_estimate(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch) {
-  uint64_t e = format_bytes(f) * (ch ? ch : 1) * (uint64_t)(w ? w : 1);
-  return e * (h ? h : 1) * (d ? d : 1);
-}
-
-static CUresult array_created(int ridx, uint8_t kind, uint64_t key, uint64_t estimate, bool mipmap) {
-  CUDA_ARRAY_MEMORY_REQUIREMENTS req;
-  memset(&req, 0, sizeof req);
-  CUdevice dev = 0;
-  uint64_t actual = estimate;
-  if (vgpu_cuda.cuCtxGetDevice && vgpu_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
-    CUresult q = mipmap ? (vgpu_cuda.cuMipmappedArrayGetMemoryRequirements
-                               ? vgpu_cuda.cuMipmappedArrayGetMemoryRequirements(
-                                     &req, (CUmipmappedArray)(uintptr_t)key, dev)
-                               : CUDA_ERROR_NOT_SUPPORTED)
-                        : (vgpu_cuda.cuArrayGetMemoryRequirements
-                               ? vgpu_cuda.cuArrayGetMemoryRequirements(&req, (CUarray)(uintptr_t)key, dev)
-                               : CUDA_ERROR_NOT_SUPPORTED);
-    if (q == CUDA_SUCCESS && req.size > 0) actual = req.size;
-  }
-  if (!settle(ridx, estimate, actual)) return CUDA_ERROR_OUT_OF_MEMORY;
-  track(kind, key, ridx, actual);
-  return CUDA_SUCCESS;
-}
-
-VGPU_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray) {
-  VGPU_HOOK_BEGIN(cuArrayCreate_v2, (pHandle, pAllocateArray));
-  if (!pAllocateArray) return VGPU_CALL_REAL(cuArrayCreate_v2, (pHandle, pAllocateArray));
-  int ridx = ridx_of_current();
-  const CUDA_ARRAY_DESCRIPTOR *a = pAllocateArray;
-  uint64_t est = array_estimate(a->Width, a->Height, 1, a->Format, a->NumChannels);
-  if (vgpu_mem_reserve(ridx, est, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuArrayCreate_v2, (pHandle, pAllocateArray));
-  if (rc != CUDA_SUCCESS) {
-    vgpu_mem_release(ridx, est, VGPU_MEM_DATA);
-    return rc;
-  }
-  if (array_created(ridx, VGPU_TRACK_ARRAY, (uint64_t)(uintptr_t)*pHandle, est, false) != CUDA_SUCCESS) {
-    VGPU_CALL_REAL(cuArrayDestroy, (*pHandle));
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  return rc;
-}
-
-VGPU_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray) {
-  VGPU_HOOK_BEGIN(cuArray3DCreate_v2, (pHandle, pAllocateArray));
-  if (!pAllocateArray) return VGPU_CALL_REAL(cuArray3DCreate_v2, (pHandle, pAllocateArray));
-  int ridx = ridx_of_current();
-  const CUDA_ARRAY3D_DESCRIPTOR *a = pAllocateArray;
-  uint64_t est = array_estimate(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
-  if (vgpu_mem_reserve(ridx, est, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuArray3DCreate_v2, (pHandle, pAllocateArray));
-  if (rc != CUDA_SUCCESS) {
-    vgpu_mem_release(ridx, est, VGPU_MEM_DATA);
-    return rc;
-  }
-  if (array_created(ridx, VGPU_TRACK_ARRAY, (uint64_t)(uintptr_t)*pHandle, est, false) != CUDA_SUCCESS) {
-    VGPU_CALL_REAL(cuArrayDestroy, (*pHandle));
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  return rc;
-}
-
-VGPU_EXPORT CUresult cuArrayDestroy(CUarray hArray) {
-  VGPU_HOOK_BEGIN(cuArrayDestroy, (hArray));
-  CUresult rc = VGPU_CALL_REAL(cuArrayDestroy, (hArray));
-  struct vgpu_track_rec rec;
-  if (rc == CUDA_SUCCESS && vgpu_track_take(VGPU_TRACK_ARRAY, (uint64_t)(uintptr_t)hArray, &rec))
-    vgpu_release_rec(&rec);
-  return rc;
-}
-
-VGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
-                                            const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
-                                            unsigned int numMipmapLevels) {
-  VGPU_HOOK_BEGIN(cuMipmappedArrayCreate, (pHandle, pMipmappedArrayDesc, numMipmapLevels));
-  if (!pMipmappedArrayDesc)
-    return VGPU_CALL_REAL(cuMipmappedArrayCreate, (pHandle, pMipmappedArrayDesc, numMipmapLevels));
-  int ridx = ridx_of_current();
-  const CUDA_ARRAY3D_DESCRIPTOR *a = pMipmappedArrayDesc;
-  uint64_t est = 0;
-  for (unsigned l = 0; l < (numMipmapLevels ? numMipmapLevels : 1) && l < 32; l++) {
-    size_t w = a->Width >> l, h = a->Height >> l, d = a->Depth >> l;
-    est += array_estimate(w ? w : 1, a->Height ? (h ? h : 1) : 0, a->Depth ? (d ? d : 1) : 0,
-                          a->Format, a->NumChannels);
-  }
-  if (vgpu_mem_reserve(ridx, est, VGPU_MEM_DATA) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuMipmappedArrayCreate, (pHandle, pMipmappedArrayDesc, numMipmapLevels));
-  if (rc != CUDA_SUCCESS) {
-    vgpu_mem_release(ridx, est, VGPU_MEM_DATA);
-    return rc;
-  }
-  if (array_created(ridx, VGPU_TRACK_MIPMAP, (uint64_t)(uintptr_t)*pHandle, est, true) != CUDA_SUCCESS) {
-    VGPU_CALL_REAL(cuMipmappedArrayDestroy, (*pHandle));
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  return rc;
-}
-
-VGPU_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
-  VGPU_HOOK_BEGIN(cuMipmappedArrayDestroy, (hMipmappedArray));
-  CUresult rc = VGPU_CALL_REAL(cuMipmappedArrayDestroy, (hMipmappedArray));
-  struct vgpu_track_rec rec;
-  if (rc == CUDA_SUCCESS &&
-      vgpu_track_take(VGPU_TRACK_MIPMAP, (uint64_t)(uintptr_t)hMipmappedArray, &rec))
-    vgpu_release_rec(&rec);
-  return rc;
-}
+/* Arrays: hook_cuda_array.c. */
 
 /* ---- what the application sees */
 

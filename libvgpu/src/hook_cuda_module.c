@@ -10,7 +10,9 @@
  * When: right after every module/library load and unload, on cuMemGetInfo, and at most once a
  * second from allocation and synchronize hooks (lazy loading maps a module's memory at its first
  * kernel launch, seen at the next synchronize or allocation). Where NVML cannot see the process
- * (no NVML, or a driver that lists processes in another pid namespace), nothing is reconciled.
+ * (no NVML, or a driver that lists processes in another pid namespace without our slot's host
+ * pid), nothing is reconciled. Children of this process that run without libvgpu are charged
+ * here too (nvml_procs.c), where NVML's pids are this namespace's.
  */
 #include <pthread.h>
 #include <string.h>
@@ -43,8 +45,9 @@ static bool self_counted(int ridx, uint64_t *out) {
 void vgpu_untracked_reconcile(int ridx) {
   if (ridx < 0 || ridx >= VGPU_MAX_DEVICES || vgpu_mem_limit(ridx) == 0) return;
   pthread_mutex_lock(&g_rec_mu);
-  uint64_t nvml = 0, counted = 0;
-  if (vgpu_nvml_process_used(ridx, &nvml) && self_counted(ridx, &counted)) {
+  uint64_t nvml = 0, children = 0, counted = 0;
+  if (vgpu_nvml_usage(ridx, &nvml, &children) && self_counted(ridx, &counted)) {
+    nvml = nvml > UINT64_MAX - children ? UINT64_MAX : nvml + children; /* children without libvgpu */
     uint64_t others = counted > g_untracked[ridx] ? counted - g_untracked[ridx] : 0;
     uint64_t want = nvml > others ? nvml - others : 0;
     if (want > g_untracked[ridx]) {
@@ -78,6 +81,11 @@ void vgpu_untracked_maybe(void) {
 static bool over_limit(int ridx) {
   uint64_t limit = ridx >= 0 ? vgpu_mem_limit(ridx) : 0;
   return limit && vgpu_mem_used(ridx) > limit;
+}
+
+bool vgpu_reconcile_over_limit(int ridx) {
+  vgpu_untracked_reconcile(ridx);
+  return over_limit(ridx);
 }
 
 /* A load whose globals take the container over its limit is undone (unloaded) and fails with

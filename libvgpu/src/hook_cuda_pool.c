@@ -26,9 +26,12 @@
  * The count is re-read after frees, trims, attribute changes and every synchronize hook (a pool
  * releases memory above its release threshold when the host synchronizes). */
 
+/* pool_rec.ridx of a managed pool with no preferred device before its first allocation. */
+#define POOL_RIDX_AT_ALLOC (-2)
+
 struct pool_rec {
   CUmemoryPool pool;
-  int ridx;
+  int ridx; /* region device charged; -1: a host pool */
   uint64_t accounted; /* bytes of this pool currently in our slot */
 };
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -204,7 +207,8 @@ static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmem
   }
   pthread_mutex_lock(&g_pool_mu);
   struct pool_rec *p = pool_find(pool, ridx);
-  if (!p) {
+  if (p && p->ridx == POOL_RIDX_AT_ALLOC && ridx >= 0) p->ridx = ridx; /* a managed pool's first allocation */
+  if (!p || p->ridx == POOL_RIDX_AT_ALLOC) { /* (no device to charge it to: refused) */
     pthread_mutex_unlock(&g_pool_mu);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -285,9 +289,15 @@ VGPU_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
   VGPU_HOOK_BEGIN(cuMemPoolCreate, (pool, poolProps));
   CUresult rc = VGPU_CALL_REAL(cuMemPoolCreate, (pool, poolProps));
   if (rc == CUDA_SUCCESS && poolProps) {
-    int ridx = poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-                   ? vgpu_ridx((CUdevice)poolProps->location.id)
-                   : -1; /* host pools use no device memory */
+    /* A pinned pool on the host uses no device memory. A managed pool (CUDA 13) does once its
+     * memory is touched or prefetched on a device, which no hook sees happen: it is charged at
+     * allocation (the safe side, as cuMemAllocManaged), to its preferred device, or with none to
+     * the device of the stream it allocates on. */
+    int ridx = -1;
+    if (poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+      ridx = vgpu_ridx((CUdevice)poolProps->location.id);
+    else if (poolProps->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED)
+      ridx = POOL_RIDX_AT_ALLOC;
     pthread_mutex_lock(&g_pool_mu);
     struct pool_rec *p = pool_find(*pool, ridx);
     if (p) p->ridx = ridx;

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "devices.h"
+#include "state_degraded.h"
 #include "real.h"
 #include "track.h"
 #include "vgpu.h"
@@ -35,18 +35,8 @@ static uint64_t g_last_kernel_sec;
  * slot HAMi-core's compaction moved, tore or freed is healed instead of losing usage. Written
  * under g_write_mu. */
 static uint64_t g_used[VGPU_MAX_DEVICES][3];
-static int g_degraded_logged;
 
 #define SHUTDOWN_WAIT_NS 500000000ull /* exit does not wait longer than this for the slot lock */
-
-static void alt_path(const char *path, char *out, size_t cap) {
-  size_t n = strlen(path);
-  if (n > 6 && strcmp(path + n - 6, ".cache") == 0)
-    snprintf(out, cap, "%.*s-libvgpu-v%d.%d.cache", (int)(n - 6), path, VGPU_REGION_MAJOR,
-             VGPU_REGION_MINOR);
-  else
-    snprintf(out, cap, "%s-libvgpu-v%d.%d", path, VGPU_REGION_MAJOR, VGPU_REGION_MINOR);
-}
 
 static void build_init(struct vgpu_region_init *init, const struct vgpu_config *cfg) {
   memset(init, 0, sizeof *init);
@@ -70,74 +60,6 @@ static void check_limits(const struct vgpu_config *cfg) {
                     "the region wins",
                     d, (unsigned long long)have, (unsigned long long)want);
   }
-}
-
-/* Degraded mode: the shared region is unusable, so this process (and its fork() children, which
- * share the anonymous mapping) counts and limits on its own, from the same limits. One error line
- * names the cause and the fix; a side file next to the cache path records it for node tools. */
-static void record_degraded(const char *cache_path, const char *cause) {
-  char side[4200];
-  snprintf(side, sizeof side, "%s.degraded", cache_path);
-  int fd = open(side, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
-  if (fd < 0) return;
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) == 0) {
-    char line[160];
-    int n = snprintf(line, sizeof line, "libvgpu-degraded v1 cause=%s pid=%d time=%lld\n", cause,
-                     (int)getpid(), (long long)time(NULL));
-    if (n > 0 && write(fd, line, (size_t)n) != n) { /* best effort: the stderr line is the record */
-    }
-  }
-  close(fd);
-}
-
-static void log_degraded(const char *cache_path, const char *cause, const char *what,
-                         const char *fix) {
-  if (__atomic_exchange_n(&g_degraded_logged, 1, __ATOMIC_ACQ_REL)) return;
-  VGPU_LOG_ERROR("shared region %s unusable (%s: %s); DEGRADED: limits are enforced for this "
-                 "process and its children only, not container-wide; fix: %s",
-                 cache_path, cause, what, fix);
-  record_degraded(cache_path, cause);
-}
-
-/* Cause of a failed vgpu_region_open, for the one error line. */
-static void explain_open_failure(const char *path, int rc, int err) {
-  char what[4400], dir[4096];
-  const char *cause, *fix;
-  snprintf(dir, sizeof dir, "%s", path);
-  struct stat st;
-  if (rc == VGPU_REGION_E_NOT_REGULAR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    cause = "symlink";
-    snprintf(what, sizeof what, "the path is a symbolic link, which is never followed");
-    fix = "remove the link so libvgpu can create a regular file there";
-  } else if (rc == VGPU_REGION_E_NOT_REGULAR) {
-    cause = "not-regular";
-    snprintf(what, sizeof what, "the path is not a regular file (FIFO, socket, device or directory)");
-    fix = "remove it so libvgpu can create a regular file there";
-  } else if (rc == VGPU_REGION_E_NOSPACE) {
-    cause = "no-space";
-    snprintf(what, sizeof what, "cannot reserve the file's %llu bytes: %s",
-             (unsigned long long)VGPU_REGION_FILE_SIZE, strerror(err));
-    fix = "free space (or quota) on the filesystem holding the cache directory";
-  } else if (rc == VGPU_REGION_E_LOCK) {
-    cause = "no-locks";
-    snprintf(what, sizeof what, "the filesystem does not support record locks: %s", strerror(err));
-    fix = "put the cache on a local filesystem (tmpfs, ext4, xfs)";
-  } else if (rc == VGPU_REGION_E_IO && err == ENOENT) {
-    cause = "dir-missing";
-    snprintf(what, sizeof what, "directory %s does not exist", dirname(dir));
-    fix = "mount the cache directory (HAMi: the vgpu hook directory) or point "
-          "CUDA_DEVICE_MEMORY_SHARED_CACHE into an existing writable directory";
-  } else if (rc == VGPU_REGION_E_VERSION) {
-    cause = "version";
-    snprintf(what, sizeof what, "no usable file at the path or beside it");
-    fix = "delete the old cache file once no process uses it";
-  } else {
-    cause = "unopenable";
-    snprintf(what, sizeof what, "cannot open or map it: %s", strerror(err));
-    fix = "make the cache directory and file readable and writable by the container's user";
-  }
-  log_degraded(path, cause, what, fix);
 }
 
 /* Switches this process to a private region holding `init`'s limits. Caller holds g_state_mu.
@@ -178,13 +100,18 @@ static struct vgpu_region_map *attach_locked(bool create) {
   struct vgpu_region_init init;
   build_init(&init, cfg);
   int rc = vgpu_region_open(&g_map, cfg->cache_path, &init);
+  int first_rc = rc, first_err = errno;
+  char alt[4200];
+  vgpu_region_alt_path(cfg->cache_path, alt, sizeof alt);
   if (rc == VGPU_REGION_E_VERSION) {
-    char alt[4200];
-    alt_path(cfg->cache_path, alt, sizeof alt);
     VGPU_LOG_ERROR("region version mismatch: %s holds %s, libvgpu writes v%d.%d; leaving it "
                    "untouched and using %s",
                    cfg->cache_path, g_map.found, VGPU_REGION_MAJOR, VGPU_REGION_MINOR, alt);
     rc = vgpu_region_open(&g_map, alt, &init);
+  } else if (rc != VGPU_REGION_OK && rc != VGPU_REGION_E_BUSY && vgpu_degraded_can_share(rc, first_err)) {
+    /* Every process of the container takes the same way here: one shared region, one limit. */
+    rc = vgpu_region_open(&g_map, alt, &init);
+    if (rc == VGPU_REGION_OK) vgpu_degraded_explain(cfg->cache_path, first_rc, first_err, alt, VGPU_DEGRADED_SHARED);
   }
   if (rc == VGPU_REGION_E_BUSY) {
     /* A creator stopped while holding the init lock: not a reason to give up sharing. This call
@@ -195,7 +122,13 @@ static struct vgpu_region_map *attach_locked(bool create) {
     return NULL;
   }
   if (rc != VGPU_REGION_OK) {
-    explain_open_failure(cfg->cache_path, rc, errno);
+    /* No region the container's processes share. Where none can exist (the directory is missing)
+     * the process counts on its own; anywhere else a process-local region would give every process
+     * the whole limit, so memory is refused instead (fail safe). */
+    bool can_share = first_rc == VGPU_REGION_E_VERSION || vgpu_degraded_can_share(first_rc, first_err);
+    vgpu_degraded_explain(cfg->cache_path, first_rc, first_err, alt,
+                          can_share ? VGPU_DEGRADED_REFUSED : VGPU_DEGRADED_LOCAL);
+    if (can_share) vgpu_degraded_failsafe(&init);
     return degrade_locked(&init);
   }
   if (g_map.created)
@@ -311,6 +244,12 @@ static int claim_locked(struct vgpu_region_map *m) {
   return idx;
 }
 
+int32_t vgpu_state_slot_hostpid(void) {
+  int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  if (s < 0 || __atomic_load_n(&g_attached, __ATOMIC_ACQUIRE) != 1 || !slot_ok(s)) return 0;
+  return __atomic_load_n(&g_map.r->procs[s].hostpid, __ATOMIC_ACQUIRE);
+}
+
 int vgpu_state_slot(void) {
   int s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
   if (s >= 0 && slot_ok(s)) return s;
@@ -338,14 +277,17 @@ int vgpu_state_slot(void) {
       if (locked && idx < 0 && !m->local) {
         char what[96];
         snprintf(what, sizeof what, "all %d slots are held by live processes", VGPU_MAX_PROCS);
-        log_degraded(vgpu_config_get()->cache_path, "slot-table-full", what,
-                     "run fewer GPU processes per container, or free the slots of dead ones "
-                     "(shrreg-tool --cleanup)");
-        /* The region's limits win over the environment, as for a registered process. */
+        vgpu_degraded_log(vgpu_config_get()->cache_path, "slot-table-full", what,
+                          "run fewer GPU processes per container, or free the slots of dead ones "
+                          "(shrreg-tool --cleanup)",
+                          VGPU_DEGRADED_REFUSED);
+        /* The region's limits win over the environment, as for a registered process; memory is
+         * refused (a region of its own would give this process the whole limit again). */
         struct vgpu_region_init init;
         build_init(&init, vgpu_config_get());
         memcpy(init.limit, m->r->limit, sizeof init.limit);
         memcpy(init.sm_limit, m->r->sm_limit, sizeof init.sm_limit);
+        vgpu_degraded_failsafe(&init);
         m = degrade_locked(&init);
         if (m && vgpu_region_lock_for(m, vgpu_region_wait_ns)) {
           idx = claim_locked(m);

@@ -18,6 +18,9 @@
 struct vgpu_region_map *vgpu_state_region(bool create);
 /* Our slot index (registering on first call), -1 in pass-through mode. */
 int vgpu_state_slot(void);
+/* The host pid recorded in our slot, 0 when unknown or not registered (never registers, never
+ * waits for a lock). */
+int32_t vgpu_state_slot_hostpid(void);
 
 /* Reserve-before-allocate: adds `bytes` to our slot if the container's usage on `ridx` plus
  * `bytes` stays within its limit. Returns 0, or -1 (logged, OOM counters bumped) when it would

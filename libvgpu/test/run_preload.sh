@@ -92,6 +92,7 @@ PROG=$ROUTES run launch_no_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
 PROG=$ROUTES run launch_other_ctx CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
 PROG=$ROUTES run launch_legacy CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
 PROG=$ROUTES run memset CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
+PROG=$ROUTES run copies_ungated CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000
 PROG=$ROUTES run graph_v1 FAKE_CUDA_GRAPH_GRANULE=2097152
 PROG=$ROUTES run dlvsym
 PROG=$ROUTES run ipc_export
@@ -103,6 +104,18 @@ PROG=$ROUTES run lmem --stderr 'OOM: requested 33MB'
 PROG=$ROUTES run opencl_refused --stderr 'OpenCL refused on a GPU with a memory or SM limit'
 PROG=$ROUTES run opencl_refused CUDA_DEVICE_MEMORY_LIMIT=0 CUDA_DEVICE_SM_LIMIT=40
 PROG=$ROUTES run opencl_unlimited CUDA_DEVICE_MEMORY_LIMIT=0 --no-stderr 'OpenCL refused'
+# More routes (test/preload/routes_mem.c): the reconciliation refuses while the container is over.
+ROUTES_MEM=$PWD/$BUILD/preload/routes_mem
+for c in reconcile_refuses reconcile_many_procs reconcile_64_procs reconcile_65_procs reconcile_hostpid child_no_preload; do
+  cp "$NV" "$TMP/$c.nvml.conf"
+  PROG=$ROUTES_MEM run $c FAKE_NVML_CONFIG="$TMP/$c.nvml.conf" --stderr 'OOM: requested 1MB'
+done
+PROG=$ROUTES_MEM run arrays_pages FAKE_CUDA_ARRAY_PAGE=131072 --stderr 'OOM: requested 0MB'
+PROG=$ROUTES_MEM run arrays_no_deferred FAKE_CUDA_ARRAY_PAGE=131072 FAKE_CUDA_ARRAY_NO_DEFERRED=1 --stderr 'OOM: requested 2MB'
+cp "$NV" "$TMP/arrays_nvml.conf"
+PROG=$ROUTES_MEM run arrays_nvml FAKE_CUDA_ARRAY_PAGE=196608 FAKE_CUDA_ARRAY_REQ_SHORT=1 FAKE_CUDA_CONTEXT_BYTES=8388608 \
+  FAKE_NVML_CONFIG="$TMP/arrays_nvml.conf" --stderr 'an array of 4096 bytes charged takes the container over its limit'
+PROG=$ROUTES_MEM run managed_pool FAKE_CUDA_POOL_GRANULE=2097152 --stderr 'OOM: requested 128MB'
 run contexts LIBVGPU_CONTEXT_SIZE=8m
 # LIBVGPU_CONTEXT_SIZE is a minimum: it cannot hide what NVML measures for a context.
 cp "$NV" "$TMP/nvml-ctx.conf"

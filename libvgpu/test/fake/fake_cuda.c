@@ -517,6 +517,10 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
   struct pool *p = calloc(1, sizeof *p);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   p->dev = props ? props->location.id : 0;
+  /* A managed pool with no preferred device (CUDA 13): its memory becomes resident where it is
+   * touched; modelled as the device of its first allocation's context, at that allocation. */
+  if (props && props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    p->dev = -1;
   p->live = 1;
   LOCK();
   int slot = -1;
@@ -534,7 +538,7 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
 FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   struct pool *p = (struct pool *)pool;
   LOCK();
-  used_mem[phys_of(p->dev)] -= p->reserved;
+  if (p->dev >= 0) used_mem[phys_of(p->dev)] -= p->reserved;
   p->reserved = p->used = p->pending = 0;
   for (int i = 0; i < MAXALLOC; i++)
     if (allocs[i].pool == p) memset(&allocs[i], 0, sizeof allocs[i]);
@@ -581,6 +585,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p) {
     UNLOCK();
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  if (p->dev < 0) p->dev = cur->dev; /* a managed pool becomes resident here */
   size_t tail = p->reserved - p->used - p->pending; /* free and reusable: at the pool's end */
   if (size > tail) {
     size_t grow = round_up(size - tail, pool_granule);
@@ -1359,72 +1364,6 @@ static const struct proc mem_procs[] = {
     P(cuDeviceGetGraphMemAttribute), P(cuCtxSetLimit), P(cuCtxGetLimit), P(cuDeviceGetAttribute),
 };
 
-/* ---- arrays: the "driver" rounds every array up to 64 KiB */
-
-static size_t texel(CUarray_format f) {
-  switch ((int)f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    default: return 4;
-  }
-}
-static size_t arr_size(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch) {
-  size_t s = texel(f) * (ch ? ch : 1) * (w ? w : 1) * (h ? h : 1) * (d ? d : 1);
-  return round_up(s, 65536);
-}
-static CUresult arr_alloc(CUarray *h, size_t size, int kind) {
-  LOCK();
-  unsigned long long a = 0;
-  CUresult rc = alloc_locked(&a, size, kind, NULL);
-  UNLOCK();
-  if (rc == CUDA_SUCCESS) *h = (CUarray)(uintptr_t)a;
-  return rc;
-}
-FAKE_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {
-  return arr_alloc(h, arr_size(d->Width, d->Height, 1, d->Format, d->NumChannels), 3);
-}
-FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d) {
-  return arr_alloc(h, arr_size(d->Width, d->Height, d->Depth, d->Format, d->NumChannels), 3);
-}
-static CUresult arr_free(uintptr_t h, int kind) {
-  LOCK();
-  struct alloc *a = find_locked((unsigned long long)h, kind);
-  if (a) release_locked(a);
-  UNLOCK();
-  return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-FAKE_EXPORT CUresult cuArrayDestroy(CUarray h) { return arr_free((uintptr_t)h, 3); }
-static CUresult arr_req(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, uintptr_t h, int kind) {
-  LOCK();
-  struct alloc *a = find_locked((unsigned long long)h, kind);
-  if (a) {
-    memset(req, 0, sizeof *req);
-    req->size = a->size;
-    req->alignment = 65536;
-  }
-  UNLOCK();
-  return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-FAKE_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray a, CUdevice d) {
-  (void)d;
-  return arr_req(req, (uintptr_t)a, 3);
-}
-FAKE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels) {
-  size_t s = 0;
-  for (unsigned l = 0; l < (levels ? levels : 1); l++) {
-    size_t w = d->Width >> l, hh = d->Height >> l, dd = d->Depth >> l;
-    s += arr_size(w ? w : 1, d->Height ? (hh ? hh : 1) : 0, d->Depth ? (dd ? dd : 1) : 0, d->Format,
-                  d->NumChannels);
-  }
-  return arr_alloc((CUarray *)h, s, 4);
-}
-FAKE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) { return arr_free((uintptr_t)h, 4); }
-FAKE_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req,
-                                                           CUmipmappedArray m, CUdevice d) {
-  (void)d;
-  return arr_req(req, (uintptr_t)m, 4);
-}
-
 /* ---- launches and events: a serial engine per device (FAKE_CUDA_KERNEL_US), events complete at
  * the end of their stream's last kernel */
 
@@ -1810,3 +1749,4 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
 }
 
 #include "fake_cuda_routes.inc"
+#include "fake_cuda_arrays.inc"

@@ -10,6 +10,12 @@
  *                   With REGISTER_FIRST=1 the process registers (1 MiB) before the holder stops
  *                   (handshake: writes 'r' to fd SYNC_OUT, waits for a byte on fd SYNC_IN).
  *   after_resume    the holder is gone: 32 MiB allocate and free normally.
+ *   refused         no region the container's processes share: every allocation is refused (fail
+ *                   safe), in this process and in a fork() child.
+ *   shared_pair     the region path is unusable but the alternate file beside it is shared: this
+ *                   process holds 40 MiB, a program it starts (exec, so not a fork sharing memory)
+ *                   is refused 40 MiB and gets 24 MiB: one 64 MiB limit for both (issue 35,
+ *                   route 12; before, each degraded process had the whole limit).
  */
 #include <cuda.h>
 #include <signal.h>
@@ -110,6 +116,46 @@ static int case_after_resume(void) {
   return 0;
 }
 
+static int case_refused(void) {
+  setup();
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&a, 4096) == CUDA_ERROR_OUT_OF_MEMORY);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(cuMemAlloc(&a, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 11);
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  return 0;
+}
+
+static int case_second(void) {
+  setup();
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 40 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(cuMemAlloc(&b, 24 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&a, 1 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  return 0;
+}
+
+static int case_shared_pair(void) {
+  setup();
+  CUdeviceptr a;
+  CHECK(cuMemAlloc(&a, 40 * MiB) == CUDA_SUCCESS);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char *args[] = {"region_fail", "second", NULL};
+    execv("/proc/self/exe", args);
+    _exit(127);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s degraded|stopped_holder|after_resume\n", argv[0]);
@@ -118,6 +164,9 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "degraded") == 0) return case_degraded();
   if (strcmp(argv[1], "stopped_holder") == 0) return case_stopped_holder();
   if (strcmp(argv[1], "after_resume") == 0) return case_after_resume();
+  if (strcmp(argv[1], "refused") == 0) return case_refused();
+  if (strcmp(argv[1], "shared_pair") == 0) return case_shared_pair();
+  if (strcmp(argv[1], "second") == 0) return case_second();
   fprintf(stderr, "unknown case %s\n", argv[1]);
   return 2;
 }
