@@ -11,11 +11,18 @@
  * One directive per line, '#' starts a comment, tokens separated by blanks:
  *
  *   device <i> uuid=<u> name=<n> total=<bytes> used=<bytes> util=<pct> memutil=<pct> [energy=<mJ>]
+ *          [period=<usec>]
  *       a physical GPU at NVML index i (0..15); the device count is highest index + 1.
  *       name may not contain blanks; use '_' (returned verbatim). energy is what
  *       nvmlDeviceGetTotalEnergyConsumption returns (millijoules since the driver loaded; a
  *       script that models power rewrites it as it grows); without it that call returns
  *       NVML_ERROR_NOT_SUPPORTED, as on GPUs older than Volta and on MIG devices.
+ *       period is the GPU's sampling period: nvmlDeviceGetSamples(NVML_GPU_UTILIZATION_SAMPLES)
+ *       then returns a device sample (value util) at every tick, whether or not a process ran:
+ *       ticks at the multiples of period (epoch microseconds; scripts put their per-process
+ *       samples on the same ticks), the newest FAKE_DEVICE_TICKS of them up to now (realtime=1)
+ *       or up to the device's newest per-process sample. Without period that call returns
+ *       NVML_ERROR_NOT_SUPPORTED (a driver or GPU without device samples).
  *   process <dev> pid=<pid> used=<bytes> [gi=<id>] [ci=<id>]
  *       a compute process in nvmlDeviceGetComputeRunningProcesses* of device <dev>.
  *   sample <dev> pid=<pid> sm=<pct> mem=<pct> ts=<usec> [enc=<pct>] [dec=<pct>]
@@ -39,6 +46,9 @@
  *                                   has passed (a script may then lay out samples ahead of time),
  *                                   and a device's energy grows at its power= (milliwatts) from the
  *                                   time the script was read, on top of its energy=
+ *   option buffer=<usec>            with realtime=1: per-process samples older than that before
+ *                                   now are no longer returned (the driver answers with the
+ *                                   recent periods only; a reader must poll to see them all)
  *
  * Emulating the 535-560 driver bug: list container-namespace pids in `process` lines and host
  * pids in `sample` lines. Bad lines are ignored with a note on stderr ("fake_nvml: ...").
@@ -126,6 +136,7 @@ _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "memory v2");
 #define FAKE_MAX_MIG 8
 #define FAKE_MAX_PROCS 256
 #define FAKE_MAX_SAMPLES 4096
+#define FAKE_DEVICE_TICKS 120 /* device samples the driver keeps: 24 s at 200 ms */
 #define FAKE_MAX_FAILS 64
 #define FAKE_NAME_LEN 96
 #define NVML_VALUE_NOT_AVAILABLE_UINT 0xFFFFFFFFu
@@ -147,6 +158,7 @@ struct fake_device {
   int has_energy;
   unsigned long long energy_mj;
   unsigned long long power_mw;
+  unsigned long long period_us;
   int nprocs;
   struct fake_proc procs[FAKE_MAX_PROCS];
 };
@@ -171,6 +183,7 @@ static struct fake_fail g_fails[FAKE_MAX_FAILS];
 static int g_nfails;
 static int g_v3_stride = 24;
 static int g_realtime;
+static unsigned long long g_buffer_us; /* 0: every scripted sample stays */
 static unsigned long long g_loaded_us; /* CLOCK_REALTIME when the script was read */
 static char g_driver[64] = "580.00-fake";
 static int g_init_count;
@@ -224,6 +237,7 @@ static void reset_state(void) {
   g_nfails = 0;
   g_v3_stride = 24;
   g_realtime = 0;
+  g_buffer_us = 0;
   snprintf(g_driver, sizeof g_driver, "%s", "580.00-fake");
 }
 
@@ -265,6 +279,8 @@ static void parse_line(const char *path, int lineno, char *line) {
         d.has_energy = !bad;
       } else if ((v = kv(tokens[k], "power"))) {
         bad = parse_ull(v, &d.power_mw);
+      } else if ((v = kv(tokens[k], "period"))) {
+        bad = parse_ull(v, &d.period_us) || d.period_us < 1000 || d.period_us > 10000000ULL;
       } else {
         bad = 1;
       }
@@ -406,6 +422,8 @@ static void parse_line(const char *path, int lineno, char *line) {
       unsigned int s;
       if (parse_uint(v, &s) || (s != 16 && s != 24 && s != 32)) { note(path, lineno, "bad v3_stride"); return; }
       g_v3_stride = (int)s;
+    } else if ((v = kv(tokens[1], "buffer"))) {
+      if (parse_ull(v, &g_buffer_us)) { note(path, lineno, "bad buffer"); return; }
     } else if ((v = kv(tokens[1], "realtime"))) {
       unsigned int r;
       if (parse_uint(v, &r) || r > 1) { note(path, lineno, "bad realtime"); return; }
@@ -734,6 +752,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlPro
   if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
   int dev = (int)(d - g_devices);
   unsigned long long until = g_realtime ? realtime_us() : ~0ULL; /* not yet published after it */
+  if (g_realtime && g_buffer_us > 0 && until > g_buffer_us && until - g_buffer_us > lastSeenTimeStamp)
+    lastSeenTimeStamp = until - g_buffer_us; /* older ones left the driver's buffer */
   unsigned int n = 0;
   for (int i = 0; i < g_nsamples; i++)
     if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > lastSeenTimeStamp &&
@@ -753,5 +773,50 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlPro
         g_samples[i].s.timeStamp <= until && w < n)
       utilization[w++] = g_samples[i].s;
   *count = w;
+  return leave(NVML_SUCCESS);
+}
+
+typedef struct {
+  unsigned long long timeStamp;
+  unsigned long long sampleValue; /* nvmlValue_t: a union of 8 bytes; uiVal for utilization */
+} nvmlSample_t;                   /* 16 bytes */
+_Static_assert(sizeof(nvmlSample_t) == 16, "device sample");
+
+enum { NVML_GPU_UTILIZATION_SAMPLES = 1, NVML_VALUE_TYPE_UNSIGNED_INT = 1 };
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t d, int type, unsigned long long lastSeenTimeStamp,
+                                              int *sampleValType, unsigned int *sampleCount, nvmlSample_t *samples) {
+  ENTER_DEVICE("nvmlDeviceGetSamples", d);
+  if (!sampleValType || !sampleCount) return leave(NVML_ERROR_INVALID_ARGUMENT);
+  if (d->is_mig || d->period_us == 0 || type != NVML_GPU_UTILIZATION_SAMPLES) return leave(NVML_ERROR_NOT_SUPPORTED);
+  int dev = (int)(d - g_devices);
+  unsigned long long until = 0;
+  if (g_realtime) {
+    until = realtime_us();
+  } else {
+    for (int i = 0; i < g_nsamples; i++)
+      if (g_samples[i].dev == dev && g_samples[i].s.timeStamp > until) until = g_samples[i].s.timeStamp;
+  }
+  unsigned long long newest = until / d->period_us; /* tick index */
+  unsigned long long oldest = newest >= FAKE_DEVICE_TICKS - 1 ? newest - (FAKE_DEVICE_TICKS - 1) : 0;
+  if (oldest == 0) oldest = 1; /* tick 0 would carry timestamp 0: no sample */
+  unsigned long long after = lastSeenTimeStamp / d->period_us + 1; /* first tick newer than lastSeen */
+  if (after > oldest) oldest = after;
+  unsigned int n = until >= d->period_us && newest >= oldest ? (unsigned int)(newest - oldest + 1) : 0;
+  *sampleValType = NVML_VALUE_TYPE_UNSIGNED_INT;
+  if (n == 0) {
+    *sampleCount = 0;
+    return leave(NVML_ERROR_NOT_FOUND);
+  }
+  if (!samples) {
+    *sampleCount = n;
+    return leave(NVML_SUCCESS);
+  }
+  unsigned int w = 0; /* as NVML: as many as the buffer holds, the oldest first */
+  for (unsigned long long k = oldest; k <= newest && w < *sampleCount; k++, w++) {
+    samples[w].timeStamp = k * d->period_us;
+    samples[w].sampleValue = d->util;
+  }
+  *sampleCount = w;
   return leave(NVML_SUCCESS);
 }

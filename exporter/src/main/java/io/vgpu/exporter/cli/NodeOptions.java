@@ -101,7 +101,12 @@ public final class NodeOptions {
         NodeEvidence.Thresholds.defaults());
   }
 
-  /** NVML sampled twice {@code window} apart (per-process utilization needs a window). */
+  /**
+   * NVML polled twice {@code window} apart (per-process utilization needs a window), its
+   * per-process samples collected every {@link NvmlSampler#SAMPLE_COLLECTION_INTERVAL} between, as
+   * the serving exporter collects them: NVML answers a per-process query with the recent periods
+   * only, so two reads alone would see a fraction of the window and read the utilization low.
+   */
   static NvmlSnapshot sampleNvml(String library, Duration window) {
     try (NvmlSampler sampler =
         new NvmlSampler(
@@ -113,7 +118,12 @@ public final class NodeOptions {
             Clock.systemUTC())) {
       sampler.sampleOnce();
       if (sampler.latest().status().up() && !window.isZero()) {
-        Thread.sleep(window.toMillis());
+        long end = System.nanoTime() + window.toNanos();
+        for (long left = window.toNanos(); left > 0; left = end - System.nanoTime()) {
+          Thread.sleep(
+              Duration.ofNanos(Math.min(left, NvmlSampler.SAMPLE_COLLECTION_INTERVAL.toNanos())));
+          sampler.collectProcessSamples();
+        }
         sampler.sampleOnce();
       }
       return sampler.latest();

@@ -406,7 +406,7 @@ public final class DemoNode implements AutoCloseable {
    */
   public synchronized void tick() throws IOException {
     long now = clock.millis();
-    double t = (now - startMillis) / 1000.0;
+    double t = (lastTickMillis(now) - startMillis) / 1000.0;
     for (DemoContainer s : sims) {
       s.write(t, now, startMillis / 1000, namespaces);
     }
@@ -488,7 +488,7 @@ public final class DemoNode implements AutoCloseable {
     long total = (gb.find() ? Long.parseLong(gb.group(1)) : 80) << 30;
     long nowMillis = clock.millis();
     long nowMicros = nowMillis * 1000;
-    double t = (nowMillis - startMillis) / 1000.0;
+    double t = (lastTickMillis(nowMillis) - startMillis) / 1000.0;
     // Samples every 200 ms since the last script (at most 5 s of them), as the driver keeps them:
     // a reader then sees the whole time covered, whatever its polling interval.
     // At most FAKE_SAMPLE_BUDGET samples in all (the fake keeps 4096): a node of many processes
@@ -502,9 +502,12 @@ public final class DemoNode implements AutoCloseable {
     List<Long> stamps = new ArrayList<>();
     long from = Math.max(lastSampleMicros, nowMicros - 5_000_000L);
     long most = Math.max(1, FAKE_SAMPLE_BUDGET / pairs);
+    // On the GPU's tick grid (multiples of its period), where the fake's device ticks lie too.
     long period =
-        Math.max(NVML_SAMPLE_PERIOD_MICROS, Math.ceilDiv(Math.max(1, nowMicros - from), most));
-    for (long ts = nowMicros; ts > from && stamps.size() < most; ts -= period) {
+        NVML_SAMPLE_PERIOD_MICROS
+            * Math.ceilDiv(Math.max(1, nowMicros - from), most * NVML_SAMPLE_PERIOD_MICROS);
+    long newest = lastTickMillis(nowMillis) * 1000;
+    for (long ts = newest; ts > from && stamps.size() < most; ts -= period) {
       stamps.addFirst(ts);
     }
     lastSampleMicros = nowMicros;
@@ -526,8 +529,16 @@ public final class DemoNode implements AutoCloseable {
       int u = Math.min(100, util[g]);
       long mj = energy.advance(g, u); // realistic power for the fake's energy counter
       out.append(
-          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20 energy=%d%n"
-              .formatted(g, gpus.get(g), model, total, Math.min(used[g], total), u, mj));
+          "device %d uuid=%s name=%s total=%d used=%d util=%d memutil=20 energy=%d period=%d%n"
+              .formatted(
+                  g,
+                  gpus.get(g),
+                  model,
+                  total,
+                  Math.min(used[g], total),
+                  u,
+                  mj,
+                  NVML_SAMPLE_PERIOD_MICROS));
     }
     out.append(procs);
     Path next = file.resolveSibling(file.getFileName() + ".next");
@@ -537,6 +548,16 @@ public final class DemoNode implements AutoCloseable {
         file,
         java.nio.file.StandardCopyOption.ATOMIC_MOVE,
         java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  /**
+   * The GPU's latest sampling tick at or before {@code millis} (ticks lie on multiples of its
+   * period): the time the regions' utilization and NVML's newest samples are taken at, so a
+   * region's sm_util is NVML's newest sample, as HAMi-core copies it.
+   */
+  private static long lastTickMillis(long millis) {
+    long periodMillis = NVML_SAMPLE_PERIOD_MICROS / 1000;
+    return Math.floorDiv(millis, periodMillis) * periodMillis;
   }
 
   /** Stops every child and deletes the node's files. */

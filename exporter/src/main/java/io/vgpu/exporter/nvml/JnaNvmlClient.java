@@ -36,6 +36,8 @@ public final class JnaNvmlClient implements NvmlClient {
 
   private static final int STRING_BUFFER = 96;
   private static final int SAMPLE_SIZE = 32;
+  private static final int DEVICE_SAMPLE_SIZE = 16; // nvmlSample_t {ull timeStamp; nvmlValue_t}
+  private static final int GPU_UTILIZATION_SAMPLES = 1; // nvmlSamplingType_t
   private static final int MAX_PLAUSIBLE_PID = 1 << 22; // PID_MAX_LIMIT on 64-bit Linux
   private static final long VALUE_NOT_AVAILABLE = -1L; // unsigned long long max
   private static final int[] V3_STRIDES = {24, 32, 16};
@@ -400,6 +402,55 @@ public final class JnaNvmlClient implements NvmlClient {
                 pid, ts, percent(buffer.getInt(base + 16)), percent(buffer.getInt(base + 20))));
       }
       return NvmlResult.ok(List.copyOf(samples));
+    }
+  }
+
+  @Override
+  public NvmlResult<List<Long>> utilizationSampleTimes(DeviceHandle device, long lastSeen) {
+    String name = "nvmlDeviceGetSamples";
+    IntByReference valueType = new IntByReference(0);
+    IntByReference count = new IntByReference(0);
+    Call sizing =
+        call(
+            name,
+            pointer(device),
+            GPU_UTILIZATION_SAMPLES,
+            lastSeen,
+            valueType,
+            count,
+            Pointer.NULL);
+    if (sizing.code().equals(NvmlReturn.NOT_FOUND) || (sizing.ok() && count.getValue() == 0)) {
+      return NvmlResult.ok(List.of());
+    }
+    if (!sizing.ok() && !sizing.code().equals(NvmlReturn.INSUFFICIENT_SIZE)) {
+      return sizing.err();
+    }
+    int capacity = Math.max(count.getValue(), 1) + 16;
+    for (int attempt = 0; ; attempt++) {
+      Memory buffer = new Memory((long) capacity * DEVICE_SAMPLE_SIZE);
+      buffer.clear();
+      count.setValue(capacity);
+      Call c =
+          call(name, pointer(device), GPU_UTILIZATION_SAMPLES, lastSeen, valueType, count, buffer);
+      if (c.code().equals(NvmlReturn.INSUFFICIENT_SIZE) && attempt < 3) {
+        capacity = Math.max(capacity * 2, count.getValue() + 16);
+        continue;
+      }
+      if (c.code().equals(NvmlReturn.NOT_FOUND)) {
+        return NvmlResult.ok(List.of());
+      }
+      if (!c.ok()) {
+        return c.err();
+      }
+      int n = Math.clamp(count.getValue(), 0, capacity);
+      List<Long> times = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        long ts = buffer.getLong((long) i * DEVICE_SAMPLE_SIZE);
+        if (ts > 0) { // an empty entry (zero) or one beyond 2^63 is no tick
+          times.add(ts);
+        }
+      }
+      return NvmlResult.ok(List.copyOf(times));
     }
   }
 

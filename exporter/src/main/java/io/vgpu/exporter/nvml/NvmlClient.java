@@ -45,6 +45,17 @@ public interface NvmlClient extends AutoCloseable {
   NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeenMicros);
 
   /**
+   * Timestamps of the GPU's own utilization samples newer than {@code lastSeenMicros} ({@code
+   * nvmlDeviceGetSamples} with {@code NVML_GPU_UTILIZATION_SAMPLES}): one per sampling tick,
+   * whether or not a process ran, so they tell the GPU's sampling period. An empty list when there
+   * are none (NVML_ERROR_NOT_FOUND); NOT_SUPPORTED where the driver or the device (MIG) has no such
+   * samples.
+   */
+  default NvmlResult<List<Long>> utilizationSampleTimes(DeviceHandle device, long lastSeenMicros) {
+    return NvmlResult.err("nvmlDeviceGetSamples", NvmlReturn.NOT_SUPPORTED);
+  }
+
+  /**
    * {@code nvmlDeviceGetTotalEnergyConsumption}: millijoules the GPU used since the driver loaded
    * (Volta and newer; NOT_SUPPORTED on older GPUs and on MIG devices). Never negative: a value
    * beyond 2^63 is an error.

@@ -80,7 +80,7 @@ public final class NvmlSampler implements AutoCloseable {
    * NVML answers a per-process utilization query with each process's latest ~200 ms period only, so
    * samples are collected this often (when the poll interval is longer) to see every period.
    */
-  static final Duration SAMPLE_COLLECTION_INTERVAL = Duration.ofMillis(200);
+  public static final Duration SAMPLE_COLLECTION_INTERVAL = Duration.ofMillis(200);
 
   private final Map<String, UtilizationWindow> processWindows = new HashMap<>();
 
@@ -88,6 +88,9 @@ public final class NvmlSampler implements AutoCloseable {
   private final Map<String, DeviceHandle> sampledDevices = new HashMap<>();
 
   private final Map<String, Deque<long[]>> deviceUtilization = new HashMap<>();
+
+  /** Per device uuid, the newest of its own sampling ticks read: their lastSeenTimeStamp. */
+  private final Map<String, Long> deviceTicksSeen = new HashMap<>();
 
   /** Every per-process sample and energy reading, for usage accounting (drained by its pass). */
   private final UsageLedger ledger;
@@ -204,6 +207,9 @@ public final class NvmlSampler implements AutoCloseable {
     sampledDevices.forEach(
         (uuid, h) -> {
           UtilizationWindow window = processWindows.get(uuid);
+          if (window != null) {
+            feedDeviceTicks(uuid, h, false);
+          }
           if (window != null
               && client.processUtilization(h, window.lastSeenMicros())
                   instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
@@ -308,6 +314,7 @@ public final class NvmlSampler implements AutoCloseable {
         processWindows.computeIfAbsent(
             uuid, u -> new UtilizationWindow(settings.window(), collectionInterval()));
     Optional<Map<Integer, Double>> perPid;
+    feedDeviceTicks(uuid, h, true);
     NvmlResult<List<ProcessSample>> samples = client.processUtilization(h, window.lastSeenMicros());
     if (samples instanceof NvmlResult.Ok<List<ProcessSample>> ok) {
       window.add(ok.value());
@@ -333,6 +340,27 @@ public final class NvmlSampler implements AutoCloseable {
             processes,
             perPid));
     return identity;
+  }
+
+  /**
+   * Gives the ledger the GPU's own sampling ticks newer than those read before (the period its
+   * per-process samples are credited by; see {@link UsageLedger#addDeviceTicks}), ahead of the
+   * per-process samples of the same read. A driver or device without them leaves the ledger on its
+   * fallback; other failures are counted when {@code countFailures} (polls, not collections).
+   */
+  private void feedDeviceTicks(String uuid, DeviceHandle h, boolean countFailures) {
+    NvmlResult<List<Long>> ticks =
+        client.utilizationSampleTimes(h, deviceTicksSeen.getOrDefault(uuid, 0L));
+    if (ticks instanceof NvmlResult.Ok<List<Long>> ok) {
+      if (!ok.value().isEmpty()) {
+        deviceTicksSeen.merge(uuid, java.util.Collections.max(ok.value()), Math::max);
+        ledger.addDeviceTicks(uuid, ok.value());
+      }
+    } else if (countFailures
+        && ticks instanceof NvmlResult.Err<List<Long>> err
+        && !err.code().equals(NvmlReturn.FUNCTION_NOT_FOUND)) {
+      countFailure(err);
+    }
   }
 
   private OptionalDouble averageDeviceUtilization(String uuid, long nowMicros, int percent) {
@@ -367,6 +395,7 @@ public final class NvmlSampler implements AutoCloseable {
     initialised = false;
     processWindows.clear();
     sampledDevices.clear();
+    deviceTicksSeen.clear();
     ledger.lost();
     deviceUtilization.clear();
     consecutiveFailures++;

@@ -21,11 +21,12 @@ import java.util.OptionalLong;
  * first sample covers {@code P}. The cap is what keeps a pulsed process, or one that NVML's coarse
  * hand-overs between time-sliced contexts skip for a while, from being credited with the time it
  * did not run: NVML emits no sample for a period a process launched nothing in. The period {@code
- * P} is estimated from the GPU's sampling ticks (samples of one tick lie microseconds apart; see
- * {@link #period}), or fixed up front. A sample is counted once: a pid's samples at or before the
- * newest one counted are duplicates (overlapping read windows return them again) and are dropped,
- * so readers may re-read with a margin to catch samples NVML published late, and nothing is counted
- * twice.
+ * P} is estimated from the GPU's own sampling ticks ({@link #addDeviceTicks}: NVML's device
+ * utilization samples, one every period whether or not a process ran), else from the ticks of the
+ * per-process samples, then never above the default (see {@link #period}); or fixed up front. A
+ * sample is counted once: a pid's samples at or before the newest one counted are duplicates
+ * (overlapping read windows return them again) and are dropped, so readers may re-read with a
+ * margin to catch samples NVML published late, and nothing is counted twice.
  *
  * <p>Energy: each reading of the GPU's total energy counter adds its increase since the previous
  * reading; the first reading, and one after the counter went backwards (driver reload) or after
@@ -48,7 +49,9 @@ public final class UsageLedger {
   private static final long MIN_PERIOD_MICROS = 50_000;
   private static final long MAX_PERIOD_MICROS = 2_000_000;
   private static final int TICKS_KEPT = 33;
-  private static final int TRUST_LONGER_AFTER = 16;
+
+  /** Device ticks older than this behind the newest sample no longer speak for the period. */
+  private static final long DEVICE_TICKS_FRESH_MICROS = 5_000_000;
 
   private final long defaultPeriodMicros;
   private final boolean estimatePeriod;
@@ -62,7 +65,10 @@ public final class UsageLedger {
     this.estimatePeriod = estimatePeriod;
   }
 
-  /** Estimates each GPU's sampling period from its ticks; {@code initial} until 3 gaps are seen. */
+  /**
+   * Estimates each GPU's sampling period from its ticks; {@code initial} until 3 gaps are seen, and
+   * at most {@code initial} while the GPU gives no device ticks.
+   */
   public static UsageLedger estimating(Duration initial) {
     return new UsageLedger(initial.toNanos() / 1000, true);
   }
@@ -91,8 +97,8 @@ public final class UsageLedger {
   private static final class Device {
     final Map<Integer, Long> lastCounted = new HashMap<>();
     final Map<Integer, Long> pending = new HashMap<>();
-    final long[] ticks = new long[TICKS_KEPT];
-    int tickCount;
+    final Ticks ticks = new Ticks();
+    final Ticks deviceTicks = new Ticks();
     long newest;
     long energyBaseline = -1;
     long energyBaselineMicros;
@@ -119,13 +125,27 @@ public final class UsageLedger {
       if (prev != null && t <= prev) {
         continue; // counted before: an overlapping read
       }
-      tick(d, t);
+      d.ticks.add(t);
+      d.newest = Math.max(d.newest, t);
       long period = period(d);
       long covered = prev == null ? period : covered(t - prev, period);
       d.lastCounted.put(s.pid(), t);
       d.pending.merge(s.pid(), s.smPercent() * covered, Long::sum);
     }
     forgetOld(d);
+  }
+
+  /**
+   * Timestamps of device {@code uuid}'s own sampling ticks (NVML's device utilization samples, one
+   * each period whether or not a process ran): what the sampling period is estimated from. Add them
+   * before the per-process samples of the same read. Repeats and late ones are ignored.
+   */
+  public synchronized void addDeviceTicks(String uuid, Collection<Long> timestampsMicros) {
+    if (timestampsMicros.isEmpty()) {
+      return;
+    }
+    Device d = devices.computeIfAbsent(uuid, u -> new Device());
+    timestampsMicros.stream().sorted().forEach(d.deviceTicks::add);
   }
 
   /** One reading of device {@code uuid}'s total energy counter, taken at {@code atMicros}. */
@@ -176,48 +196,68 @@ public final class UsageLedger {
     return staleSamples;
   }
 
-  private static void tick(Device d, long t) {
-    if (d.tickCount > 0) {
-      long last = d.ticks[(d.tickCount - 1) % TICKS_KEPT];
-      if (Math.abs(t - last) < MIN_PERIOD_MICROS || t < last) {
-        d.newest = Math.max(d.newest, t);
-        return; // the same tick (its samples lie microseconds apart), or a late one
-      }
-    }
-    d.ticks[d.tickCount % TICKS_KEPT] = t;
-    d.tickCount++;
-    d.newest = Math.max(d.newest, t);
-  }
-
   /**
-   * The device's sampling period: the median of its recent one-period tick gaps. A tick no process
-   * ran in leaves no sample, so gaps are whole multiples of the period; those within 1.5 times the
-   * shortest are one period each (NVML's ticks jitter by a few percent: 196-204 ms on an H200, so
-   * the shortest alone would read the period 1.5 % short). A shortest gap above the default period
-   * is believed only after {@link #TRUST_LONGER_AFTER} ticks: a sparse process alone on the GPU
-   * shows only long gaps at first, and a period too long would credit it with time it did not run.
+   * The device's sampling period. From its own ticks when it gives them (recent ones: within {@link
+   * #DEVICE_TICKS_FRESH_MICROS} of its newest sample), as they come every period. Otherwise from
+   * the per-process samples' ticks, never above the default period: a tick no process ran in leaves
+   * no sample, so a sparse process alone on the GPU (never in two consecutive ticks) shows only
+   * gaps of two periods or more, and a period read that long would credit each of its samples with
+   * twice the time it ran. Capping means a GPU sampling slower than the default is under-credited
+   * (each sample covers at most the default period) rather than over-billed.
    */
   private long period(Device d) {
-    int n = Math.min(d.tickCount, TICKS_KEPT);
-    if (!estimatePeriod || n < 4) {
+    if (!estimatePeriod) {
       return defaultPeriodMicros;
     }
-    long[] gaps = new long[n - 1];
-    int start = d.tickCount - n;
-    long shortest = Long.MAX_VALUE;
-    for (int i = 1; i < n; i++) {
-      gaps[i - 1] = d.ticks[(start + i) % TICKS_KEPT] - d.ticks[(start + i - 1) % TICKS_KEPT];
-      shortest = Math.min(shortest, gaps[i - 1]);
+    if (d.deviceTicks.count >= 4 && d.deviceTicks.last() >= d.newest - DEVICE_TICKS_FRESH_MICROS) {
+      return d.deviceTicks.period().orElse(defaultPeriodMicros);
     }
-    if (shortest > defaultPeriodMicros && d.tickCount < TRUST_LONGER_AFTER) {
-      return defaultPeriodMicros;
+    return Math.min(defaultPeriodMicros, d.ticks.period().orElse(defaultPeriodMicros));
+  }
+
+  /** The newest {@link #TICKS_KEPT} sampling ticks of one device. */
+  private static final class Ticks {
+    final long[] ring = new long[TICKS_KEPT];
+    int count;
+
+    long last() {
+      return count == 0 ? Long.MIN_VALUE : ring[(count - 1) % TICKS_KEPT];
     }
-    Arrays.sort(gaps);
-    int single = 0;
-    while (single < gaps.length && gaps[single] <= shortest * 3 / 2) {
-      single++;
+
+    /** Samples of one tick lie microseconds apart: one tick. A late one is ignored. */
+    void add(long t) {
+      if (count > 0 && (Math.abs(t - last()) < MIN_PERIOD_MICROS || t < last())) {
+        return;
+      }
+      ring[count % TICKS_KEPT] = t;
+      count++;
     }
-    return Math.clamp(gaps[single / 2], MIN_PERIOD_MICROS, MAX_PERIOD_MICROS);
+
+    /**
+     * The median of the recent one-period gaps; empty below 3 gaps. A tick no process ran in leaves
+     * no per-process sample, so those gaps are whole multiples of the period; the ones within 1.5
+     * times the shortest are one period each (NVML's ticks jitter by a few percent: 196-204 ms on
+     * an H200, so the shortest alone would read the period 1.5 % short).
+     */
+    OptionalLong period() {
+      int n = Math.min(count, TICKS_KEPT);
+      if (n < 4) {
+        return OptionalLong.empty();
+      }
+      long[] gaps = new long[n - 1];
+      int start = count - n;
+      long shortest = Long.MAX_VALUE;
+      for (int i = 1; i < n; i++) {
+        gaps[i - 1] = ring[(start + i) % TICKS_KEPT] - ring[(start + i - 1) % TICKS_KEPT];
+        shortest = Math.min(shortest, gaps[i - 1]);
+      }
+      Arrays.sort(gaps);
+      int single = 0;
+      while (single < gaps.length && gaps[single] <= shortest * 3 / 2) {
+        single++;
+      }
+      return OptionalLong.of(Math.clamp(gaps[single / 2], MIN_PERIOD_MICROS, MAX_PERIOD_MICROS));
+    }
   }
 
   /**

@@ -185,6 +185,28 @@ class JnaNvmlClientTest {
     assertThat(samples.get(299)).isEqualTo(new ProcessSample(1299, 300, 299 % 101, 0));
   }
 
+  @Test
+  void utilizationSampleTimes_everyTickOfTheGpu_newerThanTheCursor() {
+    FakeNvml fake =
+        FakeNvml.in(dir)
+            .write(
+                "device 0 uuid=GPU-aaaa name=H100 total=10 used=0 util=30 memutil=0 period=200000",
+                "device 1 uuid=GPU-bbbb name=H100 total=10 used=0 util=0 memutil=0",
+                "sample 0 pid=900001 sm=80 mem=10 ts=10000030");
+    init(fake);
+    // a tick every 200 ms up to the newest sample, whether or not a process ran in it
+    List<Long> all = client.utilizationSampleTimes(handle(0), 0).orElse(List.of());
+    assertThat(all).hasSize(50).startsWith(200_000L, 400_000L).endsWith(10_000_000L);
+    assertThat(client.utilizationSampleTimes(handle(0), 9_000_000))
+        .isEqualTo(
+            NvmlResult.ok(List.of(9_200_000L, 9_400_000L, 9_600_000L, 9_800_000L, 10_000_000L)));
+    assertThat(client.utilizationSampleTimes(handle(0), 10_000_000))
+        .isEqualTo(NvmlResult.ok(List.of()));
+    // a GPU (or driver) without device samples
+    assertThat(client.utilizationSampleTimes(handle(1), 0))
+        .isEqualTo(NvmlResult.err("nvmlDeviceGetSamples", NvmlReturn.NOT_SUPPORTED));
+  }
+
   private static String[] concat(String head, String[] tail) {
     String[] out = new String[tail.length + 1];
     out[0] = head;

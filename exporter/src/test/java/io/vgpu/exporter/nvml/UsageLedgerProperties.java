@@ -22,11 +22,12 @@ import net.jqwik.api.Property;
  */
 class UsageLedgerProperties {
   private static final long P = 200_000; // the GPU's sampling period, µs
+  private static final long T0 = 1_700_000_000_000_000L; // the workload's first tick, on P's grid
 
   /** A random workload: per tick, which pids ran and how busy; each sample stamped by its pid. */
   static List<ProcessSample> workload(Random r, int ticks, int pids) {
     List<ProcessSample> out = new ArrayList<>();
-    long t0 = 1_700_000_000_000_000L;
+    long t0 = T0;
     int owner = 1;
     for (int i = 0; i < ticks; i++) {
       if (r.nextInt(8) == 0) {
@@ -44,6 +45,19 @@ class UsageLedgerProperties {
           out.add(new ProcessSample(pid, t0 + i * P + jitter, r.nextInt(101), r.nextInt(101)));
         }
       }
+    }
+    return out;
+  }
+
+  /**
+   * The GPU's own sampling ticks over the workload (NVML's device utilization samples): one every
+   * period, whether or not a process ran, on the grid the per-process samples lie on.
+   */
+  static List<Long> deviceTicks(List<ProcessSample> samples) {
+    long last = samples.stream().mapToLong(ProcessSample::timestampMicros).max().orElse(T0);
+    List<Long> out = new ArrayList<>();
+    for (long t = T0; t <= last; t += P) {
+      out.add(t);
     }
     return out;
   }
@@ -74,10 +88,12 @@ class UsageLedgerProperties {
   /**
    * Reads the workload as a sampler would: at random times, each read returns every sample
    * published by then and newer than the cursor minus a random overlap, in random order, sometimes
-   * twice; drains at random moments. Returns the per-pid totals of all drains.
+   * twice; drains at random moments. Each read first gives the ledger the device ticks of its
+   * window (none when {@code ticks} is empty: a driver without device samples), as the sampler
+   * does. Returns the per-pid totals of all drains.
    */
   static Map<Integer, Long> readAndDrain(
-      UsageLedger ledger, List<ProcessSample> samples, Random r) {
+      UsageLedger ledger, List<ProcessSample> samples, List<Long> ticks, Random r) {
     Map<Integer, Long> drained = new TreeMap<>();
     long end = samples.stream().mapToLong(ProcessSample::timestampMicros).max().orElse(0);
     long start = samples.stream().mapToLong(ProcessSample::timestampMicros).min().orElse(0);
@@ -98,6 +114,14 @@ class UsageLedgerProperties {
         }
       }
       Collections.shuffle(read, r);
+      List<Long> readTicks = new ArrayList<>();
+      for (long t : ticks) {
+        if (t > from && t <= until) {
+          readTicks.add(t);
+        }
+      }
+      Collections.shuffle(readTicks, r);
+      ledger.addDeviceTicks("GPU-0", readTicks);
       ledger.addSamples("GPU-0", read);
       for (ProcessSample s : read) {
         cursor = Math.max(cursor, s.timestampMicros());
@@ -122,16 +146,18 @@ class UsageLedgerProperties {
     Random r = new Random(seed);
     List<ProcessSample> samples = workload(r, 1 + r.nextInt(300), 1 + r.nextInt(6));
     UsageLedger ledger = UsageLedger.fixedPeriod(Duration.ofNanos(P * 1000));
-    assertThat(readAndDrain(ledger, samples, r)).isEqualTo(reference(samples));
+    assertThat(readAndDrain(ledger, samples, List.of(), r)).isEqualTo(reference(samples));
   }
 
-  /** With the period estimated from the GPU's ticks, each sample is off by at most its jitter. */
+  /**
+   * With the period estimated from the GPU's own ticks, each sample is off by at most its jitter.
+   */
   @Property(tries = 100)
   void estimatedPeriodAgreesWithinTheTicksJitter(@ForAll long seed) {
     Random r = new Random(seed);
     List<ProcessSample> samples = workload(r, 20 + r.nextInt(300), 1 + r.nextInt(6));
     UsageLedger ledger = UsageLedger.estimating(Duration.ofNanos(P * 1000));
-    Map<Integer, Long> got = readAndDrain(ledger, samples, r);
+    Map<Integer, Long> got = readAndDrain(ledger, samples, deviceTicks(samples), r);
     Map<Integer, Long> want = reference(samples);
     assertThat(got.keySet()).isEqualTo(want.keySet());
     Map<Integer, Long> samplesPerPid = new HashMap<>();
@@ -141,6 +167,50 @@ class UsageLedgerProperties {
             assertThat(Math.abs(got.get(pid) - v))
                 .as("pid %d", pid)
                 .isLessThanOrEqualTo(samplesPerPid.get(pid) * 100 * 200));
+  }
+
+  /**
+   * The seed that over-billed when the period came from per-process samples only: pid 1, pulsed and
+   * alone on the GPU, never sampled in two consecutive ticks, read as a period of 400 ms.
+   */
+  @Example
+  void aSparseProcessAloneIsNotCreditedTwice() {
+    estimatedPeriodAgreesWithinTheTicksJitter(-4886284L);
+    noDeviceTicksNeverOverCredits(-4886284L);
+  }
+
+  /**
+   * Without device ticks (a driver or GPU without device samples) the period comes from the
+   * per-process samples and is never believed longer than the default: each pid is credited at most
+   * what the samples show, never more (a sparse process alone on the GPU is under-credited).
+   */
+  @Property(tries = 100)
+  void noDeviceTicksNeverOverCredits(@ForAll long seed) {
+    Random r = new Random(seed);
+    List<ProcessSample> samples = workload(r, 20 + r.nextInt(300), 1 + r.nextInt(6));
+    UsageLedger ledger = UsageLedger.estimating(Duration.ofNanos(P * 1000));
+    Map<Integer, Long> got = readAndDrain(ledger, samples, List.of(), r);
+    Map<Integer, Long> want = reference(samples);
+    assertThat(got.keySet()).isEqualTo(want.keySet());
+    want.forEach((pid, v) -> assertThat(got.get(pid)).as("pid %d", pid).isLessThanOrEqualTo(v));
+  }
+
+  /**
+   * A pid in every other tick, alone: each sample is one period with device ticks, at most without.
+   */
+  @Example
+  void aProcessInEveryOtherTickIsCreditedOnePeriodPerSample() {
+    List<ProcessSample> samples = new ArrayList<>();
+    for (int i = 0; i < 200; i += 2) {
+      samples.add(new ProcessSample(7, T0 + i * P + 30, 80, 0));
+    }
+    long want = 100L * 80 * P;
+    UsageLedger ticked = UsageLedger.estimating(Duration.ofNanos(P * 1000));
+    assertThat(readAndDrain(ticked, samples, deviceTicks(samples), new Random(1)))
+        .isEqualTo(Map.of(7, want));
+    UsageLedger blind = UsageLedger.estimating(Duration.ofNanos(P * 1000));
+    assertThat(readAndDrain(blind, samples, List.of(), new Random(1)).get(7))
+        .isLessThanOrEqualTo(want);
   }
 
   @Example

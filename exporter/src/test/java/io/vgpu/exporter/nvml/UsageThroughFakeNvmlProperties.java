@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 
@@ -55,8 +56,8 @@ class UsageThroughFakeNvmlProperties {
         energy += r.nextLong(700_000L * 3 * P / 1_000_000 + 1); // up to 700 W
         List<String> script = new ArrayList<>();
         script.add(
-            "device 0 uuid=GPU-0 name=H100 total=1000000 used=0 util=50 memutil=1 energy="
-                + energy);
+            "device 0 uuid=GPU-0 name=H100 total=1000000 used=0 util=50 memutil=1 period=%d energy=%d"
+                .formatted(P, energy));
         for (ProcessSample s : samples) {
           if (s.timestampMicros() <= now) { // published once its time has passed
             script.add(
@@ -91,6 +92,52 @@ class UsageThroughFakeNvmlProperties {
             assertThat(Math.abs(drained.get(pid) - v))
                 .as("pid %d", pid)
                 .isLessThanOrEqualTo(perPid.get(pid) * 100 * 200));
+  }
+
+  /**
+   * A process in every other tick, alone on the GPU: with the GPU's own ticks (period=) each sample
+   * is credited one period; without them (a driver without device samples) never more.
+   */
+  @Example
+  void aSparseProcessAloneIsCreditedOnePeriodPerSampleThroughTheFake() throws IOException {
+    long t0 = 1_700_000_000_000_000L;
+    List<String> samples = new ArrayList<>();
+    for (int i = 0; i < 100; i += 2) {
+      samples.add("sample 0 pid=7 sm=80 mem=1 ts=%d".formatted(t0 + i * P + 30));
+    }
+    long want = 50L * 80 * P;
+    assertThat(creditThroughTheFake(samples, " period=" + P, t0)).isEqualTo(want);
+    assertThat(creditThroughTheFake(samples, "", t0)).isBetween(1L, want);
+  }
+
+  /** Publishes the samples tick by tick, collecting after each; what pid 7 was credited. */
+  private static long creditThroughTheFake(List<String> samples, String period, long t0)
+      throws IOException {
+    FakeNvml fake = FakeNvml.in(Files.createTempDirectory("usage-sparse"));
+    MutableClock clock = new MutableClock(Instant.ofEpochSecond(0, t0 * 1000));
+    long credit = 0;
+    try (NvmlSampler sampler =
+        new NvmlSampler(
+            () -> JnaNvmlClient.load(FakeNvml.library().toString()),
+            new NvmlSampler.Settings(
+                Duration.ofSeconds(1), Duration.ofSeconds(3), Duration.ofSeconds(1)),
+            clock)) {
+      for (int published = 1; published <= samples.size(); published++) {
+        List<String> script = new ArrayList<>();
+        script.add("device 0 uuid=GPU-0 name=H100 total=1000000 used=0 util=40 memutil=1" + period);
+        script.addAll(samples.subList(0, published));
+        fake.write(script.toArray(String[]::new));
+        clock.advance(Duration.ofNanos(2 * P * 1000));
+        if (published % 5 == 1) {
+          sampler.sampleOnce();
+        } else {
+          sampler.collectProcessSamples();
+        }
+      }
+      UsageLedger.Drained d = sampler.ledger().drain().get("GPU-0");
+      credit = d == null ? 0 : d.busyPercentMicros().getOrDefault(7, 0L);
+    }
+    return credit;
   }
 
   private static void add(
