@@ -41,10 +41,11 @@ build region_app -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr
 
 # sub-suite NAME LOG CMD...: runs it; counts its summary line, or a failure without one.
 sub_suite() {
-  local name=$1 log=$2 rc line p f; shift 2
+  local name=$1 log=$2 rc line p f started=$SECONDS; shift 2
   "$@" > "$log" 2>&1
   rc=$?
   cat "$log"
+  echo "($name: $((SECONDS - started)) s)"
   line=$(grep -E ': [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   if [ -z "$line" ]; then failed "$name: no summary line (exit $rc)"; return; fi
   p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/' <<< "$line")
