@@ -122,7 +122,15 @@ class SeriesBudgetTest {
     long deadline = System.nanoTime() + SETTLE.toNanos();
     Set<String> last = Set.of();
     while (System.nanoTime() < deadline) {
-      boolean passAfterRescan = app.attribution().orElseThrow().latest().at().isAfter(rescanned);
+      // Settled means an attribution pass AND an evidence pass after the rescan: the judgment's
+      // node findings (e.g. registration against NVML's GPUs) come from the evidence pass, which
+      // can stay unchanged over two scrapes and change on its next round.
+      boolean passAfterRescan =
+          app.attribution().orElseThrow().latest().at().isAfter(rescanned)
+              && app.evidence()
+                  .latest()
+                  .map(p -> p.evidence().now().isAfter(rescanned))
+                  .orElse(false);
       Set<String> now = scrape(app);
       if (passAfterRescan
           && now.equals(last)
