@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make image-test`: proves the container image here, offline. Installs docker.io if missing,
+# `make image-test`: proves the container image here, offline. Installs docker.io (and
+# docker-registry, for the README's push road through a loopback registry) if missing,
 # starts a private dockerd by hand (own socket and data root, no bridge, no iptables), builds the
 # base and the image with --network none, runs the exporter image on a fixture cache root with
 # host networking exactly as the chart's read-only mode runs it (non-root, read-only root
@@ -47,6 +48,7 @@ fi
 cleanup() {
   "${docker[@]}" rm -f "$name" "$wname" >/dev/null 2>&1
   [ -n "${demo_pid:-}" ] && kill "$demo_pid" 2>/dev/null
+  [ -n "${registry_pid:-}" ] && kill "$registry_pid" 2>/dev/null
   if [ -n "$started_dockerd" ]; then
     kill "$started_dockerd" 2>/dev/null
     wait "$started_dockerd" 2>/dev/null
@@ -77,6 +79,41 @@ else
 fi
 "${docker[@]}" rmi "$road" >/dev/null 2>&1
 rm -f "$work/../vgpu-exporter.tar.gz"
+
+# The README's push road for real: a registry (Debian's docker-registry, the reference
+# distribution registry) on loopback, which docker trusts without TLS; `docker tag` + `docker push`,
+# every local name of the image removed but the original, then `docker pull` gives back the image
+# with the same id.
+if ! command -v docker-registry >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry >/dev/null 2>&1
+fi
+if command -v docker-registry >/dev/null 2>&1; then
+  reg="$work/registry"
+  rm -rf "$reg" && mkdir -p "$reg/data"
+  regport=$((port + 1))
+  printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+    "$reg/data" "$regport" >"$reg/config.yml"
+  docker-registry serve "$reg/config.yml" >"$reg/log" 2>&1 &
+  registry_pid=$!
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$regport/v2/" >/dev/null && break; sleep 0.2; done
+  pushed=127.0.0.1:$regport/gpu/vgpu-exporter:0.1.0
+  want="$("${docker[@]}" image inspect -f '{{.Id}}' "$image")"
+  if "${docker[@]}" tag "$image" "$pushed" && "${docker[@]}" push "$pushed" >"$reg/push.log" 2>&1 \
+     && "${docker[@]}" rmi "$pushed" >/dev/null && ! "${docker[@]}" image inspect "$pushed" >/dev/null 2>&1 \
+     && "${docker[@]}" pull "$pushed" >"$reg/pull.log" 2>&1 \
+     && [ "$("${docker[@]}" image inspect -f '{{.Id}}' "$pushed")" = "$want" ] \
+     && curl -sf "http://127.0.0.1:$regport/v2/gpu/vgpu-exporter/tags/list" | grep -q '"0.1.0"'; then
+    ok "README road: docker tag, docker push to a registry (it lists the tag), docker pull gives back the same image"
+  else
+    bad "README road: tag / push / pull through a registry on 127.0.0.1:$regport (logs in $reg)"
+    tail -5 "$reg/push.log" "$reg/pull.log" "$reg/log" 2>/dev/null
+  fi
+  "${docker[@]}" rmi "$pushed" >/dev/null 2>&1
+  kill "$registry_pid" 2>/dev/null
+  wait "$registry_pid" 2>/dev/null
+else
+  bad "docker-registry missing (apt-get install docker-registry): the push road cannot be run"
+fi
 
 # A fixture node: the demo's cache files (real v1.2 regions written for real processes), copied.
 rm -rf "$work"
