@@ -29,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * reaches (here the node's metadata lookup of the pass never returns) is reported by {@code
  * /readyz} (503 with the reason) and by {@code vgpu_exporter_evidence_pass_stalled} = 1, while
  * {@code /metrics} and the status page keep answering (the page renders the latest pass instead of
- * waiting with the stuck one: before, every status request blocked behind it), and all of it
- * clears when the pass returns.
+ * waiting with the stuck one: before, every status request blocked behind it), and all of it clears
+ * when the pass returns.
  */
 class StuckEvidencePassTest {
   private static final String NEW_UID = "eeeeeeee-0000-4000-8000-000000000031";
@@ -52,7 +52,11 @@ class StuckEvidencePassTest {
       // A new container: the background loop starts a pass over it at once, which never returns.
       metadata.stall = true;
       TestRegions.write(
-          root, NEW_UID, "late", "a.cache", TestRegions.spec(1, 1024, 0, new int[] {5}, 10, 1, true));
+          root,
+          NEW_UID,
+          "late",
+          "a.cache",
+          TestRegions.spec(1, 1024, 0, new int[] {5}, 10, 1, true));
       assertThat(metadata.entered.await(30, TimeUnit.SECONDS)).as("the pass started").isTrue();
       clock.advance(Duration.ofMinutes(2)); // past the loop's stuck threshold (1 min at least)
 
