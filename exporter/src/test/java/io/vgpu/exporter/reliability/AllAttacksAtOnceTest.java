@@ -204,6 +204,23 @@ class AllAttacksAtOnceTest {
               lastMetrics.lines().filter(l -> l.contains(CHURN_UID)).toList())
           .isBetween(1, 5);
       assertThat(fuse.stalledReads()).as("the frozen root was read (and stalled)").isPositive();
+      // The defences at work are on /metrics.
+      String r =
+          NetworkFloodTest.exchange(
+              InetAddress.getLoopbackAddress(), serve.port, "/metrics", tls, good);
+      io.vgpu.exporter.testing.Samples s =
+          io.vgpu.exporter.testing.Samples.parse(r.substring(r.indexOf("\r\n\r\n") + 4));
+      String rejected = "vgpu_exporter_http_connections_rejected_total";
+      System.out.printf(
+          "all attacks: connections rejected per_client_limit %.0f, handshake_timeout %.0f; auth"
+              + " throttled %.0f; tenant reads given up %.0f%n",
+          s.value(rejected, "reason", "per_client_limit"),
+          s.value(rejected, "reason", "handshake_timeout"),
+          s.value("vgpu_exporter_http_auth_throttled_total"),
+          s.value("vgpu_exporter_tenant_reads_given_up_total"));
+      assertThat(s.value(rejected, "reason", "per_client_limit")).isPositive();
+      assertThat(s.value(rejected, "reason", "handshake_timeout")).isPositive();
+      assertThat(s.value("vgpu_exporter_tenant_reads_given_up_total")).isPositive();
     }
   }
 
