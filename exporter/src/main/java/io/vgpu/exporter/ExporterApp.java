@@ -115,7 +115,8 @@ public final class ExporterApp implements AutoCloseable {
                         d -> {},
                         NodeEvidence.Thresholds.defaults())
                     .collect(dirs),
-            evidenceInterval(config));
+            evidenceInterval(config),
+            clock);
     this.states =
         new NodeStateProvider(
             node,

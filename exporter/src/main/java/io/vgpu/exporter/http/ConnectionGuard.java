@@ -51,15 +51,25 @@ final class ConnectionGuard implements Connection.Listener {
   private final AtomicLong rejectedPerClient = new AtomicLong();
   private final AtomicLong handshakeTimeouts = new AtomicLong();
 
-  private ConnectionGuard(NetworkLimits limits, ServerConnector connector) {
+  private final io.vgpu.exporter.metrics.CollectorStats stats;
+
+  private ConnectionGuard(
+      NetworkLimits limits,
+      ServerConnector connector,
+      io.vgpu.exporter.metrics.CollectorStats stats) {
     this.limits = Objects.requireNonNull(limits, "limits");
     this.connector = connector;
+    this.stats = Objects.requireNonNull(stats, "stats");
   }
 
   /** Puts the limits on {@code connector} (before the server starts) and returns its guard. */
-  static ConnectionGuard install(Server server, ServerConnector connector, NetworkLimits limits) {
+  static ConnectionGuard install(
+      Server server,
+      ServerConnector connector,
+      NetworkLimits limits,
+      io.vgpu.exporter.metrics.CollectorStats stats) {
     connector.setIdleTimeout(limits.idleTimeout().toMillis());
-    ConnectionGuard guard = new ConnectionGuard(limits, connector);
+    ConnectionGuard guard = new ConnectionGuard(limits, connector, stats);
     connector.addBean(guard);
     NetworkConnectionLimit total = new NetworkConnectionLimit(limits.maxConnections(), connector);
     total.setEndPointIdleTimeout(IDLE_TIMEOUT_AT_LIMIT.toMillis());
@@ -92,6 +102,8 @@ final class ConnectionGuard implements Connection.Listener {
     counted.put(connection, client);
     if (open > limits.maxPerClient() && !OWN_LOOPBACK.contains(client)) {
       rejectedPerClient.incrementAndGet();
+      stats.connectionRejected(
+          io.vgpu.exporter.metrics.CollectorStats.ConnectionRejection.PER_CLIENT_LIMIT);
       connection.getEndPoint().close();
       return;
     }
@@ -134,6 +146,8 @@ final class ConnectionGuard implements Connection.Listener {
             () -> {
               if (!done.get() && ssl.getEndPoint().isOpen()) {
                 handshakeTimeouts.incrementAndGet();
+                stats.connectionRejected(
+                    io.vgpu.exporter.metrics.CollectorStats.ConnectionRejection.HANDSHAKE_TIMEOUT);
                 ssl.getEndPoint().close();
               }
             },

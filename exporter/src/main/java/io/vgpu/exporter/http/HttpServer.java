@@ -121,11 +121,11 @@ public final class HttpServer implements AutoCloseable {
                                 () -> new ServerConnector(server, new HttpConnectionFactory(http)));
                     c.setHost(settings.host());
                     c.setPort(settings.port());
-                    guard.set(ConnectionGuard.install(server, c, settings.limits()));
+                    guard.set(ConnectionGuard.install(server, c, settings.limits(), stats));
                     return c;
                   });
               if (auth != null) {
-                cfg.routes.before(ctx -> authenticate(ctx, auth));
+                cfg.routes.before(ctx -> authenticate(ctx, auth, stats));
               }
               cfg.routes.get(Endpoints.METRICS, metrics::handle);
               cfg.routes.get(
@@ -170,7 +170,7 @@ public final class HttpServer implements AutoCloseable {
    * pods). A check the saturated hashing could not take is answered 429 at once ({@link BasicAuth}:
    * a wrong-password flood must not hold the server's threads).
    */
-  private static void authenticate(Context ctx, BasicAuth auth) {
+  private static void authenticate(Context ctx, BasicAuth auth, CollectorStats stats) {
     String path = ctx.path();
     if (path.equals(Endpoints.HEALTHZ)) {
       return;
@@ -184,6 +184,7 @@ public final class HttpServer implements AutoCloseable {
       return;
     }
     if (outcome == BasicAuth.Outcome.BUSY) {
+      stats.authThrottled();
       ctx.status(429)
           .header("Retry-After", "1")
           .contentType("text/plain")

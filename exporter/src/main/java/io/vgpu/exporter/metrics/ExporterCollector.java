@@ -83,7 +83,18 @@ public final class ExporterCollector extends VgpuCollector {
               EXPORTER_COLLECTOR_DURATION,
               "Time the collector took in this scrape.",
               L_NODE,
-              "collector"));
+              "collector"),
+          Families.describe(
+              MetricType.COUNTER,
+              HTTP_CONNECTIONS_REJECTED,
+              "Connections the HTTP server closed before they proved anything, by reason (per_client_limit: the client address had --web.max-connections-per-client open; handshake_timeout: its TLS handshake did not finish within --web.tls-handshake-timeout).",
+              L_NODE,
+              "reason"),
+          Families.describe(
+              MetricType.COUNTER,
+              HTTP_AUTH_THROTTLED,
+              "Requests answered 429 without checking their credentials because the bounded password hashing was saturated (a wrong-password flood, or more new clients at once than it admits).",
+              L_NODE));
 
   private final BuildInfo build;
   private final ParseErrors errors;
@@ -156,5 +167,15 @@ public final class ExporterCollector extends VgpuCollector {
         });
     out.add(success.build());
     out.add(duration.build());
+    var rejected = families.counter(HTTP_CONNECTIONS_REJECTED, help(10));
+    for (CollectorStats.ConnectionRejection r : CollectorStats.ConnectionRejection.values()) {
+      rejected.add(stats.connectionsRejected(r), labels.nodeWith(nodeName, "reason", r.label()));
+    }
+    out.add(rejected.build());
+    out.add(
+        families
+            .counter(HTTP_AUTH_THROTTLED, help(11))
+            .add(stats.authThrottledCount(), node)
+            .build());
   }
 }

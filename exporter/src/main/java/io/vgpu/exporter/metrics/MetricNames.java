@@ -154,6 +154,12 @@ public final class MetricNames {
   /** Counter (exposed with {@code _total}). */
   public static final String TENANT_READS_GIVEN_UP = "vgpu_exporter_tenant_reads_given_up";
 
+  // Network defences (issue 31). Counters (exposed with {@code _total}).
+  /** Label reason: per_client_limit, handshake_timeout. */
+  public static final String HTTP_CONNECTIONS_REJECTED = "vgpu_exporter_http_connections_rejected";
+
+  public static final String HTTP_AUTH_THROTTLED = "vgpu_exporter_http_auth_throttled";
+
   // NVML helper (issue 5)
   public static final String EXPORTER_NVML_UP = "vgpu_exporter_nvml_up";
 

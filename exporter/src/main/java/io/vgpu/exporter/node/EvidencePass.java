@@ -8,6 +8,7 @@ import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -37,7 +38,7 @@ public final class EvidencePass implements AutoCloseable {
   private final Supplier<List<Path>> dirs;
   private final Function<List<Path>, NodeEvidence> gather;
   private final Duration interval;
-  private final Object running = new Object();
+  private final ReentrantLock running = new ReentrantLock();
   private volatile Optional<Pass> latest = Optional.empty();
   private ScheduledExecutorService executor;
   private final io.vgpu.exporter.loops.LoopHealth health;
@@ -49,6 +50,17 @@ public final class EvidencePass implements AutoCloseable {
    */
   public EvidencePass(
       Supplier<List<Path>> dirs, Function<List<Path>, NodeEvidence> gather, Duration interval) {
+    this(dirs, gather, interval, java.time.InstantSource.system());
+  }
+
+  /**
+   * @param clock what the loop's health measures a pass's duration with (the exporter's clock)
+   */
+  public EvidencePass(
+      Supplier<List<Path>> dirs,
+      Function<List<Path>, NodeEvidence> gather,
+      Duration interval,
+      java.time.InstantSource clock) {
     this.dirs = Objects.requireNonNull(dirs, "dirs");
     this.gather = Objects.requireNonNull(gather, "gather");
     this.interval = Objects.requireNonNull(interval, "interval");
@@ -62,7 +74,7 @@ public final class EvidencePass implements AutoCloseable {
         new io.vgpu.exporter.loops.LoopHealth(
             "evidence",
             stuck.compareTo(MIN_STUCK) < 0 ? MIN_STUCK : stuck,
-            java.time.InstantSource.system());
+            Objects.requireNonNull(clock, "clock"));
   }
 
   /** A pass or a silence shorter than this is never reported as a stuck loop. */
@@ -93,8 +105,29 @@ public final class EvidencePass implements AutoCloseable {
     if (l.isPresent() && l.get().dirs().equals(containerDirs)) {
       return l.get();
     }
-    return runOnce(containerDirs);
+    try {
+      if (!running.tryLock(COVERING_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+        // A pass has run this long: it may be stuck where no read deadline reaches (readiness
+        // says so). The viewer gets the latest pass rather than a request thread blocked with it.
+        l = latest;
+        if (l.isPresent()) {
+          return l.get();
+        }
+        running.lock();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted waiting for the evidence pass", e);
+    }
+    try {
+      return runLocked(containerDirs);
+    } finally {
+      running.unlock();
+    }
   }
+
+  /** How long a view waits for a running pass before it renders the latest one instead. */
+  static final Duration COVERING_WAIT = Duration.ofSeconds(5);
 
   /** Runs one pass now over discovery's directories and publishes it. */
   public Pass runOnce() {
@@ -102,12 +135,19 @@ public final class EvidencePass implements AutoCloseable {
   }
 
   private Pass runOnce(List<Path> containerDirs) {
-    synchronized (running) {
-      NodeEvidence e = gather.apply(containerDirs);
-      Pass p = new Pass(containerDirs, e, SlotFates.of(e));
-      latest = Optional.of(p);
-      return p;
+    running.lock();
+    try {
+      return runLocked(containerDirs);
+    } finally {
+      running.unlock();
     }
+  }
+
+  private Pass runLocked(List<Path> containerDirs) {
+    NodeEvidence e = gather.apply(containerDirs);
+    Pass p = new Pass(containerDirs, e, SlotFates.of(e));
+    latest = Optional.of(p);
+    return p;
   }
 
   /**

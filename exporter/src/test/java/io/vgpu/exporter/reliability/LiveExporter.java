@@ -213,7 +213,7 @@ final class LiveExporter implements AutoCloseable {
     return start(root, overrides, null, clock);
   }
 
-  private static LiveExporter start(
+  static LiveExporter start(
       Path root, Map<String, String> overrides, PodMetadataSource metadata, InstantSource clock) {
     Map<String, String> flags = baseFlags(root);
     flags.putAll(overrides);

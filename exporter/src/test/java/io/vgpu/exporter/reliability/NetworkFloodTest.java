@@ -288,6 +288,14 @@ class NetworkFloodTest {
   /** The same from {@code from}, with an {@code Authorization} header when one is given. */
   static int get(InetAddress from, int port, String path, SSLContext tls, String authorization)
       throws IOException {
+    String head = exchange(from, port, path, tls, authorization);
+    return Integer.parseInt(head.substring(9, 12));
+  }
+
+  /** The whole response (status line, headers, body) of that GET. */
+  static String exchange(
+      InetAddress from, int port, String path, SSLContext tls, String authorization)
+      throws IOException {
     Socket plain = new Socket();
     plain.bind(new InetSocketAddress(from, 0));
     plain.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 10_000);
@@ -307,12 +315,12 @@ class NetworkFloodTest {
               .getBytes(StandardCharsets.US_ASCII));
       out.flush();
       InputStream in = sock.getInputStream();
-      byte[] body = in.readAllBytes();
-      String head = new String(body, 0, Math.min(body.length, 16), StandardCharsets.US_ASCII);
-      if (!head.startsWith("HTTP/1.1 ")) {
-        throw new IOException("no status line: " + head);
+      String response = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      if (!response.startsWith("HTTP/1.1 ")) {
+        throw new IOException(
+            "no status line: " + response.substring(0, Math.min(response.length(), 16)));
       }
-      return Integer.parseInt(head.substring(9, 12));
+      return response;
     }
   }
 

@@ -204,8 +204,8 @@ public final class RegionReader {
     void run(int slotCount) {
       boolean seqlocked = g.slotSeqlockOffset >= 0;
       boolean bestEffortThisPass = false;
-      ArrayList<ProcessSlot> out = new ArrayList<>(Math.min(slotCount, 64));
-      PidSet seen = new PidSet(slotCount);
+      ArrayList<ProcessSlot> out = new ArrayList<>(); // grows with the live slots only
+      PidSet seen = new PidSet();
       int maxLiveSlots = RegionFile.MAX_LIVE_USAGE_ENTRIES / Math.max(1, deviceCount);
       overfull = false;
       for (int i = 0; i < slotCount; i++) {
@@ -333,19 +333,33 @@ public final class RegionReader {
     }
   }
 
-  /** Open-addressing set of non-zero ints, sized once per pass: no boxing per slot. */
+  /**
+   * Open-addressing set of non-zero ints, no boxing per slot. It starts small and doubles with the
+   * pids added: its size follows the live slots, never the {@code proc_num} the tenant claims.
+   */
   private static final class PidSet {
-    private final int[] table;
-    private final int mask;
-
-    PidSet(int expected) {
-      int capacity = Integer.highestOneBit(Math.max(4, expected) * 2 - 1) << 1;
-      table = new int[capacity];
-      mask = capacity - 1;
-    }
+    private int[] table = new int[16];
+    private int size;
 
     /** Adds a non-zero value; false when it was already present. */
     boolean add(int value) {
+      if (!insert(table, value)) {
+        return false;
+      }
+      if (++size * 2 > table.length) {
+        int[] bigger = new int[table.length * 2];
+        for (int v : table) {
+          if (v != 0) {
+            insert(bigger, v);
+          }
+        }
+        table = bigger;
+      }
+      return true;
+    }
+
+    private static boolean insert(int[] table, int value) {
+      int mask = table.length - 1;
       int i = (value * 0x9E3779B9) >>> 16 & mask;
       while (true) {
         int current = table[i];
