@@ -228,12 +228,24 @@ public record RepairPlan(List<Action> actions, List<String> skipped) {
   public record Outcome(Action action, int exitCode, String output) {
     /** What the exit code means, for the report. */
     public String meaning() {
-      return exitCode == WRONG_FILE_EXIT
-          ? "nothing changed: the path no longer names the file that was judged (replaced, a"
-              + " link, hard-linked or not a regular file); run the command again to judge anew"
-          : "";
+      return switch (exitCode) {
+        case WRONG_FILE_EXIT ->
+            "nothing changed: the path no longer names the file that was judged (replaced, a"
+                + " link, hard-linked or not a regular file); run the command again to judge anew";
+        case BAD_SEMAPHORE_EXIT ->
+            "nothing changed: the region's slot-table semaphore is not a usable semaphore"
+                + " (overwritten by the tenant, or a library of another layout); its processes"
+                + " cannot lock it either: recreate the pod (a new pod gets a new region)";
+        default -> "";
+      };
     }
   }
+
+  /**
+   * shrreg-tool's exit code when the region's slot-table semaphore is not a usable semaphore (a
+   * tenant overwrote it): it validated it before use and changed nothing.
+   */
+  public static final int BAD_SEMAPHORE_EXIT = 11;
 
   /**
    * shrreg-tool's exit code when {@code --expect-inode} does not match what the path opens to
