@@ -82,10 +82,19 @@ class SeriesBudgetTest {
   }
 
   private static StaticMetadataSource noPods() {
+    return noPods(8);
+  }
+
+  /** A node whose HAMi registration lists {@code registered} devices. */
+  private static StaticMetadataSource noPods(int registered) {
     return StaticMetadataSource.of(
         List.of(),
         new NodeMeta(
-            true, Optional.of(Instant.now()), Optional.of("Reported_x"), OptionalInt.of(8), false));
+            true,
+            Optional.of(Instant.now()),
+            Optional.of("Reported_x"),
+            OptionalInt.of(registered),
+            false));
   }
 
   /** Series identities (name and labels) of one scrape. */
@@ -245,7 +254,9 @@ class SeriesBudgetTest {
   void podChurn_500PodsComeAndGo_leavesTheSeriesExactlyAsBefore() throws Exception {
     Path root = tmp.resolve("churn");
     Files.createDirectories(root);
-    StaticMetadataSource pods = noPods();
+    // Registration as NVML sees the node (2 GPUs): otherwise the judgment's registration finding
+    // appears whenever an evidence pass has NVML up, which "before" may or may not have caught.
+    StaticMetadataSource pods = noPods(2);
     for (int i = 0; i < 4; i++) {
       addPod(root, pods, i, 2, "resident");
     }
