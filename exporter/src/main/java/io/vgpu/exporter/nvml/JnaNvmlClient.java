@@ -363,94 +363,101 @@ public final class JnaNvmlClient implements NvmlClient {
 
   @Override
   public NvmlResult<List<ProcessSample>> processUtilization(DeviceHandle device, long lastSeen) {
-    String name = "nvmlDeviceGetProcessUtilization";
     IntByReference count = new IntByReference(0);
-    Call sizing = call(name, pointer(device), Pointer.NULL, count, lastSeen);
-    if (sizing.code().equals(NvmlReturn.NOT_FOUND) || (sizing.ok() && count.getValue() == 0)) {
-      return NvmlResult.ok(List.of());
+    NvmlResult<Filled> r =
+        filled(
+            count,
+            SAMPLE_SIZE,
+            buffer ->
+                call("nvmlDeviceGetProcessUtilization", pointer(device), buffer, count, lastSeen));
+    if (!(r instanceof NvmlResult.Ok<Filled>(Filled f))) {
+      return ((NvmlResult.Err<Filled>) r).cast();
     }
-    if (!sizing.ok() && !sizing.code().equals(NvmlReturn.INSUFFICIENT_SIZE)) {
-      return sizing.err();
+    List<ProcessSample> samples = new ArrayList<>(f.count());
+    for (int i = 0; i < f.count(); i++) {
+      long base = (long) i * SAMPLE_SIZE;
+      int pid = f.buffer().getInt(base);
+      long ts = f.buffer().getLong(base + 8);
+      if (pid <= 0 || ts <= 0) {
+        continue; // empty or garbage entry: NVML pads with zeros
+      }
+      samples.add(
+          new ProcessSample(
+              pid,
+              ts,
+              percent(f.buffer().getInt(base + 16)),
+              percent(f.buffer().getInt(base + 20))));
     }
-    int capacity = Math.max(count.getValue(), 1) + 16;
-    for (int attempt = 0; ; attempt++) {
-      Memory buffer = new Memory((long) capacity * SAMPLE_SIZE);
-      buffer.clear();
-      count.setValue(capacity);
-      Call c = call(name, pointer(device), buffer, count, lastSeen);
-      if (c.code().equals(NvmlReturn.INSUFFICIENT_SIZE) && attempt < 3) {
-        capacity = Math.max(capacity * 2, count.getValue() + 16);
-        continue;
-      }
-      if (c.code().equals(NvmlReturn.NOT_FOUND)) {
-        return NvmlResult.ok(List.of());
-      }
-      if (!c.ok()) {
-        return c.err();
-      }
-      int n = Math.clamp(count.getValue(), 0, capacity);
-      List<ProcessSample> samples = new ArrayList<>(n);
-      for (int i = 0; i < n; i++) {
-        long base = (long) i * SAMPLE_SIZE;
-        int pid = buffer.getInt(base);
-        long ts = buffer.getLong(base + 8);
-        if (pid <= 0 || ts <= 0) {
-          continue; // empty or garbage entry: NVML pads with zeros
-        }
-        samples.add(
-            new ProcessSample(
-                pid, ts, percent(buffer.getInt(base + 16)), percent(buffer.getInt(base + 20))));
-      }
-      return NvmlResult.ok(List.copyOf(samples));
-    }
+    return NvmlResult.ok(List.copyOf(samples));
   }
 
   @Override
   public NvmlResult<List<Long>> utilizationSampleTimes(DeviceHandle device, long lastSeen) {
-    String name = "nvmlDeviceGetSamples";
     IntByReference valueType = new IntByReference(0);
     IntByReference count = new IntByReference(0);
-    Call sizing =
-        call(
-            name,
-            pointer(device),
-            GPU_UTILIZATION_SAMPLES,
-            lastSeen,
-            valueType,
+    NvmlResult<Filled> r =
+        filled(
             count,
-            Pointer.NULL);
+            DEVICE_SAMPLE_SIZE,
+            buffer ->
+                call(
+                    "nvmlDeviceGetSamples",
+                    pointer(device),
+                    GPU_UTILIZATION_SAMPLES,
+                    lastSeen,
+                    valueType,
+                    count,
+                    buffer));
+    if (!(r instanceof NvmlResult.Ok<Filled>(Filled f))) {
+      return ((NvmlResult.Err<Filled>) r).cast();
+    }
+    List<Long> times = new ArrayList<>(f.count());
+    for (int i = 0; i < f.count(); i++) {
+      long ts = f.buffer().getLong((long) i * DEVICE_SAMPLE_SIZE);
+      if (ts > 0) { // an empty entry (zero) or one beyond 2^63 is no tick
+        times.add(ts);
+      }
+    }
+    return NvmlResult.ok(List.copyOf(times));
+  }
+
+  /** The entries an NVML sample query filled: {@code count} of them in {@code buffer}. */
+  private record Filled(Memory buffer, int count) {
+    static final Filled NONE = new Filled(null, 0);
+  }
+
+  /**
+   * NVML's sample queries: asked with a null buffer they say how many entries there are; then a
+   * buffer of that many (plus slack, grown and asked again while NVML says it is too small, at most
+   * 3 times) is filled. {@code fill} makes the call with the buffer given (null for sizing) and the
+   * capacity this method puts in {@code count}. NOT_FOUND or no entries: none.
+   */
+  private static NvmlResult<Filled> filled(
+      IntByReference count, int entrySize, java.util.function.Function<Pointer, Call> fill) {
+    Call sizing = fill.apply(Pointer.NULL);
     if (sizing.code().equals(NvmlReturn.NOT_FOUND) || (sizing.ok() && count.getValue() == 0)) {
-      return NvmlResult.ok(List.of());
+      return NvmlResult.ok(Filled.NONE);
     }
     if (!sizing.ok() && !sizing.code().equals(NvmlReturn.INSUFFICIENT_SIZE)) {
       return sizing.err();
     }
     int capacity = Math.max(count.getValue(), 1) + 16;
     for (int attempt = 0; ; attempt++) {
-      Memory buffer = new Memory((long) capacity * DEVICE_SAMPLE_SIZE);
+      Memory buffer = new Memory((long) capacity * entrySize);
       buffer.clear();
       count.setValue(capacity);
-      Call c =
-          call(name, pointer(device), GPU_UTILIZATION_SAMPLES, lastSeen, valueType, count, buffer);
+      Call c = fill.apply(buffer);
       if (c.code().equals(NvmlReturn.INSUFFICIENT_SIZE) && attempt < 3) {
         capacity = Math.max(capacity * 2, count.getValue() + 16);
         continue;
       }
       if (c.code().equals(NvmlReturn.NOT_FOUND)) {
-        return NvmlResult.ok(List.of());
+        return NvmlResult.ok(Filled.NONE);
       }
       if (!c.ok()) {
         return c.err();
       }
-      int n = Math.clamp(count.getValue(), 0, capacity);
-      List<Long> times = new ArrayList<>(n);
-      for (int i = 0; i < n; i++) {
-        long ts = buffer.getLong((long) i * DEVICE_SAMPLE_SIZE);
-        if (ts > 0) { // an empty entry (zero) or one beyond 2^63 is no tick
-          times.add(ts);
-        }
-      }
-      return NvmlResult.ok(List.copyOf(times));
+      return NvmlResult.ok(new Filled(buffer, Math.clamp(count.getValue(), 0, capacity)));
     }
   }
 
