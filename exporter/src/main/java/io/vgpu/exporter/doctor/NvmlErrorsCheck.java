@@ -26,6 +26,9 @@ public final class NvmlErrorsCheck implements DoctorCheck {
       return List.of(skip(Checks.NODE, "NVML not queried"));
     }
     var status = e.nvml().status();
+    if (status.notPolledYet()) {
+      return List.of(skip(Checks.NODE, "NVML not polled yet (the first poll follows start)"));
+    }
     if (status.up()) {
       return List.of(
           ok(

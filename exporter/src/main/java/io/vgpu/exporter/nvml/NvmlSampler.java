@@ -112,7 +112,7 @@ public final class NvmlSampler implements AutoCloseable {
     this.loader = Objects.requireNonNull(loader, "loader");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.clock = Objects.requireNonNull(clock, "clock");
-    this.latest = NvmlSnapshot.unavailable(clock.instant(), "nvml: not polled yet");
+    this.latest = NvmlSnapshot.unavailable(clock.instant(), NvmlStatus.NOT_POLLED_YET);
     this.ledger = UsageLedger.estimating(collectionInterval());
   }
 

@@ -13,6 +13,9 @@ import java.util.Optional;
  */
 public record NvmlStatus(
     boolean up, String reason, Optional<NvmlReturn> lastError, Optional<String> driverVersion) {
+  /** The reason before the sampler's first poll: nothing has failed yet. */
+  public static final String NOT_POLLED_YET = "nvml: not polled yet";
+
   public NvmlStatus {
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(lastError, "lastError");
@@ -28,5 +31,13 @@ public record NvmlStatus(
 
   public static NvmlStatus down(String reason, Optional<NvmlReturn> error) {
     return new NvmlStatus(false, reason, error, Optional.empty());
+  }
+
+  /**
+   * True before the first poll: NVML is neither up nor known to be broken (a freshly started
+   * exporter must not report a failed driver for the first interval).
+   */
+  public boolean notPolledYet() {
+    return !up && NOT_POLLED_YET.equals(reason) && lastError.isEmpty();
   }
 }

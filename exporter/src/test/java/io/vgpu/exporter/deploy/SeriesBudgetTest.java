@@ -131,14 +131,18 @@ class SeriesBudgetTest {
     long deadline = System.nanoTime() + SETTLE.toNanos();
     Set<String> last = Set.of();
     while (System.nanoTime() < deadline) {
-      // Settled means an attribution pass AND an evidence pass after the rescan: the judgment's
-      // node findings (e.g. registration against NVML's GPUs) come from the evidence pass, which
-      // can stay unchanged over two scrapes and change on its next round.
+      // Settled means an attribution pass AND an evidence pass after the rescan that saw NVML up:
+      // the judgment's node findings (registration against NVML's GPUs, nvml-errors) come from
+      // the evidence pass, which can stay unchanged over two scrapes and change on its next round
+      // (one that ran before the sampler's first poll judged NVML "not polled yet").
       boolean passAfterRescan =
           app.attribution().orElseThrow().latest().at().isAfter(rescanned)
               && app.evidence()
                   .latest()
-                  .map(p -> p.evidence().now().isAfter(rescanned))
+                  .map(
+                      p ->
+                          p.evidence().now().isAfter(rescanned)
+                              && p.evidence().nvml().status().up())
                   .orElse(false);
       Set<String> now = scrape(app);
       if (passAfterRescan

@@ -431,6 +431,18 @@ class DoctorChecksTest {
     assertThat(fx.verdict(10)).isEqualTo(Severity.SKIP);
   }
 
+  @Test
+  void nvml_beforeTheSamplersFirstPoll_isNotAFailure() {
+    // An evidence pass that runs before the sampler's first poll once put "NVML is not usable"
+    // (FAIL) on a freshly started, healthy node.
+    healthy();
+    fx.nvml =
+        io.vgpu.exporter.nvml.NvmlSnapshot.unavailable(
+            NOW, io.vgpu.exporter.nvml.NvmlStatus.NOT_POLLED_YET);
+    assertThat(fx.verdict(13)).isEqualTo(Severity.SKIP);
+    assertThat(fx.findings(13).getFirst().summary()).contains("not polled yet");
+  }
+
   // 14 ----------------------------------------------------------------------------------------
   @Test
   void handshake_fresh_ok() {
