@@ -48,7 +48,7 @@ class SeriesBudgetTest {
       Pattern.compile(
           "^\\| series budget: (fixed per node|per GPU|per container|per container × GPU) \\| (\\d+) \\|",
           Pattern.MULTILINE);
-  private static final Duration SETTLE = Duration.ofSeconds(20);
+  private static final Duration SETTLE = Duration.ofSeconds(40);
 
   @TempDir Path tmp;
 
@@ -76,6 +76,9 @@ class SeriesBudgetTest {
             .with(Flags.NVML_SAMPLE_INTERVAL, Duration.ofMillis(200))
             .with(Flags.NODE_NAME, "budget-node")
             .with(Flags.RESCAN_INTERVAL, Duration.ofHours(1))
+            // Evidence passes every 2 s (15 s by default): settling waits for one after the
+            // candidate scrape.
+            .with(Flags.WEB_STATUS_MAX_AGE, Duration.ofSeconds(2))
             .with(Flags.STALE_GRACE_PERIOD, Duration.ZERO)
             .with(Flags.USAGE_GRACE_PERIOD, Duration.ZERO);
     return ExporterApp.builder(config).metadata(pods).build().start();
@@ -122,12 +125,15 @@ class SeriesBudgetTest {
   /**
    * Rescans, then scrapes until NVML reports every GPU, a background attribution pass that started
    * after the rescan has published (two agreeing scrapes alone settled before it under load, and
-   * counted the new containers without their attribution series), and two scrapes in a row agree.
+   * counted the new containers without their attribution series), and two scrapes in a row agree;
+   * then confirms the candidate with one more scrape after the next attribution and evidence passes
+   * (two scrapes 250 ms apart can both fall inside one pass's period and agree on a state the next
+   * pass changes: the churn and linearity checks then saw a series come or go).
    */
   private static Set<String> settledScrape(ExporterApp app, int gpus, int running)
       throws Exception {
     app.discovery().rescan();
-    java.time.Instant rescanned = java.time.Instant.now();
+    Instant rescanned = Instant.now();
     long deadline = System.nanoTime() + SETTLE.toNanos();
     Set<String> last = Set.of();
     while (System.nanoTime() < deadline) {
@@ -135,21 +141,20 @@ class SeriesBudgetTest {
       // the judgment's node findings (registration against NVML's GPUs, nvml-errors) come from
       // the evidence pass, which can stay unchanged over two scrapes and change on its next round
       // (one that ran before the sampler's first poll judged NVML "not polled yet").
-      boolean passAfterRescan =
-          app.attribution().orElseThrow().latest().at().isAfter(rescanned)
-              && app.evidence()
-                  .latest()
-                  .map(
-                      p ->
-                          p.evidence().now().isAfter(rescanned)
-                              && p.evidence().nvml().status().up())
-                  .orElse(false);
       Set<String> now = scrape(app);
-      if (passAfterRescan
+      if (passesAfter(app, rescanned)
           && now.equals(last)
           && count(now, "vgpu_gpu_memory_total_bytes") == gpus
           && count(now, "vgpu_container_memory_idle_seconds") == running) {
-        return now;
+        Instant candidate = Instant.now();
+        while (!passesAfter(app, candidate) && System.nanoTime() < deadline) {
+          Thread.sleep(100);
+        }
+        Set<String> confirmed = scrape(app);
+        if (confirmed.equals(now)) {
+          return now;
+        }
+        now = confirmed;
       }
       last = now;
       Thread.sleep(250);
@@ -157,6 +162,15 @@ class SeriesBudgetTest {
     throw new AssertionError(
         "scrape did not settle within %s (%d GPUs, %d containers expected): %s"
             .formatted(SETTLE, gpus, running, last));
+  }
+
+  /** An attribution pass and an evidence pass (with NVML up) have both begun after {@code t}. */
+  private static boolean passesAfter(ExporterApp app, Instant t) {
+    return app.attribution().orElseThrow().latest().at().isAfter(t)
+        && app.evidence()
+            .latest()
+            .map(p -> p.evidence().now().isAfter(t) && p.evidence().nvml().status().up())
+            .orElse(false);
   }
 
   private static String addPod(
@@ -194,7 +208,9 @@ class SeriesBudgetTest {
       addPod(root, pods, i, devices, "budget");
     }
     try (ExporterApp app = exporter(root, pods, gpus)) {
-      return settledScrape(app, gpus, containers).size();
+      Set<String> series = settledScrape(app, gpus, containers);
+      scrapes.put(gpus + " GPUs " + containers + "x" + devices, series);
+      return series.size();
     }
   }
 
@@ -213,6 +229,25 @@ class SeriesBudgetTest {
     return budget;
   }
 
+  /** Every scrape {@link #seriesOf} settled on, by node shape, for failure messages. */
+  private final Map<String, Set<String>> scrapes = new LinkedHashMap<>();
+
+  /** Series per family in each scrape: the family that broke linearity shows in a failure. */
+  private String familyCounts() {
+    Map<String, Map<String, Long>> byFamily = new java.util.TreeMap<>();
+    scrapes.forEach(
+        (shape, series) ->
+            series.forEach(
+                s ->
+                    byFamily
+                        .computeIfAbsent(s.replaceFirst("\\{.*", ""), f -> new LinkedHashMap<>())
+                        .merge(shape, 1L, Long::sum)));
+    StringBuilder b = new StringBuilder("\nseries per family (" + scrapes.keySet() + "):");
+    byFamily.forEach(
+        (family, counts) -> b.append("\n  ").append(family).append(' ').append(counts));
+    return b.toString();
+  }
+
   @Test
   void seriesCount_isLinearInGpusContainersAndDevices_andWithinTheDocumentedBudget()
       throws Exception {
@@ -227,8 +262,9 @@ class SeriesBudgetTest {
     long fixed = s41 - 2 * perGpu - 4 * (perContainer + perContainerDevice);
     String what =
         ("measured: fixed %d + %d per GPU + %d per container + %d per container x GPU (2 GPUs"
-                + " 4x1: %d, 8x1: %d, 4x2: %d, 8x2: %d; 4 GPUs 4x1: %d series)")
-            .formatted(fixed, perGpu, perContainer, perContainerDevice, s41, s81, s42, s82, g4);
+                    + " 4x1: %d, 8x1: %d, 4x2: %d, 8x2: %d; 4 GPUs 4x1: %d series)")
+                .formatted(fixed, perGpu, perContainer, perContainerDevice, s41, s81, s42, s82, g4)
+            + familyCounts();
     // Exactly linear: no family grows with pairs of containers, processes or time.
     assertThat(s82)
         .as(what)
