@@ -42,8 +42,11 @@ test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite 
 	side_rc=0; wait $$side || side_rc=$$?; \
 	echo "== scripts and deploy checks (ran beside the C suites): exit $$side_rc"; cat target/test-scripts.log; \
 	[ "$$rc" -eq 0 ] && [ "$$side_rc" -eq 0 ]
-	@scripts/fleet-bench.sh --check
-	@deploy/image/image-test.sh
+	@scripts/fleet-bench.sh --check >target/fleet-check.log 2>&1 & fleet=$$!; \
+	rc=0; deploy/image/image-test.sh || rc=$$?; \
+	fleet_rc=0; wait $$fleet || fleet_rc=$$?; \
+	echo "== fleet check (ran beside the image test): exit $$fleet_rc"; cat target/fleet-check.log; \
+	[ "$$rc" -eq 0 ] && [ "$$fleet_rc" -eq 0 ]
 
 test-java: ## the Java suite only
 	$(need_jdk)
