@@ -94,7 +94,7 @@ static void switch_samples(dev_state_t *d, pend_t *const *batch, int n, int64_t 
   int wm_ctx = d->wm_ctx;
   for (int i = 0; i < n; i++) {
     const pend_t *p = batch[i];
-    if (!p->measured) continue;
+    if (!p->measured || p->untimed) continue; /* an untimed end is when a poll saw it */
     if (wm > 0 && p->ctx != wm_ctx && p->s_rec < wm && p->s_host > wm)
       lim_switch_sample(d, p->s_host - wm, now);
     if (p->e_host > wm) {
@@ -148,7 +148,12 @@ void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_al
   for (int i = 0; i < n; i++) {
     pend_t *p = batch[i];
     d->inflight_est_ns -= p->est_ns;
-    if (p->measured) { /* estimates learn what a launch costs, not how long it took to finish */
+    if (p->untimed) {
+      /* In flight it counted in lim_crowd_inflight_ns, not in per-launch estimates: what one
+       * adds to the union varies from its whole run to nothing (hidden under the other streams'),
+       * and their sum read 33 streams' in-flight work as 33 times its union and held the gate
+       * shut. */
+    } else if (p->measured) { /* estimates learn what a launch costs, not how long it took */
       ewma(&d->est_dev_ns, p->charged, 3);
       ctx_t *c = &d->ctx[p->ctx];
       if (p->sq >= 0 && c->used) ewma(&c->sq[p->sq].est_ns, p->charged, 2);

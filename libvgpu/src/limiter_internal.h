@@ -39,6 +39,9 @@ typedef struct {
   int8_t done;
   int8_t measured;
   int8_t cold; /* nothing of this process was in flight on the device when S was recorded */
+  /* Timed without timing events (a crowded context, limiter_measure.c "Crowded contexts"): E is
+   * an event without timing, the interval is [launch, completion seen by a poll]. */
+  int8_t untimed;
 } pend_t;
 
 typedef struct {
@@ -47,6 +50,11 @@ typedef struct {
   int head, tail, count;
   int64_t est_ns;
   uint64_t last_use;
+  /* Untimed launches (limiter_crowd.c): in flight, the time one held its stream (mean), and
+   * when the last one was seen done. */
+  int untimed;
+  int64_t dur_ns, last_end_ns;
+  int64_t last_launch_ns; /* a stream launched on within CROWD_WINDOW_NS counts as busy */
 } stream_q_t;
 
 typedef struct {
@@ -75,6 +83,9 @@ typedef struct {
   int64_t last_calib_ns, last_calib_try_ns;
   CUevent *pool;
   int pool_n, pool_cap;
+  CUevent *pool_nt; /* events without timing (CU_EVENT_DISABLE_TIMING), for untimed launches */
+  int pool_nt_n, pool_nt_cap;
+  int untimed_n; /* untimed launches of the context in flight: no heartbeats meanwhile */
   /* Residency heartbeats: events recorded on the idle internal stream complete only while the
    * context owns the GPU, so a late one marks a time slice given to another context. */
   struct {
@@ -93,7 +104,8 @@ typedef struct {
   } *foreign;
   int foreign_head, foreign_n;
   int64_t foreign_total;
-  stream_q_t sq[MAX_STREAMS];
+  /* sq[OVERFLOW_SQ]: the untimed launches on streams beyond the table, in launch order. */
+  stream_q_t sq[MAX_STREAMS + 1];
 } ctx_t;
 
 typedef struct {
@@ -102,6 +114,7 @@ typedef struct {
   uint64_t local_bucket;
   vgpu_ext_device_t *xd;
   int64_t local_wm_ns; /* union watermark over this process's streams */
+  int64_t crowded_until_ns; /* a context of this process was crowded lately (limiter_crowd.c) */
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
@@ -143,6 +156,7 @@ typedef struct {
 struct vgpu_limiter {
   vgpu_limiter_driver_t drv;
   vgpu_limiter_config_t cfg;
+  int timed_streams; /* busy streams per context timed with timing events (limiter_measure.c) */
   pthread_mutex_t alloc_mu;
   dev_state_t *dev[VGPU_MAX_DEVICES];
   dev_state_t *orphan[VGPU_MAX_DEVICES]; /* the parent's state after fork: never touched again */
@@ -173,6 +187,18 @@ capture_guard_t lim_relax_capture(const vgpu_limiter_t *lim);
 void lim_restore_capture(const vgpu_limiter_t *lim, capture_guard_t g);
 CUevent lim_pool_get(const vgpu_limiter_t *lim, ctx_t *c);
 void lim_pool_put(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
+/* The same for events without timing (untimed launches). */
+CUevent lim_pool_get_nt(const vgpu_limiter_t *lim, ctx_t *c);
+void lim_pool_put_nt(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
+/* Busy streams per context that may be timed with timing events: CUDA_DEVICE_MAX_CONNECTIONS
+ * (the driver's hardware queues, default 8) minus the one the internal stream takes. */
+int lim_timed_streams_from_env(void);
+/* The wall-time credit the gate gives (BURST_NS; longer while crowded, limiter_crowd.c). */
+int64_t lim_burst_ns(const dev_state_t *d, int64_t now);
+/* 1: the launch on `stream` is to be timed without timing events (the context is crowded). */
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const ctx_t *c, int si, int64_t now);
+/* An untimed launch of stream q was seen done: learns how long one holds its stream. */
+void lim_crowd_done(stream_q_t *q, const pend_t *p);
 void lim_ctx_drop(dev_state_t *d, int ci);
 int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
 int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);
@@ -209,10 +235,13 @@ static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
   return lim_bucket_word_valid(word, now) ? (int64_t)word : now;
 }
 
+/* The device time this process's untimed launches in flight will still hold (limiter_crowd.c). */
+int64_t lim_crowd_inflight_ns(const dev_state_t *d);
+
 /* How far the container's charged work plus this process's in-flight estimate runs ahead. */
 static inline int64_t lim_bucket_ahead_ns(const dev_state_t *d, int64_t now) {
   int64_t tat = lim_bucket_tat(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
-  return tat - now + (int64_t)((double)d->inflight_est_ns / d->leff);
+  return tat - now + (int64_t)((double)(d->inflight_est_ns + lim_crowd_inflight_ns(d)) / d->leff);
 }
 
 typedef struct {

@@ -20,12 +20,14 @@
  *                          charged kernel time only added the switches on top; the code that
  *                          charged a fixed 150 us per switch was right for 150 us switches only.
  *
- *   sm_throttle streams    STREAMS busy streams in one process (issue 35), each keeping two
- *                          kernels in flight, completions polled so no stream holds the loop:
- *                          at the limit every stream progresses and the total rate is the
- *                          limit's share of the solo rate (the old gate held the launching thread
- *                          on any stream whose kernel waited behind the other streams' kernels:
- *                          "overdue", so one slow stream stopped all of them)
+ *   sm_throttle streams    STREAMS busy streams in one process (issue 35), each kernel 1/STREAMS
+ *                          of the fake GPU's SMs (they run side by side), a few in flight per
+ *                          stream, completions polled so no stream holds the loop: at the limit
+ *                          every stream progresses and the total rate is the limit's share of
+ *                          the solo rate. Fails on a limiter whose timing events serialize the
+ *                          streams sharing a hardware queue (more streams than
+ *                          CUDA_DEVICE_MAX_CONNECTIONS) or whose gate stops every stream behind
+ *                          one slow one
  *
  * Exit 0 = pass. Prints the measured numbers on stderr.
  */
@@ -39,6 +41,7 @@
 
 unsigned long fakeCudaKernelsDone(void);
 long long fakeCudaBusyNs(int ordinal);
+long long fakeCudaSmBusyNs(int ordinal);
 long long fakeCudaSwitchNs(int ordinal);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 
@@ -320,6 +323,9 @@ static int case_switch(void) {
   return 0;
 }
 
+#ifndef STREAMS_SLEEP_US
+#define STREAMS_SLEEP_US 500
+#endif
 #define MAX_TEST_STREAMS 128
 typedef struct {
   CUstream st[MAX_TEST_STREAMS];
@@ -327,6 +333,7 @@ typedef struct {
   int out[MAX_TEST_STREAMS], oldest[MAX_TEST_STREAMS];
   long done[MAX_TEST_STREAMS];
   int n, depth; /* streams, kernels in flight per stream (64 ms of work queued at least) */
+  unsigned blocks; /* per kernel: 1/n of the fake GPU's 132 SMs, so n streams fill it */
 } streams_app_t;
 
 /* Keeps `depth` kernels in flight on every stream for `secs`; returns completions per second and
@@ -336,20 +343,25 @@ static double run_streams(streams_app_t *a, double secs, double *slowest) {
   for (int i = 0; i < a->n; i++) d0[i] = a->done[i];
   double t0 = now_s();
   while (now_s() - t0 < secs) {
-    usleep(500); /* a loaded runner: leave the CPU to others, the queues hold 64 ms */
-    for (int i = 0; i < a->n; i++) {
+    usleep(STREAMS_SLEEP_US); /* a loaded runner: leave the CPU to others, the queues hold 64 ms */
+    for (int i = 0; i < a->n; i++)
       while (a->out[i] > 0 && cuEventQuery(a->ev[i][a->oldest[i]]) == CUDA_SUCCESS) {
         a->oldest[i] = (a->oldest[i] + 1) % a->depth;
         a->out[i]--;
         a->done[i]++;
       }
-      while (a->out[i] < a->depth) {
-        CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, a->st[i], NULL, NULL) == CUDA_SUCCESS);
+    /* Breadth-first (one kernel per stream per pass), as multi-stream applications issue: a
+     * stream's second kernel queued right behind its first would hold every stream sharing its
+     * hardware queue (fake_cuda_engine.inc), with or without the limiter. */
+    for (int pass = 0; pass < a->depth; pass++)
+      for (int i = 0; i < a->n; i++) {
+        if (a->out[i] >= a->depth) continue;
+        CHECK(cuLaunchKernel(NULL, a->blocks, 1, 1, 32, 1, 1, 0, a->st[i], NULL, NULL) ==
+              CUDA_SUCCESS);
         CHECK(cuEventRecord(a->ev[i][(a->oldest[i] + a->out[i]) % a->depth], a->st[i]) ==
               CUDA_SUCCESS);
         a->out[i]++;
       }
-    }
   }
   double wall = now_s() - t0;
   long total = 0, min = -1;
@@ -370,6 +382,7 @@ static int case_streams(void) {
   a.n = atoi(n_env);
   CHECK(a.n >= 1 && a.n <= MAX_TEST_STREAMS);
   a.depth = a.n >= 32 ? 4 : 64 / a.n;
+  a.blocks = a.n >= 132 ? 1 : 132 / (unsigned)a.n;
   for (int i = 0; i < a.n; i++) {
     CHECK(cuStreamCreate(&a.st[i], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
     for (int k = 0; k < a.depth; k++)
@@ -379,27 +392,48 @@ static int case_streams(void) {
   double slow_solo, slow_lim;
   __atomic_store_n(&r->sm_limit[0], 0, __ATOMIC_RELEASE); /* solo, same run */
   run_streams(&a, 0.3, &slow_solo);
-  double b0 = (double)fakeCudaBusyNs(0), t0 = now_s();
+  double b0 = (double)fakeCudaSmBusyNs(0), t0 = now_s(); /* SMs: all streams run side by side */
   double solo = run_streams(&a, 1.0, &slow_solo);
-  double solo_busy = ((double)fakeCudaBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
+  double solo_busy = ((double)fakeCudaSmBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
   __atomic_store_n(&r->sm_limit[0], (uint64_t)limit, __ATOMIC_RELEASE);
   run_streams(&a, 0.5, &slow_lim);
+  const vgpu_region_ext_t *x = (const vgpu_region_ext_t *)((const char *)r + VGPU_EXT_OFFSET);
+  double c0 = (double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE);
+  b0 = (double)fakeCudaBusyNs(0);
+  double sm0 = (double)fakeCudaSmBusyNs(0);
+  t0 = now_s();
   double lim = run_streams(&a, 2.0, &slow_lim);
+  double wall_ns = (now_s() - t0) * 1e9;
+  double lim_busy = ((double)fakeCudaBusyNs(0) - b0) / wall_ns;
+  double lim_sm = ((double)fakeCudaSmBusyNs(0) - sm0) / wall_ns;
+  double charged = ((double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE) - c0) / wall_ns;
   double share = 100.0 * lim / solo;
+  fprintf(stderr, "sm_throttle: streams: region: launches %lu, delayed %lu, throttled %.2f s\n",
+          (unsigned long)x->devices[0].launches_total, (unsigned long)x->devices[0].launches_delayed,
+          (double)x->devices[0].throttled_ns / 1e9);
   fprintf(stderr,
           "sm_throttle: streams: %d streams, limit %d%%: solo %.0f kernels/s, limited %.0f "
           "kernels/s = %.1f%% of solo (solo device busy %.1f%%); slowest stream %.1f/s (solo "
-          "%.1f/s)\n",
-          a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo);
+          "%.1f/s); limited: device busy %.1f%% (SMs %.1f%%), charged %.1f%%\n",
+          a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo, 100 * lim_busy,
+          100 * lim_sm, 100 * charged);
   CHECK(solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
   /* Every stream progresses: the slowest gets at least a third of its fair part of the limit
    * (the old gate stopped all of them behind one "overdue" stream). */
   CHECK(slow_lim >= slow_solo * limit / 100.0 / 3);
-  /* The total is the limit's share: -12/+8 pp on a loaded 2-core runner (a descheduled test
-   * loop uses less than its limit, never more). The fake's engine runs one kernel at a time, so
-   * the concurrency that extra events take away on a GPU (issue 35: 33 streams at 90 % did
-   * 45 % of the work there, libvgpu/README.md) is not modelled here. */
-  CHECK(share > limit - 12 && share < limit + 8);
+  /* The limit holds: the device time charged is the limit (+-2 pp) and the device was not busy
+   * more than that (time some kernel ran, NVML's utilization: a 1-block kernel running alone
+   * counts as the whole GPU). */
+  CHECK(fabs(100 * charged - limit) <= 2.0 && 100 * lim_busy <= limit + 2.0);
+  /* ...and the work done is close to the limit's share of the solo rate (issue 35's GPU goal:
+   * >= 88 % of it at a 90 % limit; here >= 80 %, and >= limit - 6 pp at 25 %, on a loaded 2-core
+   * runner whose launch path is 50x slower than a GPU host's: 128 streams refill at 100 000
+   * launches/s, so each burst starts and ends at part concurrency). The fake's hardware queues
+   * serialize a queue behind every timing event (fake_cuda_engine.inc): the limiter that
+   * bracketed every launch with timing events did 24-52 % of the solo rate at 90 % and 2-5 % at
+   * 25 % with 8-128 streams (on an H100: 45 % with 33 streams at 90 %, libvgpu/README.md). */
+  double lo = limit >= 90 ? 80.0 : limit - 6.0, hi = limit + 2.0;
+  CHECK(share >= lo && share <= hi);
   return 0;
 }
 
