@@ -634,6 +634,7 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
 }
 FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
 static long long stream_tail_ns(CUstream s);
+static void fe_stream_created(CUstream s);
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   wait_until_ns(stream_tail_ns(s));
   return cuCtxSynchronize();
@@ -646,6 +647,7 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   int idx = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024;
   *s = (CUstream)&streams[idx];
   fr_stream_created(*s, idx);
+  fe_stream_created(*s); /* takes its hardware queue now, as on the real driver */
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { /* runs at once */
