@@ -36,6 +36,7 @@ typedef struct {
   int sq;
   int cold; /* nothing of this process was in flight on the device when S was recorded */
   int untimed; /* crowded context: no S; E without timing (limiter_crowd.c) */
+  CUcontext octx; /* the launch's context when it is beyond the table (OVERFLOW_CTX) */
 } bracket_t;
 
 /* Open brackets of this thread: normally at most one; cuLaunchCooperativeKernelMultiDevice opens
@@ -113,6 +114,7 @@ static dev_state_t *dev_get(vgpu_limiter_t *lim, int dev) {
         d->ent[i].ref = -2;
       }
       d->free_head = 0;
+      lim_overflow_ctx_init(d);
       d->leff = 1.0;
       d->win_start_ns = lim_now_ns(lim);
       d->win_busy0 =
@@ -173,27 +175,7 @@ void vgpu_limiter_destroy(vgpu_limiter_t *lim) {
     dev_state_t *d = lim->dev[i];
     if (d == NULL) continue;
     flush_fast_launches(lim, i);
-    for (int ci = 0; ci < MAX_CTX; ci++) {
-      ctx_t *c = &d->ctx[ci];
-      if (!c->used) continue;
-      for (int k = 0; k < MAX_PEND; k++) {
-        pend_t *p = &d->ent[k];
-        if (p->ctx == ci && p->ref != -2) {
-          if (p->s) lim->drv.cuEventDestroy(p->s);
-          if (p->e) lim->drv.cuEventDestroy(p->e);
-        }
-      }
-      for (int k = 0; k < c->hb_n; k++)
-        lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
-      for (int k = 0; k < c->pool_n; k++) lim->drv.cuEventDestroy(c->pool[k]);
-      for (int k = 0; k < c->pool_nt_n; k++) lim->drv.cuEventDestroy(c->pool_nt[k]);
-      for (int k = 0; k < MAX_REFS; k++)
-        if (c->refs[k].ev) lim->drv.cuEventDestroy(c->refs[k].ev);
-      if (c->internal) lim->drv.cuStreamDestroy(c->internal);
-      free(c->pool);
-      free(c->pool_nt);
-      free(c->foreign);
-    }
+    lim_dev_release(lim, d);
     pthread_mutex_destroy(&d->mu);
     free(d);
   }
@@ -213,7 +195,9 @@ static void disarm(bracket_t *b) {
     dev_state_t *d = lim->dev[b->dev];
     if (d != NULL) {
       pthread_mutex_lock(&d->mu);
-      if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen)
+      if (b->ctx == OVERFLOW_CTX) /* its own context's event, never pooled */
+        lim->drv.cuEventDestroy(b->s);
+      else if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen)
         lim_pool_put(lim, &d->ctx[b->ctx], b->s);
       pthread_mutex_unlock(&d->mu);
     }
@@ -338,7 +322,18 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
   if (ctx != NULL) {
     capture_guard_t g = lim_relax_capture(lim);
     int ci = lim_ctx_slot(lim, d, ctx);
-    if (ci >= 0) {
+    if (ci < 0) { /* beyond the context table: its own S/E pair (limiter_crowd.c) */
+      b->s = lim_event_pair_create(lim);
+      b->s_rec = lim_now_ns(lim);
+      if (b->s != NULL && lim->drv.cuEventRecord(b->s, stream) != CUDA_SUCCESS) {
+        lim->drv.cuEventDestroy(b->s);
+        b->s = NULL;
+      }
+      b->octx = ctx;
+      b->ctx = OVERFLOW_CTX;
+      b->gen = d->ctx[OVERFLOW_CTX].gen;
+      b->sq = OVERFLOW_SQ;
+    } else {
       ctx_t *c = &d->ctx[ci];
       lim_ctx_calibrate(lim, c, now);
       int si = lim_stream_slot(d, c, stream);
@@ -448,7 +443,11 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   p->est_ns = est;
   p->ctx = (int16_t)(c != NULL ? b->ctx : 0);
   p->sq = (int16_t)(q != NULL ? b->sq : -1);
-  if (c != NULL && q != NULL && b->untimed) {
+  if (c != NULL && q != NULL && b->ctx == OVERFLOW_CTX) {
+    capture_guard_t g = lim_relax_capture(lim);
+    lim_overflow_after(lim, d, p, b->s, b->s_rec, b->octx, stream);
+    lim_restore_capture(lim, g);
+  } else if (c != NULL && q != NULL && b->untimed) {
     capture_guard_t g = lim_relax_capture(lim);
     CUevent e = lim_pool_get_nt(lim, c);
     if (e != NULL && lim->drv.cuEventRecord(e, stream) == CUDA_SUCCESS) {
@@ -490,7 +489,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   } else if (c != NULL) {
     lim_pool_put(lim, c, b->s);
   }
-  if (q != NULL && p->measured) {
+  if (q != NULL && (p->measured || p->pair)) {
     if (q->tail >= 0)
       d->ent[q->tail].next = idx;
     else

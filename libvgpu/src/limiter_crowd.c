@@ -84,7 +84,7 @@ void lim_pool_put_nt(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev) {
  */
 int64_t lim_crowd_inflight_ns(const dev_state_t *d) {
   int64_t m = 0;
-  for (int ci = 0; ci < MAX_CTX; ci++) {
+  for (int ci = 0; ci <= MAX_CTX; ci++) {
     const ctx_t *c = &d->ctx[ci];
     if (!c->used || c->untimed_n == 0) continue;
     for (int i = 0; i <= MAX_STREAMS; i++) {
@@ -114,4 +114,89 @@ void lim_crowd_done(stream_q_t *q, const pend_t *p) {
 int64_t lim_burst_ns(const dev_state_t *d, int64_t now) {
   if (now >= d->crowded_until_ns || d->leff <= 0) return BURST_NS;
   return lim_i64max(BURST_NS, (int64_t)((double)CROWD_BURST_NS / d->leff));
+}
+
+/* ---- contexts beyond the table (issue 35, route 17) --------------------------------------- */
+
+/*
+ * A launch of a context the table has no slot for gets its own pair of timing events, created in
+ * that context (the current one) for this launch and destroyed once it is done, in one extra slot
+ * (ctx[OVERFLOW_CTX], polled in launch order). It is charged E - S, the GPU time between its start
+ * and its end, as an estimate from the moment it is seen done: not merged with the process's
+ * other launches (its context time-slices with them; on streams of its own context running side
+ * by side it is charged their sum: more, never less). Nothing is pooled there: the slot serves
+ * any number of contexts, and an event can be recorded only in its own context. When such a
+ * context is destroyed, its pending launches are charged from their launch up to then.
+ */
+CUevent lim_event_pair_create(const vgpu_limiter_t *lim) {
+  CUevent ev = NULL;
+  if (lim->drv.cuEventCreate(&ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return NULL;
+  return ev;
+}
+
+void lim_overflow_after(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, CUevent s,
+                        int64_t s_rec, CUcontext octx, CUstream stream) {
+  (void)d;
+  CUevent e = lim_event_pair_create(lim);
+  if (e != NULL && lim->drv.cuEventRecord(e, stream) != CUDA_SUCCESS) {
+    lim->drv.cuEventDestroy(e);
+    e = NULL;
+  }
+  p->pair = 1;
+  p->s = s; /* NULL when it could not be recorded: charged launch to done */
+  p->e = e;
+  p->s_rec = s_rec;
+  p->octx = octx;
+  if (e == NULL && s != NULL) { /* nothing to wait for: charged its estimate now */
+    lim->drv.cuEventDestroy(s);
+    p->s = NULL;
+  }
+}
+
+void lim_overflow_finish(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, int64_t now, int ok) {
+  int64_t cost = now - p->s_rec; /* the pair broke (its context went away): launch to now */
+  float ms = 0;
+  if (ok && p->s != NULL && p->e != NULL &&
+      lim->drv.cuEventElapsedTime(&ms, p->s, p->e) == CUDA_SUCCESS && ms >= 0)
+    cost = (int64_t)((double)ms * 1e6);
+  if (p->s != NULL) lim->drv.cuEventDestroy(p->s);
+  if (p->e != NULL) lim->drv.cuEventDestroy(p->e);
+  p->s = p->e = NULL;
+  if (cost < 1000) cost = 1000;
+  d->inflight_est_ns += cost - p->est_ns;
+  p->est_ns = cost; /* charged as an estimate (unmeasured) */
+  p->measured = 0;
+  stream_q_t *q = &d->ctx[OVERFLOW_CTX].sq[OVERFLOW_SQ];
+  q->est_ns = q->est_ns == 0 ? cost : q->est_ns + (cost - q->est_ns) / 4;
+}
+
+void lim_overflow_ctx_init(dev_state_t *d) {
+  ctx_t *c = &d->ctx[OVERFLOW_CTX];
+  c->used = 1;
+  c->cur_ref = -1;
+  for (int s = 0; s <= MAX_STREAMS; s++) c->sq[s].head = c->sq[s].tail = -1;
+  c->sq[OVERFLOW_SQ].used = 1;
+}
+
+void lim_dev_release(const vgpu_limiter_t *lim, dev_state_t *d) {
+  for (int ci = 0; ci <= MAX_CTX; ci++) {
+    ctx_t *c = &d->ctx[ci];
+    if (!c->used) continue;
+    for (int k = 0; k < MAX_PEND; k++) {
+      pend_t *p = &d->ent[k];
+      if (p->ctx == ci && p->ref != -2) {
+        if (p->s) lim->drv.cuEventDestroy(p->s);
+        if (p->e) lim->drv.cuEventDestroy(p->e);
+      }
+    }
+    for (int k = 0; k < c->hb_n; k++) lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
+    for (int k = 0; k < c->pool_n; k++) lim->drv.cuEventDestroy(c->pool[k]);
+    for (int k = 0; k < c->pool_nt_n; k++) lim->drv.cuEventDestroy(c->pool_nt[k]);
+    for (int k = 0; k < MAX_REFS; k++)
+      if (c->refs[k].ev) lim->drv.cuEventDestroy(c->refs[k].ev);
+    if (c->internal) lim->drv.cuStreamDestroy(c->internal);
+    free(c->pool);
+    free(c->pool_nt);
+    free(c->foreign);
+  }
 }

@@ -42,6 +42,8 @@ typedef struct {
   /* Timed without timing events (a crowded context, limiter_measure.c "Crowded contexts"): E is
    * an event without timing, the interval is [launch, completion seen by a poll]. */
   int8_t untimed;
+  int8_t pair; /* beyond the context table: charged E - S of its own pair (OVERFLOW_CTX) */
+  CUcontext octx; /* its context, for a launch beyond the context table (OVERFLOW_CTX) */
 } pend_t;
 
 typedef struct {
@@ -142,7 +144,7 @@ typedef struct {
   int n_inflight;
   int64_t last_poll_ns;
   uint64_t stream_clock;
-  ctx_t ctx[MAX_CTX];
+  ctx_t ctx[MAX_CTX + 1]; /* ctx[OVERFLOW_CTX]: launches of contexts beyond the table */
   /* sm_util: (time, busy_ns) snapshots every UTIL_REFRESH_NS, the oldest ~1 s ago */
   struct {
     int64_t t, busy;
@@ -189,6 +191,17 @@ CUevent lim_pool_get(const vgpu_limiter_t *lim, ctx_t *c);
 void lim_pool_put(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
 /* The same for events without timing (untimed launches). */
 CUevent lim_pool_get_nt(const vgpu_limiter_t *lim, ctx_t *c);
+/* A new timing event in the current context (never pooled: OVERFLOW_CTX). */
+CUevent lim_event_pair_create(const vgpu_limiter_t *lim);
+/* after_launch of a launch beyond the context table: E of the pair, the entry's fields. */
+void lim_overflow_after(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, CUevent s,
+                        int64_t s_rec, CUcontext octx, CUstream stream);
+/* Finishes such an entry: its estimate becomes E - S (or launch to now when the pair broke). */
+void lim_overflow_finish(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, int64_t now, int ok);
+/* Sets up ctx[OVERFLOW_CTX] of a new device state. */
+void lim_overflow_ctx_init(dev_state_t *d);
+/* Destroys what the device state holds (events, internal streams, memory), not d itself. */
+void lim_dev_release(const vgpu_limiter_t *lim, dev_state_t *d);
 void lim_pool_put_nt(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
 /* Busy streams per context that may be timed with timing events: CUDA_DEVICE_MAX_CONNECTIONS
  * (the driver's hardware queues, default 8) minus the one the internal stream takes. */

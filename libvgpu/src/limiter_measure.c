@@ -344,6 +344,10 @@ void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
     dev_state_t *d = __atomic_load_n(&lim->dev[i], __ATOMIC_ACQUIRE);
     if (d == NULL) continue;
     pthread_mutex_lock(&d->mu);
+    /* Its launches beyond the table: their events went with it (never queried or destroyed
+     * again); charged up to now (finish_entry). */
+    for (int k = d->ctx[OVERFLOW_CTX].sq[OVERFLOW_SQ].head; k >= 0; k = d->ent[k].next)
+      if (d->ent[k].octx == ctx) d->ent[k].s = d->ent[k].e = NULL;
     for (int ci = 0; ci < MAX_CTX; ci++) {
       if (!d->ctx[ci].used || d->ctx[ci].ctx != ctx) continue;
       /* Pending launches of the context: move them to the done list as unmeasured. */
@@ -442,13 +446,18 @@ static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent e
 static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t now, int ok) {
   pend_t *p = &d->ent[idx];
   ctx_t *c = &d->ctx[p->ctx];
-  if (p->untimed) { /* completed by the time this poll saw it (limiter_crowd.c) */
-    if (ok) {
-      p->e_host = now;
-      p->s_host = lim_i64min(p->s_host, now);
-    } else {
-      p->measured = 0;
-    }
+  if (p->pair) { /* a context beyond the table (limiter_crowd.c) */
+    lim_overflow_finish(lim, d, p, now, ok);
+    p->done = 1;
+    d->done_idx[d->n_done++] = idx;
+    return;
+  }
+  if (p->untimed) {
+    /* Completed by the time this poll saw it (limiter_crowd.c); an event that broke (its context
+     * went away) is charged up to now: never less than the launch held. */
+    (void)ok;
+    p->e_host = now;
+    p->s_host = lim_i64min(p->s_host, now);
     c->untimed_n--;
     if (p->sq >= 0) lim_crowd_done(&c->sq[p->sq], p);
     lim_pool_put_nt(lim, c, p->e);
@@ -490,7 +499,7 @@ int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
     hb_pending |= d->ctx[ci].used && (d->ctx[ci].hb_n > 0 || d->ctx[ci].cur_ref >= 0);
   if (d->n_inflight > d->n_done || hb_pending) {
     capture_guard_t g = lim_relax_capture(lim);
-    for (int ci = 0; ci < MAX_CTX; ci++) {
+    for (int ci = 0; ci <= MAX_CTX; ci++) { /* and OVERFLOW_CTX */
       ctx_t *c = &d->ctx[ci];
       if (!c->used) continue;
       ref_settle(lim, c, now);

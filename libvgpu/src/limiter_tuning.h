@@ -12,9 +12,13 @@
  * full table charges a launch blind at its estimate, so an application that enqueues faster than
  * the GPU drains never grows the state. */
 #define MAX_PEND 512
-/* Contexts per device with measured launches (primary context plus a few created ones); a
- * further context's launches are admitted and charged at their estimate. */
+/* Contexts per device whose launches are bracketed by timing events (primary context plus a few
+ * created ones). */
 #define MAX_CTX 4
+/* A context beyond them (issue 35, route 17: they were charged an estimate of 100 us per launch,
+ * 99 % of the GPU) has its launches timed without timing events in one extra slot, ctx[OVERFLOW_CTX]
+ * (limiter_crowd.c): [the launch call, the poll that saw its end], never less than it held. */
+#define OVERFLOW_CTX MAX_CTX
 /* Streams per context tracked for estimates and FIFO order; the least recently used idle stream
  * is recycled. Sized for the multi-stream applications issue 35 names (NCCL channels, inference
  * servers); with 32, 96 of 128 busy streams had no slot and were charged an estimate per launch,
