@@ -536,6 +536,8 @@ void vgpu_limiter_stats(vgpu_limiter_t *lim, int dev, vgpu_limiter_stats_t *out)
   out->switches = d->switches;
   out->switch_ns = d->switch_ns;
   out->switch_cost_ns = lim_switch_cost(d);
+  out->long_runs = d->long_runs;
+  out->long_running = d->long_running;
   pthread_mutex_unlock(&d->mu);
 }
 

@@ -43,6 +43,8 @@ typedef struct {
    * an event without timing, the interval is [launch, completion seen by a poll]. */
   int8_t untimed;
   int8_t pair; /* beyond the context table: charged E - S of its own pair (OVERFLOW_CTX) */
+  int8_t long_run; /* ran past LONG_RUN_NS: charged up to run_mark while running */
+  int64_t run_mark;
   CUcontext octx; /* its context, for a launch beyond the context table (OVERFLOW_CTX) */
 } pend_t;
 
@@ -121,6 +123,8 @@ typedef struct {
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
   uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
+  uint64_t long_runs;      /* launches that ran past LONG_RUN_NS (stats) */
+  int long_running;        /* ...of which still running */
   /* The measured switch cost (limiter_switch.c): recent samples, the estimate from them. */
   struct {
     int64_t v, t;
@@ -265,6 +269,8 @@ typedef struct {
 int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch);
 /* Charges the done launches that are safe to commit (all of them with force_all). */
 void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all);
+/* A launch of context c still running past LONG_RUN_NS: charges its interval up to now. */
+void lim_charge_running(dev_state_t *d, const ctx_t *c, pend_t *p, int64_t now);
 /* Publishes the window's share and integrates the trim once a window is complete. */
 void lim_publish_window(dev_state_t *d, int limit, int64_t now);
 void lim_update_leff(dev_state_t *d, int limit);

@@ -360,6 +360,8 @@ void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
           p->s = p->e = NULL;
           p->measured = 0;
           p->done = 1;
+          if (p->long_run) d->long_running--;
+          p->long_run = 0;
           d->done_idx[d->n_done++] = idx;
         }
       }
@@ -482,6 +484,7 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   } else {
     p->measured = 0;
   }
+  if (p->long_run) d->long_running--;
   if (p->ref >= 0) c->refs[p->ref].users--;
   lim_pool_put(lim, c, p->s);
   lim_pool_put(lim, c, p->e);
@@ -529,7 +532,11 @@ int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
                   }
                 }
               }
-              if (p->started) frontier = lim_i64min(frontier, p->s_host);
+              /* On the GPU past LONG_RUN_NS (a persistent kernel never ends): charged as it runs. */
+              if (p->started && p->measured &&
+                  now - p->s_host - lim_foreign_overlap(c, p->s_host, now) > LONG_RUN_NS)
+                lim_charge_running(d, c, p, now);
+              if (p->started) frontier = lim_i64min(frontier, lim_i64max(p->s_host, p->run_mark));
             } else {
               done = 1; /* context gone or event broken: charge the estimate */
               ok = 0;

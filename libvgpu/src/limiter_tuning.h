@@ -60,6 +60,14 @@
  * 33 %). A debt is only ever moved forward by the CAS in bucket_charge, so another process's
  * write never erases it. */
 #define TAT_MAX_AHEAD_NS 3600000000000LL
+/* A launch that has been on the GPU this long (two trim windows; another context's known time
+ * slices in between do not count) is charged as it runs, at every poll,
+ * not only when it ends: a persistent kernel that never returns (issue 35, route 20) was never
+ * charged and took 94 % of the GPU under a 25 % limit. Its charge pushes the container's budget
+ * ahead, so further launches of every context of the container wait (the gate), and
+ * vgpu_limiter_stats reports it (long_running). Seconds-long kernels are charged the same in
+ * total, only earlier. */
+#define LONG_RUN_NS 2000000000LL
 /* Cost of a launch before anything was measured (the stream then keeps one launch in flight). */
 #define DEFAULT_EST_NS 100000LL
 /* A running launch this far past twice its estimate means the estimate is wrong: its stream gets

@@ -33,6 +33,7 @@
  */
 #include <cuda.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -303,6 +304,48 @@ static int case_contexts(void) {
   return 0;
 }
 
+/* Route 20 (issue 35): a kernel that runs for seconds (FAKE_CUDA_KERNEL_US=100 x 30 000: 3 s,
+ * standing in for a persistent kernel: nothing pre-empts it) while the process keeps launching
+ * short kernels on another stream. It is charged as it runs (from LONG_RUN_NS = 2 s on), and the
+ * launches behind it wait. The old library charged it only when it ended: nothing by 2.8 s. */
+static const vgpu_region_ext_t *persist_x;
+static double persist_t0, persist_charged_at;
+static void *persist_watch(void *arg) {
+  (void)arg;
+  while (now_s() - persist_t0 < 2.8) usleep(1000);
+  persist_charged_at = (double)__atomic_load_n(&persist_x->devices[0].busy_ns, __ATOMIC_ACQUIRE) / 1e9;
+  return NULL;
+}
+static int case_persistent(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = region_rw();
+  persist_x = (const vgpu_region_ext_t *)((const char *)r + VGPU_EXT_OFFSET);
+  CUstream a, b;
+  CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  persist_t0 = now_s();
+  pthread_t w;
+  CHECK(pthread_create(&w, NULL, persist_watch, NULL) == 0);
+  CHECK(cuLaunchKernel(NULL, 132, 1, 1, 256, 1, 30000, 0, a, NULL, NULL) == CUDA_SUCCESS);
+  double waited = 0;
+  long launches = 0;
+  while (now_s() - persist_t0 < 2.8) {
+    double l0 = now_s();
+    CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, b, NULL, NULL) == CUDA_SUCCESS);
+    waited += now_s() - l0;
+    launches++;
+    usleep(10000);
+  }
+  CHECK(pthread_join(w, NULL) == 0);
+  fprintf(stderr,
+          "sm_throttle: persistent: limit %d%%: at 2.8 s into a 3 s kernel, %.2f s charged; %ld "
+          "launches on another stream waited %.2f s\n",
+          limit, persist_charged_at, launches, waited);
+  CHECK(persist_charged_at >= 0.5); /* charged as it ran, from ~2 s on (LONG_RUN_NS) */
+  CHECK(waited >= 1.0);             /* and the launches behind it waited */
+  return 0;
+}
+
 /* Turns in flight per context: 32 x (150 us kernel + 150 us switch) x 2 contexts = 19 ms of
  * queued work rides out a descheduled thread on a loaded runner. */
 #define TURNS 32
@@ -502,6 +545,8 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "switch") == 0) return case_switch();
   if (argc == 2 && strcmp(argv[1], "shared_queue") == 0) return case_shared_queue();
   if (argc == 2 && strcmp(argv[1], "contexts") == 0) return case_contexts();
-  fprintf(stderr, "usage: %s throttle|degraded|switch|streams|shared_queue|contexts\n", argv[0]);
+  if (argc == 2 && strcmp(argv[1], "persistent") == 0) return case_persistent();
+  fprintf(stderr, "usage: %s throttle|degraded|switch|streams|shared_queue|contexts|persistent\n",
+          argv[0]);
   return 2;
 }
