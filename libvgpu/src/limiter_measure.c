@@ -448,6 +448,8 @@ static int64_t map_event(const vgpu_limiter_t *lim, ctx_t *c, int ref, CUevent e
 static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t now, int ok) {
   pend_t *p = &d->ent[idx];
   ctx_t *c = &d->ctx[p->ctx];
+  if (p->long_run) d->long_running--; /* every kind of entry below */
+  p->long_run = 0;
   if (p->pair) { /* a context beyond the table (limiter_crowd.c) */
     lim_overflow_finish(lim, d, p, now, ok);
     p->done = 1;
@@ -484,7 +486,6 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   } else {
     p->measured = 0;
   }
-  if (p->long_run) d->long_running--;
   if (p->ref >= 0) c->refs[p->ref].users--;
   lim_pool_put(lim, c, p->s);
   lim_pool_put(lim, c, p->e);
