@@ -140,7 +140,8 @@ PROG=$THROTTLE run persistent CUDA_DEVICE_SM_LIMIT=50 FAKE_CUDA_KERNEL_US=100 --
 # the work done is the limit's share of the solo rate (test/preload/sm_throttle.c).
 for n in 1 8 33 128; do
   for l in 90 25; do
-    PROG=$THROTTLE run streams CUDA_DEVICE_SM_LIMIT=$l FAKE_CUDA_KERNEL_US=1000 STREAMS=$n --stderr "sm_throttle: streams: $n streams, limit $l%"
+    PROG=$THROTTLE run streams CUDA_DEVICE_SM_LIMIT=$l FAKE_CUDA_KERNEL_US=1000 STREAMS=$n \
+      ${SANITIZE:+STREAMS_BOUNDS_ONLY=1} --stderr "sm_throttle: streams: $n streams, limit $l%"
   done
 done
 run no_gpu_use
