@@ -34,7 +34,7 @@ typedef struct {
   int64_t s_rec;
   CUstream stream;
   int sq;
-  int cold; /* nothing of this process was in flight on the device when S was recorded */
+  int cold; /* nothing of the launch's context was in flight when S was recorded */
   int untimed; /* crowded context: no S; E without timing (limiter_crowd.c) */
   CUcontext octx; /* the launch's context when it is beyond the table (OVERFLOW_CTX) */
 } bracket_t;
@@ -351,7 +351,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
           b->s = s;
           b->s_rec = s_rec;
           b->measured = 1;
-          b->cold = d->n_inflight == 0;
+          b->cold = !lim_ctx_busy(c); /* its context idle: a late S is a switch onto it */
         } else if (s != NULL) {
           lim_pool_put(lim, c, s);
         }

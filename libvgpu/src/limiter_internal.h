@@ -38,7 +38,7 @@ typedef struct {
   int8_t started;
   int8_t done;
   int8_t measured;
-  int8_t cold; /* nothing of this process was in flight on the device when S was recorded */
+  int8_t cold; /* nothing of its context was in flight when S was recorded */
   /* Timed without timing events (a crowded context, limiter_measure.c "Crowded contexts"): E is
    * an event without timing, the interval is [launch, completion seen by a poll]. */
   int8_t untimed;
