@@ -34,7 +34,9 @@ typedef struct {
   int64_t s_rec;
   CUstream stream;
   int sq;
-  int cold; /* nothing of this process was in flight on the device when S was recorded */
+  int cold; /* nothing of the launch's context was in flight when S was recorded */
+  int untimed; /* crowded context: no S; E without timing (limiter_crowd.c) */
+  CUcontext octx; /* the launch's context when it is beyond the table (OVERFLOW_CTX) */
 } bracket_t;
 
 /* Open brackets of this thread: normally at most one; cuLaunchCooperativeKernelMultiDevice opens
@@ -112,6 +114,7 @@ static dev_state_t *dev_get(vgpu_limiter_t *lim, int dev) {
         d->ent[i].ref = -2;
       }
       d->free_head = 0;
+      lim_overflow_ctx_init(d);
       d->leff = 1.0;
       d->win_start_ns = lim_now_ns(lim);
       d->win_busy0 =
@@ -159,6 +162,7 @@ vgpu_limiter_t *vgpu_limiter_create(const vgpu_limiter_driver_t *drv,
   if (lim == NULL) return NULL;
   lim->drv = *drv;
   lim->cfg = *cfg;
+  lim->timed_streams = lim_timed_streams_from_env();
   if (lim->drv.now_ns == NULL) lim->drv.now_ns = default_now;
   if (lim->drv.sleep_ns == NULL) lim->drv.sleep_ns = default_sleep;
   pthread_mutex_init(&lim->alloc_mu, NULL);
@@ -171,25 +175,7 @@ void vgpu_limiter_destroy(vgpu_limiter_t *lim) {
     dev_state_t *d = lim->dev[i];
     if (d == NULL) continue;
     flush_fast_launches(lim, i);
-    for (int ci = 0; ci < MAX_CTX; ci++) {
-      ctx_t *c = &d->ctx[ci];
-      if (!c->used) continue;
-      for (int k = 0; k < MAX_PEND; k++) {
-        pend_t *p = &d->ent[k];
-        if (p->ctx == ci && p->ref != -2) {
-          if (p->s) lim->drv.cuEventDestroy(p->s);
-          if (p->e) lim->drv.cuEventDestroy(p->e);
-        }
-      }
-      for (int k = 0; k < c->hb_n; k++)
-        lim->drv.cuEventDestroy(c->hb[(c->hb_head + k) % MAX_HB].ev);
-      for (int k = 0; k < c->pool_n; k++) lim->drv.cuEventDestroy(c->pool[k]);
-      for (int k = 0; k < MAX_REFS; k++)
-        if (c->refs[k].ev) lim->drv.cuEventDestroy(c->refs[k].ev);
-      if (c->internal) lim->drv.cuStreamDestroy(c->internal);
-      free(c->pool);
-      free(c->foreign);
-    }
+    lim_dev_release(lim, d);
     pthread_mutex_destroy(&d->mu);
     free(d);
   }
@@ -209,7 +195,9 @@ static void disarm(bracket_t *b) {
     dev_state_t *d = lim->dev[b->dev];
     if (d != NULL) {
       pthread_mutex_lock(&d->mu);
-      if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen)
+      if (b->ctx == OVERFLOW_CTX) /* its own context's event, never pooled */
+        lim->drv.cuEventDestroy(b->s);
+      else if (d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen)
         lim_pool_put(lim, &d->ctx[b->ctx], b->s);
       pthread_mutex_unlock(&d->mu);
     }
@@ -265,7 +253,7 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
   for (;;) {
     int64_t ahead = lim_bucket_ahead_ns(d, *now);
     int room = d->n_inflight < MAX_PEND - 1 && lim_stream_may_run_ahead(d, ctx, stream, *now);
-    if (room && !d->blocked && ahead <= BURST_NS) return limit;
+    if (room && !d->blocked && ahead <= lim_burst_ns(d, *now)) return limit;
     if (room && d->blocked && ahead <= 0) {
       d->blocked = 0;
       return limit;
@@ -283,7 +271,8 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
       capture_guard_t g = lim_relax_capture(lim);
       for (int ci = 0; ci < MAX_CTX; ci++) {
         ctx_t *c = &d->ctx[ci];
-        if (!c->used || c->bad || !lim_ctx_busy(c)) continue;
+        /* A crowded context's heartbeats would queue behind its own kernels (limiter_crowd.c). */
+        if (!c->used || c->bad || !lim_ctx_busy(c) || c->untimed_n > 0) continue;
         if (c->ctx == ctx) {
           lim_heartbeat(lim, c, *now, HB_PERIOD_NS);
         } else if (lim->drv.cuCtxPushCurrent != NULL && lim->drv.cuCtxPopCurrent != NULL &&
@@ -333,18 +322,36 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
   if (ctx != NULL) {
     capture_guard_t g = lim_relax_capture(lim);
     int ci = lim_ctx_slot(lim, d, ctx);
-    if (ci >= 0) {
+    if (ci < 0) { /* beyond the context table: its own S/E pair (limiter_crowd.c) */
+      b->s = lim_event_pair_create(lim);
+      b->s_rec = lim_now_ns(lim);
+      if (b->s != NULL && lim->drv.cuEventRecord(b->s, stream) != CUDA_SUCCESS) {
+        lim->drv.cuEventDestroy(b->s);
+        b->s = NULL;
+      }
+      b->octx = ctx;
+      b->ctx = OVERFLOW_CTX;
+      b->gen = d->ctx[OVERFLOW_CTX].gen;
+      b->sq = OVERFLOW_SQ;
+    } else {
       ctx_t *c = &d->ctx[ci];
       lim_ctx_calibrate(lim, c, now);
       int si = lim_stream_slot(d, c, stream);
-      if (c->cur_ref >= 0 && si >= 0) {
+      if (si < 0 && lim_ctx_crowded(lim, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
+      if (si >= 0 && lim_ctx_crowded(lim, c, si, now)) {
+        /* More busy streams than hardware queues: no timing events (limiter_crowd.c). */
+        b->untimed = 1;
+        b->measured = 1;
+        d->crowded_until_ns = now + CROWD_WINDOW_NS;
+        b->s_rec = lim_now_ns(lim);
+      } else if (c->cur_ref >= 0 && si >= 0) {
         CUevent s = lim_pool_get(lim, c);
         int64_t s_rec = lim_now_ns(lim);
         if (s != NULL && lim->drv.cuEventRecord(s, stream) == CUDA_SUCCESS) {
           b->s = s;
           b->s_rec = s_rec;
           b->measured = 1;
-          b->cold = d->n_inflight == 0;
+          b->cold = !lim_ctx_busy(c); /* its context idle: a late S is a switch onto it */
         } else if (s != NULL) {
           lim_pool_put(lim, c, s);
         }
@@ -352,6 +359,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       b->ctx = ci;
       b->gen = c->gen;
       b->sq = si;
+      if (si >= 0) c->sq[si].last_launch_ns = now;
     }
     lim_restore_capture(lim, g);
   }
@@ -425,7 +433,8 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   ctx_t *c = b->ctx >= 0 && d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen
                  ? &d->ctx[b->ctx]
                  : NULL;
-  stream_q_t *q = c != NULL && b->sq >= 0 && c->sq[b->sq].used && c->sq[b->sq].stream == stream
+  stream_q_t *q = c != NULL && b->sq >= 0 && c->sq[b->sq].used &&
+                          (b->sq == OVERFLOW_SQ || c->sq[b->sq].stream == stream)
                       ? &c->sq[b->sq]
                       : NULL;
   int64_t est = q != NULL && q->est_ns > 0 ? q->est_ns
@@ -434,8 +443,29 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   p->est_ns = est;
   p->ctx = (int16_t)(c != NULL ? b->ctx : 0);
   p->sq = (int16_t)(q != NULL ? b->sq : -1);
-  if (c != NULL && q != NULL && b->measured && c->cur_ref >= 0 &&
-      c->refs[c->cur_ref].valid) {
+  if (c != NULL && q != NULL && b->ctx == OVERFLOW_CTX) {
+    capture_guard_t g = lim_relax_capture(lim);
+    lim_overflow_after(lim, d, p, b->s, b->s_rec, b->octx, stream);
+    lim_restore_capture(lim, g);
+  } else if (c != NULL && q != NULL && b->untimed) {
+    capture_guard_t g = lim_relax_capture(lim);
+    CUevent e = lim_pool_get_nt(lim, c);
+    if (e != NULL && lim->drv.cuEventRecord(e, stream) == CUDA_SUCCESS) {
+      p->e = e;
+      p->s_rec = p->s_host = b->s_rec; /* the interval starts at the launch call */
+      p->e_rec = now;
+      p->started = 1;
+      p->measured = 1;
+      p->untimed = 1;
+      p->est_ns = est = 0; /* in lim_crowd_inflight_ns while in flight */
+      c->untimed_n++;
+      q->untimed++;
+    } else {
+      lim_pool_put_nt(lim, c, e);
+    }
+    lim_restore_capture(lim, g);
+  } else if (c != NULL && q != NULL && b->measured && c->cur_ref >= 0 &&
+             c->refs[c->cur_ref].valid) {
     capture_guard_t g = lim_relax_capture(lim);
     CUevent e = lim_pool_get(lim, c);
     int64_t e_rec = lim_now_ns(lim);
@@ -459,7 +489,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   } else if (c != NULL) {
     lim_pool_put(lim, c, b->s);
   }
-  if (q != NULL && p->measured) {
+  if (q != NULL && (p->measured || p->pair)) {
     if (q->tail >= 0)
       d->ent[q->tail].next = idx;
     else
@@ -506,6 +536,8 @@ void vgpu_limiter_stats(vgpu_limiter_t *lim, int dev, vgpu_limiter_stats_t *out)
   out->switches = d->switches;
   out->switch_ns = d->switch_ns;
   out->switch_cost_ns = lim_switch_cost(d);
+  out->long_runs = d->long_runs;
+  out->long_running = d->long_running;
   pthread_mutex_unlock(&d->mu);
 }
 

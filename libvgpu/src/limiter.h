@@ -146,6 +146,8 @@ typedef struct {
   uint64_t switches;        /* context switches onto this instance's contexts it saw */
   int64_t switch_ns;        /* what it charged for them (part of busy_ns) */
   int64_t switch_cost_ns;   /* what one switch costs on this device, as measured (issue 30) */
+  uint64_t long_runs;       /* launches that ran past LONG_RUN_NS (charged while running) */
+  int long_running;         /* ...still running now (a persistent kernel, issue 35 route 20) */
 } vgpu_limiter_stats_t;
 #define VGPU_LIMITER_TRIM_MAX 0.25
 

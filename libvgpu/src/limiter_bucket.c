@@ -94,7 +94,7 @@ static void switch_samples(dev_state_t *d, pend_t *const *batch, int n, int64_t 
   int wm_ctx = d->wm_ctx;
   for (int i = 0; i < n; i++) {
     const pend_t *p = batch[i];
-    if (!p->measured) continue;
+    if (!p->measured || p->untimed) continue; /* an untimed end is when a poll saw it */
     if (wm > 0 && p->ctx != wm_ctx && p->s_rec < wm && p->s_host > wm)
       lim_switch_sample(d, p->s_host - wm, now);
     if (p->e_host > wm) {
@@ -148,7 +148,12 @@ void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_al
   for (int i = 0; i < n; i++) {
     pend_t *p = batch[i];
     d->inflight_est_ns -= p->est_ns;
-    if (p->measured) { /* estimates learn what a launch costs, not how long it took to finish */
+    if (p->untimed) {
+      /* In flight it counted in lim_crowd_inflight_ns, not in per-launch estimates: what one
+       * adds to the union varies from its whole run to nothing (hidden under the other streams'),
+       * and their sum read 33 streams' in-flight work as 33 times its union and held the gate
+       * shut. */
+    } else if (p->measured) { /* estimates learn what a launch costs, not how long it took */
       ewma(&d->est_dev_ns, p->charged, 3);
       ctx_t *c = &d->ctx[p->ctx];
       if (p->sq >= 0 && c->used) ewma(&c->sq[p->sq].est_ns, p->charged, 2);
@@ -208,4 +213,38 @@ void lim_update_leff(dev_state_t *d, int limit) {
   if (f > 1.0 + VGPU_LIMITER_TRIM_MAX) f = 1.0 + VGPU_LIMITER_TRIM_MAX;
   d->leff = limit / 100.0 * f;
   if (d->leff > 1.0) d->leff = 1.0;
+}
+/*
+ * A launch still running past LONG_RUN_NS (limiter_tuning.h): its interval from where the last
+ * such charge ended (or its start) up to the last moment its context was seen on the GPU is charged like a finished launch's, through the
+ * process's union watermark (what its other launches overlapping it were charged is not charged
+ * again, and they are not charged again for it), minus the time its context was known to be off
+ * the GPU. Its commit at the end charges only what follows.
+ */
+void lim_charge_running(dev_state_t *d, const ctx_t *c, pend_t *p, int64_t now) {
+  if (!p->long_run) {
+    p->long_run = 1;
+    d->long_runs++;
+    d->long_running++;
+  }
+  /* Up to the last heartbeat that ran at once (the context was on the GPU then): a slice of
+   * another context in progress now is not known yet, and charging it would never be undone. A
+   * crowded context has no heartbeats and is charged everything anyway. */
+  int64_t upto = c->untimed_n > 0 ? now : lim_i64min(now, c->last_prompt_ns);
+  int64_t from = lim_i64max(p->s_host, p->run_mark);
+  if (upto <= from) return;
+  pend_t part = *p;
+  part.s_host = from;
+  part.e_host = upto;
+  part.measured = 1;
+  pend_t *one[1] = {&part};
+  commit_batch_t cb = {one, 1};
+  int64_t charged = lim_bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
+  p->run_mark = upto;
+  /* What is charged is no longer in flight: the gate must not count it twice. */
+  int64_t off = lim_i64min(p->est_ns, charged);
+  p->est_ns -= off;
+  d->inflight_est_ns -= off;
+  d->busy_ns += charged;
+  if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)charged, __ATOMIC_RELAXED);
 }

@@ -38,7 +38,14 @@ typedef struct {
   int8_t started;
   int8_t done;
   int8_t measured;
-  int8_t cold; /* nothing of this process was in flight on the device when S was recorded */
+  int8_t cold; /* nothing of its context was in flight when S was recorded */
+  /* Timed without timing events (a crowded context, limiter_measure.c "Crowded contexts"): E is
+   * an event without timing, the interval is [launch, completion seen by a poll]. */
+  int8_t untimed;
+  int8_t pair; /* beyond the context table: charged E - S of its own pair (OVERFLOW_CTX) */
+  int8_t long_run; /* ran past LONG_RUN_NS: charged up to run_mark while running */
+  int64_t run_mark;
+  CUcontext octx; /* its context, for a launch beyond the context table (OVERFLOW_CTX) */
 } pend_t;
 
 typedef struct {
@@ -47,6 +54,11 @@ typedef struct {
   int head, tail, count;
   int64_t est_ns;
   uint64_t last_use;
+  /* Untimed launches (limiter_crowd.c): in flight, the time one held its stream (mean), and
+   * when the last one was seen done. */
+  int untimed;
+  int64_t dur_ns, last_end_ns;
+  int64_t last_launch_ns; /* a stream launched on within CROWD_WINDOW_NS counts as busy */
 } stream_q_t;
 
 typedef struct {
@@ -75,6 +87,9 @@ typedef struct {
   int64_t last_calib_ns, last_calib_try_ns;
   CUevent *pool;
   int pool_n, pool_cap;
+  CUevent *pool_nt; /* events without timing (CU_EVENT_DISABLE_TIMING), for untimed launches */
+  int pool_nt_n, pool_nt_cap;
+  int untimed_n; /* untimed launches of the context in flight: no heartbeats meanwhile */
   /* Residency heartbeats: events recorded on the idle internal stream complete only while the
    * context owns the GPU, so a late one marks a time slice given to another context. */
   struct {
@@ -93,7 +108,8 @@ typedef struct {
   } *foreign;
   int foreign_head, foreign_n;
   int64_t foreign_total;
-  stream_q_t sq[MAX_STREAMS];
+  /* sq[OVERFLOW_SQ]: the untimed launches on streams beyond the table, in launch order. */
+  stream_q_t sq[MAX_STREAMS + 1];
 } ctx_t;
 
 typedef struct {
@@ -102,10 +118,13 @@ typedef struct {
   uint64_t local_bucket;
   vgpu_ext_device_t *xd;
   int64_t local_wm_ns; /* union watermark over this process's streams */
+  int64_t crowded_until_ns; /* a context of this process was crowded lately (limiter_crowd.c) */
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
   uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
+  uint64_t long_runs;      /* launches that ran past LONG_RUN_NS (stats) */
+  int long_running;        /* ...of which still running */
   /* The measured switch cost (limiter_switch.c): recent samples, the estimate from them. */
   struct {
     int64_t v, t;
@@ -129,7 +148,7 @@ typedef struct {
   int n_inflight;
   int64_t last_poll_ns;
   uint64_t stream_clock;
-  ctx_t ctx[MAX_CTX];
+  ctx_t ctx[MAX_CTX + 1]; /* ctx[OVERFLOW_CTX]: launches of contexts beyond the table */
   /* sm_util: (time, busy_ns) snapshots every UTIL_REFRESH_NS, the oldest ~1 s ago */
   struct {
     int64_t t, busy;
@@ -143,6 +162,7 @@ typedef struct {
 struct vgpu_limiter {
   vgpu_limiter_driver_t drv;
   vgpu_limiter_config_t cfg;
+  int timed_streams; /* busy streams per context timed with timing events (limiter_measure.c) */
   pthread_mutex_t alloc_mu;
   dev_state_t *dev[VGPU_MAX_DEVICES];
   dev_state_t *orphan[VGPU_MAX_DEVICES]; /* the parent's state after fork: never touched again */
@@ -173,6 +193,29 @@ capture_guard_t lim_relax_capture(const vgpu_limiter_t *lim);
 void lim_restore_capture(const vgpu_limiter_t *lim, capture_guard_t g);
 CUevent lim_pool_get(const vgpu_limiter_t *lim, ctx_t *c);
 void lim_pool_put(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
+/* The same for events without timing (untimed launches). */
+CUevent lim_pool_get_nt(const vgpu_limiter_t *lim, ctx_t *c);
+/* A new timing event in the current context (never pooled: OVERFLOW_CTX). */
+CUevent lim_event_pair_create(const vgpu_limiter_t *lim);
+/* after_launch of a launch beyond the context table: E of the pair, the entry's fields. */
+void lim_overflow_after(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, CUevent s,
+                        int64_t s_rec, CUcontext octx, CUstream stream);
+/* Finishes such an entry: its estimate becomes E - S (or launch to now when the pair broke). */
+void lim_overflow_finish(const vgpu_limiter_t *lim, dev_state_t *d, pend_t *p, int64_t now, int ok);
+/* Sets up ctx[OVERFLOW_CTX] of a new device state. */
+void lim_overflow_ctx_init(dev_state_t *d);
+/* Destroys what the device state holds (events, internal streams, memory), not d itself. */
+void lim_dev_release(const vgpu_limiter_t *lim, dev_state_t *d);
+void lim_pool_put_nt(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev);
+/* Busy streams per context that may be timed with timing events: CUDA_DEVICE_MAX_CONNECTIONS
+ * (the driver's hardware queues, default 8) minus the one the internal stream takes. */
+int lim_timed_streams_from_env(void);
+/* The wall-time credit the gate gives (BURST_NS; longer while crowded, limiter_crowd.c). */
+int64_t lim_burst_ns(const dev_state_t *d, int64_t now);
+/* 1: the launch on `stream` is to be timed without timing events (the context is crowded). */
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const ctx_t *c, int si, int64_t now);
+/* An untimed launch of stream q was seen done: learns how long one holds its stream. */
+void lim_crowd_done(stream_q_t *q, const pend_t *p);
 void lim_ctx_drop(dev_state_t *d, int ci);
 int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
 int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);
@@ -209,10 +252,13 @@ static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
   return lim_bucket_word_valid(word, now) ? (int64_t)word : now;
 }
 
+/* The device time this process's untimed launches in flight will still hold (limiter_crowd.c). */
+int64_t lim_crowd_inflight_ns(const dev_state_t *d);
+
 /* How far the container's charged work plus this process's in-flight estimate runs ahead. */
 static inline int64_t lim_bucket_ahead_ns(const dev_state_t *d, int64_t now) {
   int64_t tat = lim_bucket_tat(__atomic_load_n(d->bucket, __ATOMIC_ACQUIRE), now);
-  return tat - now + (int64_t)((double)d->inflight_est_ns / d->leff);
+  return tat - now + (int64_t)((double)(d->inflight_est_ns + lim_crowd_inflight_ns(d)) / d->leff);
 }
 
 typedef struct {
@@ -223,6 +269,8 @@ typedef struct {
 int64_t lim_bucket_charge(dev_state_t *d, int64_t now, double leff, const commit_batch_t *batch);
 /* Charges the done launches that are safe to commit (all of them with force_all). */
 void lim_commit_done(dev_state_t *d, int64_t now, int64_t frontier, int force_all);
+/* A launch of context c still running past LONG_RUN_NS: charges its interval up to now. */
+void lim_charge_running(dev_state_t *d, const ctx_t *c, pend_t *p, int64_t now);
 /* Publishes the window's share and integrates the trim once a window is complete. */
 void lim_publish_window(dev_state_t *d, int limit, int64_t now);
 void lim_update_leff(dev_state_t *d, int limit);

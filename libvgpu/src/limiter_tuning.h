@@ -12,12 +12,22 @@
  * full table charges a launch blind at its estimate, so an application that enqueues faster than
  * the GPU drains never grows the state. */
 #define MAX_PEND 512
-/* Contexts per device with measured launches (primary context plus a few created ones); a
- * further context's launches are admitted and charged at their estimate. */
+/* Contexts per device whose launches are bracketed by timing events (primary context plus a few
+ * created ones). */
 #define MAX_CTX 4
+/* A context beyond them (issue 35, route 17: they were charged an estimate of 100 us per launch,
+ * 99 % of the GPU) has its launches timed without timing events in one extra slot, ctx[OVERFLOW_CTX]
+ * (limiter_crowd.c): [the launch call, the poll that saw its end], never less than it held. */
+#define OVERFLOW_CTX MAX_CTX
 /* Streams per context tracked for estimates and FIFO order; the least recently used idle stream
- * is recycled. */
-#define MAX_STREAMS 32
+ * is recycled. Sized for the multi-stream applications issue 35 names (NCCL channels, inference
+ * servers); with 32, 96 of 128 busy streams had no slot and were charged an estimate per launch,
+ * 6x what they held. */
+#define MAX_STREAMS 256
+/* Beyond them (only a crowded context can have more busy streams), launches are timed without
+ * timing events in one extra queue polled in launch order (limiter_crowd.c): a launch is then
+ * seen done no earlier than those launched before it, charged longer, never less. */
+#define OVERFLOW_SQ MAX_STREAMS
 /* Reference events alive per context: the current one plus those older launches still map to. */
 #define MAX_REFS 4
 /* Heartbeats pending per context: at one per HB_PERIOD_NS, 64 cover 6.4 ms of another context's
@@ -50,6 +60,14 @@
  * 33 %). A debt is only ever moved forward by the CAS in bucket_charge, so another process's
  * write never erases it. */
 #define TAT_MAX_AHEAD_NS 3600000000000LL
+/* A launch that has been on the GPU this long (two trim windows; another context's known time
+ * slices in between do not count) is charged as it runs, at every poll,
+ * not only when it ends: a persistent kernel that never returns (issue 35, route 20) was never
+ * charged and took 94 % of the GPU under a 25 % limit. Its charge pushes the container's budget
+ * ahead, so further launches of every context of the container wait (the gate), and
+ * vgpu_limiter_stats reports it (long_running). Seconds-long kernels are charged the same in
+ * total, only earlier. */
+#define LONG_RUN_NS 2000000000LL
 /* Cost of a launch before anything was measured (the stream then keeps one launch in flight). */
 #define DEFAULT_EST_NS 100000LL
 /* A running launch this far past twice its estimate means the estimate is wrong: its stream gets
@@ -104,6 +122,27 @@
  * process's work with the device 100 % busy at ~1 ms slices; README "SM limiter"). This is the
  * per-card constant issue 30 wants gone for containers of one context each; it is not gone yet. */
 #define SWITCH_FALLBACK_NS 150000LL
+
+/* ---- many busy streams (issue 35) -------------------------------------------------------- */
+
+/* The driver maps streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8, at most
+ * 32), round-robin, and a timing event blocks its queue until everything queued before it in
+ * that queue has run (the false dependencies of shared queues: kernels bracketed by timing events
+ * run only as many at once as there are queues). While a context has more busy streams than
+ * queues (one is the internal stream's), its launches are timed without timing events
+ * (limiter_measure.c "Crowded contexts"). */
+#define HW_QUEUES_DEFAULT 8
+/* A stream launched on this recently counts as busy although its queue just drained: a context
+ * held back by its limit drains all its streams at every wait, and must not fall back to timing
+ * events (and per-launch estimates) for the first streams of every burst. */
+#define CROWD_WINDOW_NS 100000000LL
+/* Device time a crowded process may run per burst, at any limit. Every burst starts with the
+ * streams filling up one launch at a time and ends with them draining: time charged at part
+ * concurrency. BURST_NS of wall-time credit gives a burst of BURST_NS x limit (2.5 ms at 25 %),
+ * too short to hide that, and shorter than the work a multi-stream application keeps queued.
+ * This keeps bursts of 20 ms (80 ms of credit at 25 %); the share holds over a few hundred ms. */
+#define CROWD_BURST_NS 20000000LL
+#define HW_QUEUES_MAX 32
 
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 

@@ -142,10 +142,19 @@ PROG=$THROTTLE run throttle CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=1000 --s
 for sw in 50 150 400 1000; do
   PROG=$THROTTLE run switch CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=150 FAKE_CUDA_SWITCH_US=$sw --stderr "sm_throttle: switch: $sw us switches, limit 30%"
 done
-# Many busy streams in one process (issue 35): every stream progresses, the total is the limit.
+# Route 17 (issue 35): a fifth context (the limiter's table holds four) runs 10 ms kernels after
+# four others took the slots with 100 us ones: charged what it holds, not an estimate.
+PROG=$THROTTLE run contexts CUDA_DEVICE_SM_LIMIT=30 FAKE_CUDA_KERNEL_US=100 --stderr "sm_throttle: fifth context.* limit 30%"
+# Route 20 (issue 35): a kernel running for seconds is charged while it runs (from 2 s on), and the
+# launches behind it wait.
+PROG=$THROTTLE run persistent CUDA_DEVICE_SM_LIMIT=50 FAKE_CUDA_KERNEL_US=100 --stderr "sm_throttle: persistent: limit 50%"
+# Many busy streams in one process (issue 35), more than the fake GPU's 8 hardware queues: the
+# limiter's timing events must not serialize them; every stream progresses, the limit holds and
+# the work done is the limit's share of the solo rate (test/preload/sm_throttle.c).
 for n in 1 8 33 128; do
   for l in 90 25; do
-    PROG=$THROTTLE run streams CUDA_DEVICE_SM_LIMIT=$l FAKE_CUDA_KERNEL_US=1000 STREAMS=$n --stderr "sm_throttle: streams: $n streams, limit $l%"
+    PROG=$THROTTLE run streams CUDA_DEVICE_SM_LIMIT=$l FAKE_CUDA_KERNEL_US=1000 STREAMS=$n \
+      ${SANITIZE:+STREAMS_BOUNDS_ONLY=1} --stderr "sm_throttle: streams: $n streams, limit $l%"
   done
 done
 run no_gpu_use

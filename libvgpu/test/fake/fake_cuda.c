@@ -16,21 +16,13 @@
  *                                   exported functions (tests libvgpu's version-table fallback)
  *   CUDA_VISIBLE_DEVICES            honoured like the real driver: indices or uuids
  *   FAKE_CUDA_KERNEL_US=<us>        every launch is a kernel running that long (default 0: done at
- *                                   once). Kernels run one at a time per device in launch order,
- *                                   like a GPU whose kernels fill every SM: a kernel starts at
- *                                   max(launch time, end of the device's previous kernel). An event
- *                                   completes at the end of the last kernel launched before it on
- *                                   its stream (at once on an idle stream); cuEventQuery,
- *                                   cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize and
- *                                   cuEventElapsedTime obey those times (CLOCK_MONOTONIC).
- *   FAKE_CUDA_SWITCH_US=<us>        with FAKE_CUDA_KERNEL_US: contexts time-share the engine like
- *                                   a GPU without MPS, and loading another context than the one
- *                                   whose state is on the engine costs this long (save + restore;
- *                                   default 0). A context's work runs only while it is loaded: an
- *                                   event on an idle stream completes when its context next runs
- *                                   (at the start of its next queued kernel, or after the work
- *                                   queued now plus a switch), so a context's events are late
- *                                   while another context holds the engine, as on real hardware.
+ *                                   once) on the device's SMs; FAKE_CUDA_SWITCH_US=<us>: contexts
+ *                                   time-share the GPU and a switch costs that long;
+ *                                   CUDA_DEVICE_MAX_CONNECTIONS: hardware queues (default 8). The
+ *                                   rules (SMs, hardware queues, events, switches):
+ *                                   fake_cuda_engine.inc. cuEventQuery, cuEventSynchronize,
+ *                                   cuStreamSynchronize, cuCtxSynchronize and cuEventElapsedTime
+ *                                   obey those times (CLOCK_MONOTONIC).
  *   FAKE_CUDA_CONTEXT_BYTES=<bytes> with FAKE_NVML_CONFIG=<file>: as on the real driver, a context
  *                                   shows in NVML's per-process usage: each context creation
  *                                   (first primary retain, cuCtxCreate) rewrites that file as its
@@ -38,7 +30,8 @@
  * Extra entry points for tests: fakeCudaLaunchCount(), fakeCudaDeviceUsed(int ordinal) (the
  * physical bytes in use: plain allocations, what every pool and the graph pool reserve, live VMM
  * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed),
- * fakeCudaBusyNs(int ordinal) (kernel time executed so far on a device) and
+ * fakeCudaBusyNs(int ordinal) (time some kernel ran on a device so far), fakeCudaSmBusyNs(int
+ * ordinal) (SM-time run so far / SMs) and
  * fakeCudaSwitchNs(int ordinal) (context-switch time spent so far on a device).
  * Memory lifetimes modelled on the real driver (sections below): VMM handles, mappings and
  * exported descriptors; graph allocation nodes served from the graph pool at launch/upload;
@@ -646,6 +639,7 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
 }
 FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
 static long long stream_tail_ns(CUstream s);
+static void fe_stream_created(CUstream s);
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   wait_until_ns(stream_tail_ns(s));
   return cuCtxSynchronize();
@@ -658,6 +652,7 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   int idx = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) % 1024;
   *s = (CUstream)&streams[idx];
   fr_stream_created(*s, idx);
+  fe_stream_created(*s); /* takes its hardware queue now, as on the real driver */
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { /* runs at once */
@@ -1364,284 +1359,7 @@ static const struct proc mem_procs[] = {
     P(cuDeviceGetGraphMemAttribute), P(cuCtxSetLimit), P(cuCtxGetLimit), P(cuDeviceGetAttribute),
 };
 
-/* ---- launches and events: a serial engine per device (FAKE_CUDA_KERNEL_US), events complete at
- * the end of their stream's last kernel */
-
-static long long kernel_ns = -1; /* -1: not read yet */
-static long long switch_cost_ns = -1;
-static long long engine_free_ns[MAXDEV]; /* end of the device's last kernel, by physical index */
-static long long busy_ns[MAXDEV];
-static long long switch_ns_total[MAXDEV];
-/* The engine's schedule: what runs when (kernels of a context, or a switch: ctx NULL), the last
- * ENGINE_SEGS of them, in time order; and the context whose state is loaded after the last one. */
-#define ENGINE_SEGS 1024
-static struct {
-  long long a, b;
-  const struct ctx *ctx;
-} engine_seg[MAXDEV][ENGINE_SEGS];
-static unsigned long engine_nseg[MAXDEV];
-static const struct ctx *engine_ctx[MAXDEV];
-#define MAXSTREAMQ 256
-static struct {
-  CUstream s;
-  int phys;
-  long long tail_ns;
-} stream_q[MAXSTREAMQ];
-static int stream_qn;
-#define MAXENDS 65536
-static long long kernel_ends[MAXENDS]; /* ring of recent kernel end times, for fakeCudaKernelsDone */
-static unsigned long kernels_launched, kernels_counted;
-
-static long long mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-static void wait_until_ns(long long t) {
-  for (long long now = mono_ns(); now < t; now = mono_ns()) {
-    long long d = t - now;
-    struct timespec ts = {(time_t)(d / 1000000000LL), (long)(d % 1000000000LL)};
-    nanosleep(&ts, NULL);
-  }
-}
-static long long kernel_duration_ns(void) {
-  if (__atomic_load_n(&kernel_ns, __ATOMIC_ACQUIRE) < 0) {
-    const char *e = getenv("FAKE_CUDA_KERNEL_US");
-    long long v = e ? strtoll(e, NULL, 10) * 1000 : 0;
-    __atomic_store_n(&kernel_ns, v > 0 ? v : 0, __ATOMIC_RELEASE);
-  }
-  return kernel_ns;
-}
-static long long switch_duration_ns(void) {
-  if (__atomic_load_n(&switch_cost_ns, __ATOMIC_ACQUIRE) < 0) {
-    const char *e = getenv("FAKE_CUDA_SWITCH_US");
-    long long v = e ? strtoll(e, NULL, 10) * 1000 : 0;
-    __atomic_store_n(&switch_cost_ns, v > 0 ? v : 0, __ATOMIC_RELEASE);
-  }
-  return switch_cost_ns;
-}
-static int cur_phys(void) { return cur ? phys_of(cur->dev) : 0; }
-static void engine_seg_add_locked(int phys, long long a, long long b, const struct ctx *c) {
-  unsigned long i = engine_nseg[phys]++ % ENGINE_SEGS;
-  engine_seg[phys][i].a = a;
-  engine_seg[phys][i].b = b;
-  engine_seg[phys][i].ctx = c;
-}
-/* The engine reaches new work of context c at time t: loading c if another context's state is
- * there costs a switch. Returns when c's work can start. */
-static long long engine_load_locked(int phys, const struct ctx *c, long long t) {
-  long long sw = switch_duration_ns();
-  if (sw > 0 && engine_ctx[phys] != NULL && engine_ctx[phys] != c) {
-    engine_seg_add_locked(phys, t, t + sw, NULL);
-    switch_ns_total[phys] += sw;
-    t += sw;
-  }
-  engine_ctx[phys] = c;
-  return t;
-}
-/* When an event recorded now on an idle stream of the current context completes: at once if
- * the context is loaded (or switches are free); else when the context next runs: the start of
- * its next queued kernel, or after the queued work plus a switch to it. */
-static long long idle_event_done_locked(int phys, long long now) {
-  if (switch_duration_ns() == 0 || cur == NULL) return now;
-  unsigned long n = engine_nseg[phys], lo = n > ENGINE_SEGS ? n - ENGINE_SEGS : 0;
-  long long next_own = -1;
-  const struct ctx *running = NULL;
-  int found_running = 0;
-  for (unsigned long k = n; k > lo; k--) {
-    const __typeof__(engine_seg[0][0]) *g = &engine_seg[phys][(k - 1) % ENGINE_SEGS];
-    if (g->b <= now) break;
-    if (g->a <= now) {
-      running = g->ctx;
-      found_running = 1;
-      break;
-    }
-    if (g->ctx == cur) next_own = g->a;
-  }
-  if (found_running && running == cur) return now;
-  if (next_own >= 0) return next_own;
-  if (!found_running && engine_ctx[phys] == cur) return now; /* idle with our state loaded */
-  long long t = engine_free_ns[phys] > now ? engine_free_ns[phys] : now;
-  t = engine_load_locked(phys, cur, t);
-  if (t > engine_free_ns[phys]) engine_free_ns[phys] = t;
-  return t;
-}
-/* The legacy/per-thread default stream and NULL are one stream per device here. */
-static long long *stream_tail_locked(CUstream s, int phys) {
-  if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) s = NULL;
-  for (int i = 0; i < stream_qn; i++)
-    if (stream_q[i].s == s && stream_q[i].phys == phys) return &stream_q[i].tail_ns;
-  int i = stream_qn < MAXSTREAMQ ? stream_qn++ : (int)(((uintptr_t)s >> 4) % MAXSTREAMQ);
-  stream_q[i].s = s;
-  stream_q[i].phys = phys;
-  stream_q[i].tail_ns = 0;
-  return &stream_q[i].tail_ns;
-}
-static long long stream_tail_ns(CUstream s) {
-  LOCK();
-  long long t = *stream_tail_locked(s, cur_phys());
-  UNLOCK();
-  return t;
-}
-static long long device_tail_ns(void) {
-  LOCK();
-  long long t = engine_free_ns[cur_phys()];
-  UNLOCK();
-  return t;
-}
-/* A kernel on stream s: starts when the device's engine is free (and not before now). */
-static void enqueue_kernel(CUstream s) {
-  long long d = kernel_duration_ns();
-  if (d == 0 || !cur) return;
-  LOCK();
-  int phys = cur_phys();
-  long long now = mono_ns(), start = engine_free_ns[phys] > now ? engine_free_ns[phys] : now;
-  long long *tail = stream_tail_locked(s, phys);
-  if (*tail > start) start = *tail;
-  start = engine_load_locked(phys, cur, start);
-  engine_seg_add_locked(phys, start, start + d, cur);
-  engine_free_ns[phys] = *tail = start + d;
-  busy_ns[phys] += d;
-  kernel_ends[kernels_launched++ % MAXENDS] = start + d;
-  UNLOCK();
-}
-
-static CUresult launched(void) {
-  __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED);
-  return cur ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                    unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
-  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)sm; (void)p; (void)e;
-  struct ctx *saved = fr_enter_stream_ctx(s); /* no current context: the stream's (routes.inc) */
-  CUresult lm = cur ? fr_lmem_before_kernel(f) : CUDA_SUCCESS; /* local memory grows (routes.inc) */
-  if (lm != CUDA_SUCCESS) {
-    fr_leave_stream_ctx(saved);
-    return lm;
-  }
-  enqueue_kernel(s);
-  CUresult rc = launched();
-  fr_leave_stream_ctx(saved);
-  return rc;
-}
-FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                         unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **e) {
-  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, s, p, e);
-}
-FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e) {
-  (void)f; (void)p; (void)e;
-  enqueue_kernel(c ? c->hStream : NULL);
-  return launched();
-}
-FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **e) {
-  return cuLaunchKernelEx(c, f, p, e);
-}
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                               unsigned bx, unsigned by, unsigned bz, unsigned sm,
-                                               CUstream s, void **p) {
-  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, s, p, NULL);
-}
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                                    unsigned bx, unsigned by, unsigned bz, unsigned sm,
-                                                    CUstream s, void **p) {
-  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, s, p, NULL);
-}
-FAKE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *l, unsigned n, unsigned fl) {
-  (void)fl;
-  for (unsigned i = 0; i < n; i++) {
-    enqueue_kernel(l ? l[i].hStream : NULL);
-    launched();
-  }
-  return CUDA_SUCCESS;
-}
-static CUresult graph_mem_on_launch(CUgraphExec exec);
-FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s) {
-  CUresult mem = g ? graph_mem_on_launch(g) : CUDA_SUCCESS; /* allocation nodes map first */
-  if (mem != CUDA_SUCCESS) return mem;
-  enqueue_kernel(s);
-  return launched();
-}
-FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { return cuGraphLaunch(g, s); }
-
-/* An event holds its completion time (CLOCK_MONOTONIC ns); 0 = never recorded (complete). */
-FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
-  (void)flags;
-  long long *ev = calloc(2, sizeof(long long)); /* [0] completion time, [1] owning context */
-  if (ev) ev[1] = (long long)(uintptr_t)cur;
-  *e = (CUevent)ev;
-  return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
-  free(e);
-  return CUDA_SUCCESS;
-}
-FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
-  if (!fr_event_fits_stream(e, s)) return CUDA_ERROR_INVALID_HANDLE; /* routes.inc */
-  LOCK();
-  long long now = mono_ns(), tail = *stream_tail_locked(s, cur_phys());
-  long long done = tail > now ? tail : idle_event_done_locked(cur_phys(), now);
-  __atomic_store_n((long long *)e, done, __ATOMIC_RELEASE);
-  UNLOCK();
-  return CUDA_SUCCESS;
-}
-FAKE_EXPORT CUresult cuEventQuery(CUevent e) {
-  return __atomic_load_n((long long *)e, __ATOMIC_ACQUIRE) <= mono_ns() ? CUDA_SUCCESS
-                                                                        : CUDA_ERROR_NOT_READY;
-}
-FAKE_EXPORT CUresult cuEventSynchronize(CUevent e) {
-  wait_until_ns(__atomic_load_n((long long *)e, __ATOMIC_ACQUIRE));
-  LOCK();
-  sync_pools_locked();
-  UNLOCK();
-  return CUDA_SUCCESS;
-}
-FAKE_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
-  long long ta = __atomic_load_n((long long *)a, __ATOMIC_ACQUIRE);
-  long long tb = __atomic_load_n((long long *)b, __ATOMIC_ACQUIRE);
-  long long now = mono_ns();
-  if (ta == 0 || tb == 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (ta > now || tb > now) return CUDA_ERROR_NOT_READY;
-  *ms = (float)((double)(tb - ta) / 1e6);
-  return CUDA_SUCCESS;
-}
-FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime_v2(ms, a, b); }
-
-/* Kernels whose end time has passed (FAKE_CUDA_KERNEL_US > 0). */
-FAKE_EXPORT unsigned long fakeCudaKernelsDone(void) {
-  LOCK();
-  long long now = mono_ns();
-  unsigned long lo = kernels_launched > MAXENDS ? kernels_launched - MAXENDS : 0;
-  if (kernels_counted < lo) kernels_counted = lo;
-  while (kernels_counted < kernels_launched && kernel_ends[kernels_counted % MAXENDS] <= now)
-    kernels_counted++; /* ends are increasing: the engine is serial */
-  unsigned long n = kernels_counted;
-  UNLOCK();
-  return n;
-}
-/* Kernel time executed on a device (visible ordinal) up to now. */
-FAKE_EXPORT long long fakeCudaBusyNs(int ordinal) {
-  LOCK();
-  int phys = ordinal >= 0 && ordinal < nvis ? vis[ordinal] : 0;
-  long long now = mono_ns(), b = busy_ns[phys];
-  if (engine_free_ns[phys] > now) b -= engine_free_ns[phys] - now; /* not run yet */
-  UNLOCK();
-  return b;
-}
-
-/* Context-switch time spent on a device (visible ordinal) up to now. */
-FAKE_EXPORT long long fakeCudaSwitchNs(int ordinal) {
-  LOCK();
-  int phys = ordinal >= 0 && ordinal < nvis ? vis[ordinal] : 0;
-  long long now = mono_ns(), v = switch_ns_total[phys];
-  unsigned long n = engine_nseg[phys], lo = n > ENGINE_SEGS ? n - ENGINE_SEGS : 0;
-  for (unsigned long k = n; k > lo; k--) { /* switches scheduled after now: not spent yet */
-    const __typeof__(engine_seg[0][0]) *g = &engine_seg[phys][(k - 1) % ENGINE_SEGS];
-    if (g->b <= now) break;
-    if (g->ctx == NULL) v -= g->b - (g->a > now ? g->a : now);
-  }
-  UNLOCK();
-  return v;
-}
+#include "fake_cuda_engine.inc" /* launches, events, the engine and its hardware queues */
 
 FAKE_EXPORT unsigned long fakeCudaLaunchCount(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }
 FAKE_EXPORT size_t fakeCudaDeviceUsed(int ordinal) {

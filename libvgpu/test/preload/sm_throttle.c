@@ -20,17 +20,20 @@
  *                          charged kernel time only added the switches on top; the code that
  *                          charged a fixed 150 us per switch was right for 150 us switches only.
  *
- *   sm_throttle streams    STREAMS busy streams in one process (issue 35), each keeping two
- *                          kernels in flight, completions polled so no stream holds the loop:
- *                          at the limit every stream progresses and the total rate is the
- *                          limit's share of the solo rate (the old gate held the launching thread
- *                          on any stream whose kernel waited behind the other streams' kernels:
- *                          "overdue", so one slow stream stopped all of them)
+ *   sm_throttle streams    STREAMS busy streams in one process (issue 35), each kernel 1/STREAMS
+ *                          of the fake GPU's SMs (they run side by side), a few in flight per
+ *                          stream, completions polled so no stream holds the loop: at the limit
+ *                          every stream progresses and the total rate is the limit's share of
+ *                          the solo rate. Fails on a limiter whose timing events serialize the
+ *                          streams sharing a hardware queue (more streams than
+ *                          CUDA_DEVICE_MAX_CONNECTIONS) or whose gate stops every stream behind
+ *                          one slow one
  *
  * Exit 0 = pass. Prints the measured numbers on stderr.
  */
 #include <cuda.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +42,7 @@
 
 unsigned long fakeCudaKernelsDone(void);
 long long fakeCudaBusyNs(int ordinal);
+long long fakeCudaSmBusyNs(int ordinal);
 long long fakeCudaSwitchNs(int ordinal);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 
@@ -59,6 +63,7 @@ static vgpu_region_t *region_rw(void) {
   return m;
 }
 
+static unsigned kernel_len = 1; /* blockDim.z: the fake's kernels run this many FAKE_CUDA_KERNEL_US */
 #define DEPTH 8 /* batches in flight: 64 ms of queued work rides out a descheduled CI thread */
 #define BATCH 8 /* kernels per batch */
 
@@ -76,7 +81,8 @@ static double run_for(app_t *a, double secs) {
     int slot = (int)(a->batch % DEPTH);
     if (a->batch >= DEPTH) CHECK(cuEventSynchronize(a->done[slot]) == CUDA_SUCCESS);
     for (int i = 0; i < BATCH; i++)
-      CHECK(cuLaunchKernel(NULL, 132, 1, 1, 256, 1, 1, 0, a->stream, NULL, NULL) == CUDA_SUCCESS);
+      CHECK(cuLaunchKernel(NULL, 132, 1, 1, 256, 1, kernel_len, 0, a->stream, NULL, NULL) ==
+            CUDA_SUCCESS);
     CHECK(cuEventRecord(a->done[slot], a->stream) == CUDA_SUCCESS);
     a->batch++;
   }
@@ -150,12 +156,14 @@ typedef struct {
   uint64_t throttled_ns;
 } throttle_result_t;
 
-/* Solo unlimited rate (the region's sm_limit set to 0), then the rate at `limit`, same run. */
-static throttle_result_t measure(vgpu_region_t *r, int limit) {
+/* Solo unlimited rate (the region's sm_limit set to 0), then the rate at `limit`, same run, on
+ * `stream` (NULL: a new one). */
+static throttle_result_t measure(vgpu_region_t *r, int limit, CUstream stream) {
   throttle_result_t res;
   app_t a;
   memset(&a, 0, sizeof a);
-  CHECK(cuStreamCreate(&a.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  a.stream = stream;
+  if (a.stream == NULL) CHECK(cuStreamCreate(&a.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   for (int i = 0; i < DEPTH; i++)
     CHECK(cuEventCreate(&a.done[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
 
@@ -216,7 +224,7 @@ static int case_throttle(void) {
   vgpu_region_t *r = region_rw();
   CHECK(r->sm_limit[0] == (uint64_t)limit);
   CHECK(local_region() == NULL); /* the shared region is in use, not a degraded one */
-  throttle_result_t res = measure(r, limit);
+  throttle_result_t res = measure(r, limit, NULL);
   hami_view_t busy_view = hami_read(0); /* sm_util describes the last ~1 s: the limited phase */
   CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
   usleep(1500 * 1000);
@@ -240,8 +248,101 @@ static int case_degraded(void) {
   CHECK(r != NULL); /* the runner made the shared region unusable */
   CHECK(r->initialized_flag == VGPU_REGION_MAGIC);
   CHECK(r->sm_limit[0] == (uint64_t)limit);
-  throttle_result_t res = measure(r, limit);
+  throttle_result_t res = measure(r, limit, NULL);
   check_throttled("degraded (process-local region)", &res, limit);
+  return 0;
+}
+
+/* One busy stream that shares its hardware queue with the limiter's internal stream: the
+ * application created it first and then 7 more (idle) streams, so the internal stream, created at
+ * the first limited launch, is the 9th and lands in the busy stream's queue (8 queues,
+ * round-robin by creation). A heartbeat recorded there completes only after the kernels queued
+ * before it: late, as if another context had held the GPU, although this one ran, and the
+ * limiter does not charge that "stretch". NOT FIXED (libvgpu/README.md, "SM limiter on any
+ * card"): at 25 / 60 % the stream gets ~45 / ~81 % device time; not in test/run_preload.sh. */
+static int case_shared_queue(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = region_rw();
+  CUstream busy, idle[7];
+  CHECK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  for (int i = 0; i < 7; i++) CHECK(cuStreamCreate(&idle[i], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  throttle_result_t res = measure(r, limit, busy);
+  check_throttled("stream sharing the internal stream's queue", &res, limit);
+  /* Device time (what the limit limits), tighter than the rate check: +-4 pp. */
+  CHECK(100 * res.lim_busy > limit - 4 && 100 * res.lim_busy < limit + 4);
+  return 0;
+}
+
+/* Route 17 (issue 35): more contexts on the device than the limiter's table holds. Four contexts
+ * take its slots with short kernels (100 us), then a fifth runs 10 ms kernels back to back. The
+ * old library charged the fifth context's launches the device's estimate (100 us each): ~99 %. */
+static int case_contexts(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = region_rw();
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS);
+  CUcontext primary, extra[4];
+  CHECK(cuCtxGetCurrent(&primary) == CUDA_SUCCESS);
+  for (int i = 0; i < 4; i++) {
+    CHECK(cuCtxCreate_v2(&extra[i], 0, dev) == CUDA_SUCCESS); /* current now */
+    if (i == 3) break; /* the fifth: measured below */
+  }
+  CUcontext takers[4] = {primary, extra[0], extra[1], extra[2]};
+  for (int i = 0; i < 4; i++) { /* short kernels: the table's four slots, estimates of 100 us */
+    CHECK(cuCtxSetCurrent(takers[i]) == CUDA_SUCCESS);
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    for (int k = 0; k < 20; k++)
+      CHECK(cuLaunchKernel(NULL, 132, 1, 1, 256, 1, 1, 0, s, NULL, NULL) == CUDA_SUCCESS);
+    CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  }
+  CHECK(cuCtxSetCurrent(extra[3]) == CUDA_SUCCESS);
+  kernel_len = 100;
+  throttle_result_t res = measure(r, limit, NULL);
+  check_throttled("fifth context, 100 x", &res, limit);
+  CHECK(100 * res.lim_busy > limit - 4 && 100 * res.lim_busy < limit + 4);
+  return 0;
+}
+
+/* Route 20 (issue 35): a kernel that runs for seconds (FAKE_CUDA_KERNEL_US=100 x 30 000: 3 s,
+ * standing in for a persistent kernel: nothing pre-empts it) while the process keeps launching
+ * short kernels on another stream. It is charged as it runs (from LONG_RUN_NS = 2 s on), and the
+ * launches behind it wait. The old library charged it only when it ended: nothing by 2.8 s. */
+static const vgpu_region_ext_t *persist_x;
+static double persist_t0, persist_charged_at;
+static void *persist_watch(void *arg) {
+  (void)arg;
+  while (now_s() - persist_t0 < 2.8) usleep(1000);
+  persist_charged_at = (double)__atomic_load_n(&persist_x->devices[0].busy_ns, __ATOMIC_ACQUIRE) / 1e9;
+  return NULL;
+}
+static int case_persistent(void) {
+  int limit = start_cuda();
+  vgpu_region_t *r = region_rw();
+  persist_x = (const vgpu_region_ext_t *)((const char *)r + VGPU_EXT_OFFSET);
+  CUstream a, b;
+  CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  persist_t0 = now_s();
+  pthread_t w;
+  CHECK(pthread_create(&w, NULL, persist_watch, NULL) == 0);
+  CHECK(cuLaunchKernel(NULL, 132, 1, 1, 256, 1, 30000, 0, a, NULL, NULL) == CUDA_SUCCESS);
+  double waited = 0;
+  long launches = 0;
+  while (now_s() - persist_t0 < 2.8) {
+    double l0 = now_s();
+    CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, b, NULL, NULL) == CUDA_SUCCESS);
+    waited += now_s() - l0;
+    launches++;
+    usleep(10000);
+  }
+  CHECK(pthread_join(w, NULL) == 0);
+  fprintf(stderr,
+          "sm_throttle: persistent: limit %d%%: at 2.8 s into a 3 s kernel, %.2f s charged; %ld "
+          "launches on another stream waited %.2f s\n",
+          limit, persist_charged_at, launches, waited);
+  CHECK(persist_charged_at >= 0.5); /* charged as it ran, from ~2 s on (LONG_RUN_NS) */
+  CHECK(waited >= 1.0);             /* and the launches behind it waited */
   return 0;
 }
 
@@ -320,6 +421,9 @@ static int case_switch(void) {
   return 0;
 }
 
+#ifndef STREAMS_SLEEP_US
+#define STREAMS_SLEEP_US 500
+#endif
 #define MAX_TEST_STREAMS 128
 typedef struct {
   CUstream st[MAX_TEST_STREAMS];
@@ -327,6 +431,7 @@ typedef struct {
   int out[MAX_TEST_STREAMS], oldest[MAX_TEST_STREAMS];
   long done[MAX_TEST_STREAMS];
   int n, depth; /* streams, kernels in flight per stream (64 ms of work queued at least) */
+  unsigned blocks; /* per kernel: 1/n of the fake GPU's 132 SMs, so n streams fill it */
 } streams_app_t;
 
 /* Keeps `depth` kernels in flight on every stream for `secs`; returns completions per second and
@@ -336,20 +441,25 @@ static double run_streams(streams_app_t *a, double secs, double *slowest) {
   for (int i = 0; i < a->n; i++) d0[i] = a->done[i];
   double t0 = now_s();
   while (now_s() - t0 < secs) {
-    usleep(500); /* a loaded runner: leave the CPU to others, the queues hold 64 ms */
-    for (int i = 0; i < a->n; i++) {
+    usleep(STREAMS_SLEEP_US); /* a loaded runner: leave the CPU to others, the queues hold 64 ms */
+    for (int i = 0; i < a->n; i++)
       while (a->out[i] > 0 && cuEventQuery(a->ev[i][a->oldest[i]]) == CUDA_SUCCESS) {
         a->oldest[i] = (a->oldest[i] + 1) % a->depth;
         a->out[i]--;
         a->done[i]++;
       }
-      while (a->out[i] < a->depth) {
-        CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, a->st[i], NULL, NULL) == CUDA_SUCCESS);
+    /* Breadth-first (one kernel per stream per pass), as multi-stream applications issue: a
+     * stream's second kernel queued right behind its first would hold every stream sharing its
+     * hardware queue (fake_cuda_engine.inc), with or without the limiter. */
+    for (int pass = 0; pass < a->depth; pass++)
+      for (int i = 0; i < a->n; i++) {
+        if (a->out[i] >= a->depth) continue;
+        CHECK(cuLaunchKernel(NULL, a->blocks, 1, 1, 32, 1, 1, 0, a->st[i], NULL, NULL) ==
+              CUDA_SUCCESS);
         CHECK(cuEventRecord(a->ev[i][(a->oldest[i] + a->out[i]) % a->depth], a->st[i]) ==
               CUDA_SUCCESS);
         a->out[i]++;
       }
-    }
   }
   double wall = now_s() - t0;
   long total = 0, min = -1;
@@ -370,6 +480,7 @@ static int case_streams(void) {
   a.n = atoi(n_env);
   CHECK(a.n >= 1 && a.n <= MAX_TEST_STREAMS);
   a.depth = a.n >= 32 ? 4 : 64 / a.n;
+  a.blocks = a.n >= 132 ? 1 : 132 / (unsigned)a.n;
   for (int i = 0; i < a.n; i++) {
     CHECK(cuStreamCreate(&a.st[i], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
     for (int k = 0; k < a.depth; k++)
@@ -379,27 +490,61 @@ static int case_streams(void) {
   double slow_solo, slow_lim;
   __atomic_store_n(&r->sm_limit[0], 0, __ATOMIC_RELEASE); /* solo, same run */
   run_streams(&a, 0.3, &slow_solo);
-  double b0 = (double)fakeCudaBusyNs(0), t0 = now_s();
+  double b0 = (double)fakeCudaSmBusyNs(0), t0 = now_s(); /* SMs: all streams run side by side */
   double solo = run_streams(&a, 1.0, &slow_solo);
-  double solo_busy = ((double)fakeCudaBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
+  double solo_busy = ((double)fakeCudaSmBusyNs(0) - b0) / ((now_s() - t0) * 1e9);
   __atomic_store_n(&r->sm_limit[0], (uint64_t)limit, __ATOMIC_RELEASE);
   run_streams(&a, 0.5, &slow_lim);
+  const vgpu_region_ext_t *x = (const vgpu_region_ext_t *)((const char *)r + VGPU_EXT_OFFSET);
+  double c0 = (double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE);
+  b0 = (double)fakeCudaBusyNs(0);
+  double sm0 = (double)fakeCudaSmBusyNs(0);
+  t0 = now_s();
   double lim = run_streams(&a, 2.0, &slow_lim);
+  double wall_ns = (now_s() - t0) * 1e9;
+  double lim_busy = ((double)fakeCudaBusyNs(0) - b0) / wall_ns;
+  double lim_sm = ((double)fakeCudaSmBusyNs(0) - sm0) / wall_ns;
+  double charged = ((double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE) - c0) / wall_ns;
   double share = 100.0 * lim / solo;
+  fprintf(stderr, "sm_throttle: streams: region: launches %lu, delayed %lu, throttled %.2f s\n",
+          (unsigned long)x->devices[0].launches_total, (unsigned long)x->devices[0].launches_delayed,
+          (double)x->devices[0].throttled_ns / 1e9);
   fprintf(stderr,
           "sm_throttle: streams: %d streams, limit %d%%: solo %.0f kernels/s, limited %.0f "
           "kernels/s = %.1f%% of solo (solo device busy %.1f%%); slowest stream %.1f/s (solo "
-          "%.1f/s)\n",
-          a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo);
+          "%.1f/s); limited: device busy %.1f%% (SMs %.1f%%), charged %.1f%%\n",
+          a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo, 100 * lim_busy,
+          100 * lim_sm, 100 * charged);
+  if (getenv("STREAMS_BOUNDS_ONLY") != NULL) {
+    /* Under ASan/UBSan (test/run_preload.sh with SANITIZE) the launch path is several times
+     * slower and the loop cannot keep 33-128 streams busy: only what never depends on speed is
+     * checked, that every stream progresses and nothing runs past the limit. */
+    CHECK(slow_lim > 0);
+    CHECK(100 * charged <= limit + 2.0 && 100 * lim_busy <= limit + 2.0);
+    return 0;
+  }
   CHECK(solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
   /* Every stream progresses: the slowest gets at least a third of its fair part of the limit
    * (the old gate stopped all of them behind one "overdue" stream). */
   CHECK(slow_lim >= slow_solo * limit / 100.0 / 3);
-  /* The total is the limit's share: -12/+8 pp on a loaded 2-core runner (a descheduled test
-   * loop uses less than its limit, never more). The fake's engine runs one kernel at a time, so
-   * the concurrency that extra events take away on a GPU (issue 35: 33 streams at 90 % did
-   * 45 % of the work there, libvgpu/README.md) is not modelled here. */
-  CHECK(share > limit - 12 && share < limit + 8);
+  /* The limit holds: the device time charged is the limit (+-2 pp) and the device was not busy
+   * more than that (time some kernel ran, NVML's utilization: a 1-block kernel running alone
+   * counts as the whole GPU). */
+  CHECK(fabs(100 * charged - limit) <= 2.0 && 100 * lim_busy <= limit + 2.0);
+  /* ...and the work done is close to the limit's share of the solo rate (issue 35's GPU goal:
+   * >= 88 % of it at a 90 % limit; here >= 80 %, and >= limit - 6 pp at 25 %; with 128 streams
+   * >= 75 % and limit - 10 pp: 73-86 % and 16-21 % measured, the refill of 512 launches at
+   * ~25 us each starts every burst at part concurrency), on a loaded 2-core
+   * runner whose launch path is 50x slower than a GPU host's: 128 streams refill at 100 000
+   * launches/s, so each burst starts and ends at part concurrency). The fake's hardware queues
+   * serialize a queue behind every timing event (fake_cuda_engine.inc): the limiter that
+   * bracketed every launch with timing events did 24-52 % of the solo rate at 90 % and 2-5 % at
+   * 25 % with 8-128 streams (on an H100: 45 % with 33 streams at 90 %, libvgpu/README.md). */
+  double lo = limit >= 90 ? (a.n >= 128 ? 75.0 : 80.0) : limit - (a.n >= 128 ? 10.0 : 6.0);
+  /* Above: the device-busy check is the escape check; a solo phase the loaded runner starved
+   * makes this ratio read high (97.7 % at 90 once, with the device 88.3 % busy). */
+  double hi = limit + 10.0;
+  CHECK(share >= lo && share <= hi);
   return 0;
 }
 
@@ -408,6 +553,10 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "throttle") == 0) return case_throttle();
   if (argc == 2 && strcmp(argv[1], "degraded") == 0) return case_degraded();
   if (argc == 2 && strcmp(argv[1], "switch") == 0) return case_switch();
-  fprintf(stderr, "usage: %s throttle|degraded|switch|streams\n", argv[0]);
+  if (argc == 2 && strcmp(argv[1], "shared_queue") == 0) return case_shared_queue();
+  if (argc == 2 && strcmp(argv[1], "contexts") == 0) return case_contexts();
+  if (argc == 2 && strcmp(argv[1], "persistent") == 0) return case_persistent();
+  fprintf(stderr, "usage: %s throttle|degraded|switch|streams|shared_queue|contexts|persistent\n",
+          argv[0]);
   return 2;
 }
