@@ -30,7 +30,10 @@ import org.slf4j.LoggerFactory;
  * (MIG devices included), reads memory, utilization, the running processes and the per-process
  * utilization samples newer than a per-GPU {@code lastSeenTimeStamp} cursor, and publishes an
  * immutable {@link NvmlSnapshot}. Per-process SM utilization is a time-weighted mean over {@code
- * window} (see {@link UtilizationWindow}), never a single instant sample.
+ * window} (see {@link UtilizationWindow}), never a single instant sample. Each physical GPU's
+ * health (power, temperature, clock event reasons, ECC, remapped rows: {@link DeviceHealthReader})
+ * is read at every poll, and its XID events are drained from an NVML event set without waiting
+ * ({@link XidEventWatcher}).
  *
  * <p>Failures: a failed query is counted by return code; a query one GPU does not support
  * (NOT_SUPPORTED) only leaves that value unknown. A code meaning NVML as a whole is unusable (no

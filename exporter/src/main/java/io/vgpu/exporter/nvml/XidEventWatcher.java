@@ -55,15 +55,16 @@ final class XidEventWatcher {
     }
   }
 
-  /** Registers a physical GPU (once per event set); remembers why when it cannot. */
+  /**
+   * Registers a physical GPU (once per event set). A failure, like a failed set creation, is
+   * counted once and kept as the GPU's reason until NVML is initialised again ({@link #close}): a
+   * driver that refuses events does not add an error every poll.
+   */
   void register(NvmlClient client, DeviceHandle device, String uuid) {
     uuidByAddress.put(device.address(), uuid);
-    if (set.isEmpty() && setFailure.map(c -> !absentFeature(c)).orElse(true)) {
+    if (set.isEmpty() && setFailure.isEmpty()) {
       switch (client.eventSetCreate()) {
-        case NvmlResult.Ok<EventSet> ok -> {
-          set = Optional.of(ok.value());
-          setFailure = Optional.empty();
-        }
+        case NvmlResult.Ok<EventSet> ok -> set = Optional.of(ok.value());
         case NvmlResult.Err<EventSet> err -> {
           setFailure = Optional.of(err.code());
           failed(err.code());
@@ -74,14 +75,12 @@ final class XidEventWatcher {
       unavailable.put(uuid, setFailure.orElse(NvmlReturn.UNKNOWN));
       return;
     }
-    NvmlReturn known = unavailable.get(uuid);
-    if (registered.contains(uuid) || (known != null && absentFeature(known))) {
-      return; // a GPU without XID events stays so until NVML is initialised again
+    if (registered.contains(uuid) || unavailable.containsKey(uuid)) {
+      return;
     }
     NvmlReturn r = client.registerEvents(device, NvmlEvent.XID_CRITICAL_ERROR, set.get());
     if (r.isSuccess()) {
       registered.add(uuid);
-      unavailable.remove(uuid);
     } else {
       unavailable.put(uuid, r);
       failed(r);

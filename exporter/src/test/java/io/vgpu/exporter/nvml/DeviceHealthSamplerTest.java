@@ -205,4 +205,32 @@ class DeviceHealthSamplerTest {
     assertThat(health("GPU-0").unavailable()).doesNotContainKey(HealthField.XID_EVENTS);
     assertThat(Optional.of(health("GPU-0").xidErrors())).contains(Map.of());
   }
+
+  @Test
+  void xid_registrationOrSetCreationRefused_countedOnceNotEveryPoll_reasonKept() {
+    FakeNvml fake =
+        FakeNvml.in(dir).write(H100, T4, H100_HEALTH, "fail nvmlDeviceRegisterEvents 4");
+    sampler().sampleOnce();
+    poll();
+    poll();
+    assertThat(health("GPU-0").unavailable())
+        .containsEntry(HealthField.XID_EVENTS, NvmlReturn.NO_PERMISSION);
+    assertThat(sampler.errorCounts())
+        .as("once per GPU over three polls")
+        .containsExactly(Map.entry(NvmlReturn.NO_PERMISSION, 2L));
+
+    fake.write(H100, H100_HEALTH, "fail nvmlEventSetCreate 999", "fail nvmlDeviceGetCount 9");
+    poll(); // NVML lost: the set is freed; the next initialisation cannot create one
+    fake.write(H100, H100_HEALTH, "fail nvmlEventSetCreate 999");
+    clock.advance(Duration.ofSeconds(2));
+    sampler.sampleOnce();
+    poll();
+    poll();
+    assertThat(sampler.latest().status().up()).isTrue();
+    assertThat(health("GPU-0").unavailable())
+        .containsExactly(Map.entry(HealthField.XID_EVENTS, NvmlReturn.UNKNOWN));
+    assertThat(health("GPU-0").powerMilliwatts()).hasValue(250000);
+    assertThat(sampler.errorCounts()).containsEntry(NvmlReturn.UNKNOWN, 1L);
+    assertThat(fake.calls("nvmlEventSetCreate")).isEqualTo(2);
+  }
 }
