@@ -50,6 +50,9 @@
  *                                   now are no longer returned (the driver answers with the
  *                                   recent periods only; a reader must poll to see them all)
  *
+ *   health <dev> ... / xid <dev> id=<n> xid=<code>
+ *       device health and XID events: see fake_nvml_health.inc (included at the end).
+ *
  * Emulating the 535-560 driver bug: list container-namespace pids in `process` lines and host
  * pids in `sample` lines. Bad lines are ignored with a note on stderr ("fake_nvml: ...").
  *
@@ -229,6 +232,10 @@ static unsigned long long realtime_us(void) {
   return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
 }
 
+static int health_parse_line(const char *path, int lineno, char **tokens, int n); /* health.inc */
+static void health_reset(void);
+static void health_on_release(void);
+
 static void reset_state(void) {
   memset(g_devices, 0, sizeof g_devices);
   memset(g_migs, 0, sizeof g_migs);
@@ -239,6 +246,7 @@ static void reset_state(void) {
   g_realtime = 0;
   g_buffer_us = 0;
   snprintf(g_driver, sizeof g_driver, "%s", "580.00-fake");
+  health_reset();
 }
 
 static void parse_line(const char *path, int lineno, char *line) {
@@ -434,7 +442,7 @@ static void parse_line(const char *path, int lineno, char *line) {
     } else {
       { note(path, lineno, "unknown option"); return; }
     }
-  } else {
+  } else if (!health_parse_line(path, lineno, tokens, n)) {
     note(path, lineno, "unknown directive");
   }
 }
@@ -556,7 +564,7 @@ FAKE_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
 FAKE_EXPORT nvmlReturn_t nvmlShutdown(void) {
   ENTER("nvmlShutdown", 0);
   if (g_init_count == 0) return leave(NVML_ERROR_UNINITIALIZED);
-  g_init_count--;
+  if (--g_init_count == 0) health_on_release();
   return leave(NVML_SUCCESS);
 }
 
@@ -820,3 +828,5 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t d, int type, unsigned
   *sampleCount = w;
   return leave(NVML_SUCCESS);
 }
+
+#include "fake_nvml_health.inc"

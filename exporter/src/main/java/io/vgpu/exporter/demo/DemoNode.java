@@ -539,6 +539,7 @@ public final class DemoNode implements AutoCloseable {
                   u,
                   mj,
                   NVML_SAMPLE_PERIOD_MICROS));
+      out.append(FakeGpuEnergy.healthLine(g, u));
     }
     out.append(procs);
     Path next = file.resolveSibling(file.getFileName() + ".next");

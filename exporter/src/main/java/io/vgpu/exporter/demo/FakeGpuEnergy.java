@@ -51,4 +51,16 @@ public final class FakeGpuEnergy {
     lastNanos[gpu] = now;
     return millijoules[gpu];
   }
+
+  /**
+   * The fake NVML's {@code health} line for a GPU at {@code utilPercent}: the power of the model
+   * above, a die warming from 32 °C with load, {@code gpu_idle} as the clock event reason while
+   * nothing runs, clean ECC counters and row remapper, XID events supported (as an H100).
+   */
+  public static String healthLine(int gpu, int utilPercent) {
+    int u = Math.clamp(utilPercent, 0, 100);
+    long milliwatts = Math.round((IDLE_WATTS + (BUSY_WATTS - IDLE_WATTS) * u / 100.0) * 1000);
+    return "health %d power=%d temp=%d clocks=%d ecc=0,0,0,0 remap=0,0,0,0 events=1%n"
+        .formatted(gpu, milliwatts, 32 + u * 40 / 100, u == 0 ? 1 : 0);
+  }
 }

@@ -84,6 +84,11 @@ public final class Collectors {
                           sampler ->
                               new NvmlCollector(ctx.states(), sampler, ctx.config().hamiCompat()))),
           new Entry(
+              "health",
+              "per GPU power, temperature, clock event reasons, XID errors, ECC and remapped rows",
+              c -> c.get(Flags.NVML),
+              ctx -> ctx.nvml().map(sampler -> new DeviceHealthCollector(ctx.states(), sampler))),
+          new Entry(
               "attribution",
               "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
               c -> true,

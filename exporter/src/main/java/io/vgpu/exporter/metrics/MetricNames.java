@@ -108,6 +108,19 @@ public final class MetricNames {
   public static final String GPU_UNATTRIBUTED_PROCESSES = "vgpu_gpu_unattributed_processes";
   public static final String GPU_UNATTRIBUTED_MEMORY = "vgpu_gpu_unattributed_memory_bytes";
 
+  // Per physical GPU health (DeviceHealthCollector): G, plus the label named after the name
+  public static final String GPU_POWER = "vgpu_gpu_power_watts";
+  public static final String GPU_TEMPERATURE = "vgpu_gpu_temperature_celsius";
+  public static final String GPU_CLOCK_EVENT_REASONS = "vgpu_gpu_clock_event_reasons";
+  public static final String GPU_XID_ERRORS = "vgpu_gpu_xid_errors";
+  public static final String GPU_ECC_VOLATILE_ERRORS = "vgpu_gpu_ecc_volatile_errors";
+  public static final String GPU_ECC_AGGREGATE_ERRORS = "vgpu_gpu_ecc_aggregate_errors";
+  public static final String GPU_REMAPPED_ROWS = "vgpu_gpu_remapped_rows";
+  public static final String GPU_ROW_REMAP_PENDING = "vgpu_gpu_row_remap_pending";
+  public static final String GPU_ROW_REMAP_FAILURE = "vgpu_gpu_row_remap_failure";
+  public static final String GPU_HEALTH_UNAVAILABLE = "vgpu_gpu_health_unavailable";
+  public static final String EXPORTER_XID_EVENTS_UNMATCHED = "vgpu_exporter_xid_events_unmatched";
+
   // Node: {node}
   public static final String NODE_HANDSHAKE_AGE = "vgpu_node_handshake_age_seconds";
   public static final String NODE_REGISTERED_DEVICES = "vgpu_node_registered_devices";

@@ -17,6 +17,8 @@ import java.util.OptionalDouble;
  * @param processes compute processes with a context on the GPU (pids as NVML reports them)
  * @param smUtilizationByPid mean SM utilization (0-1) over the window per pid NVML sampled; pids of
  *     {@code processes} missing here were idle for the whole window
+ * @param health power, temperature, clock event reasons, ECC, remapped rows and XIDs of a physical
+ *     GPU; {@link DeviceHealth#NONE} for a MIG device
  */
 public record GpuSnapshot(
     GpuIdentity identity,
@@ -24,14 +26,46 @@ public record GpuSnapshot(
     OptionalDouble utilizationRatio,
     OptionalDouble memoryUtilizationRatio,
     Optional<List<RunningProcess>> processes,
-    Optional<Map<Integer, Double>> smUtilizationByPid) {
+    Optional<Map<Integer, Double>> smUtilizationByPid,
+    DeviceHealth health) {
   public GpuSnapshot {
+    Objects.requireNonNull(health, "health");
     Objects.requireNonNull(identity, "identity");
     Objects.requireNonNull(memory, "memory");
     Objects.requireNonNull(utilizationRatio, "utilizationRatio");
     Objects.requireNonNull(memoryUtilizationRatio, "memoryUtilizationRatio");
     processes = processes.map(List::copyOf);
     smUtilizationByPid = smUtilizationByPid.map(Map::copyOf);
+  }
+
+  /** A snapshot without health readings. */
+  public GpuSnapshot(
+      GpuIdentity identity,
+      Optional<MemoryInfo> memory,
+      OptionalDouble utilizationRatio,
+      OptionalDouble memoryUtilizationRatio,
+      Optional<List<RunningProcess>> processes,
+      Optional<Map<Integer, Double>> smUtilizationByPid) {
+    this(
+        identity,
+        memory,
+        utilizationRatio,
+        memoryUtilizationRatio,
+        processes,
+        smUtilizationByPid,
+        DeviceHealth.NONE);
+  }
+
+  /** The same snapshot with other health readings. */
+  public GpuSnapshot withHealth(DeviceHealth newHealth) {
+    return new GpuSnapshot(
+        identity,
+        memory,
+        utilizationRatio,
+        memoryUtilizationRatio,
+        processes,
+        smUtilizationByPid,
+        newHealth);
   }
 
   /** Whether NVML's per-process utilization works on this GPU. */

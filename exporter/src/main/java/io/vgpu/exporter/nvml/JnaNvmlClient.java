@@ -46,6 +46,7 @@ public final class JnaNvmlClient implements NvmlClient {
   private final Set<String> hiddenSymbols;
   private final Map<String, Optional<Function>> functions = new ConcurrentHashMap<>();
   private volatile int v3Stride; // 0 = not learned yet
+  private final JnaNvmlHealth health = new JnaNvmlHealth(this);
 
   private JnaNvmlClient(NativeLibrary library, Set<String> hiddenSymbols) {
     this.library = library;
@@ -74,7 +75,7 @@ public final class JnaNvmlClient implements NvmlClient {
     }
   }
 
-  private Optional<Function> function(String name) {
+  Optional<Function> function(String name) {
     return functions.computeIfAbsent(
         name,
         n -> {
@@ -90,7 +91,7 @@ public final class JnaNvmlClient implements NvmlClient {
   }
 
   /** Calls the first of {@code names} the library has; FUNCTION_NOT_FOUND when it has none. */
-  private Call call(List<String> names, Object... args) {
+  Call call(List<String> names, Object... args) {
     for (String name : names) {
       Optional<Function> f = function(name);
       if (f.isPresent()) {
@@ -100,11 +101,11 @@ public final class JnaNvmlClient implements NvmlClient {
     return new Call(names.getFirst(), NvmlReturn.FUNCTION_NOT_FOUND);
   }
 
-  private Call call(String name, Object... args) {
+  Call call(String name, Object... args) {
     return call(List.of(name), args);
   }
 
-  private record Call(String function, NvmlReturn code) {
+  record Call(String function, NvmlReturn code) {
     boolean ok() {
       return code.isSuccess();
     }
@@ -114,7 +115,7 @@ public final class JnaNvmlClient implements NvmlClient {
     }
   }
 
-  private static Pointer pointer(DeviceHandle device) {
+  static Pointer pointer(DeviceHandle device) {
     return new Pointer(device.address());
   }
 
@@ -459,6 +460,51 @@ public final class JnaNvmlClient implements NvmlClient {
       }
       return NvmlResult.ok(new Filled(buffer, Math.clamp(count.getValue(), 0, capacity)));
     }
+  }
+
+  @Override
+  public NvmlResult<Long> powerMilliwatts(DeviceHandle device) {
+    return health.powerMilliwatts(device);
+  }
+
+  @Override
+  public NvmlResult<Long> temperatureCelsius(DeviceHandle device) {
+    return health.temperatureCelsius(device);
+  }
+
+  @Override
+  public NvmlResult<Long> clockEventReasons(DeviceHandle device) {
+    return health.clockEventReasons(device);
+  }
+
+  @Override
+  public NvmlResult<EccCounts> eccErrors(DeviceHandle device, boolean aggregate) {
+    return health.eccErrors(device, aggregate);
+  }
+
+  @Override
+  public NvmlResult<RemappedRows> remappedRows(DeviceHandle device) {
+    return health.remappedRows(device);
+  }
+
+  @Override
+  public NvmlResult<EventSet> eventSetCreate() {
+    return health.eventSetCreate();
+  }
+
+  @Override
+  public NvmlReturn registerEvents(DeviceHandle device, long eventTypes, EventSet set) {
+    return health.registerEvents(device, eventTypes, set);
+  }
+
+  @Override
+  public NvmlResult<Optional<NvmlEvent>> eventSetWait(EventSet set, int timeoutMs) {
+    return health.eventSetWait(set, timeoutMs);
+  }
+
+  @Override
+  public NvmlReturn eventSetFree(EventSet set) {
+    return health.eventSetFree(set);
   }
 
   @Override

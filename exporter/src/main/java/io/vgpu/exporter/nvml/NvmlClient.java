@@ -64,6 +64,60 @@ public interface NvmlClient extends AutoCloseable {
     return NvmlResult.err("nvmlDeviceGetTotalEnergyConsumption", NvmlReturn.NOT_SUPPORTED);
   }
 
+  /** {@code nvmlDeviceGetPowerUsage}: the board's power draw in milliwatts. */
+  default NvmlResult<Long> powerMilliwatts(DeviceHandle device) {
+    return NvmlResult.err("nvmlDeviceGetPowerUsage", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)}: the GPU die temperature, °C. */
+  default NvmlResult<Long> temperatureCelsius(DeviceHandle device) {
+    return NvmlResult.err("nvmlDeviceGetTemperature", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /**
+   * {@code nvmlDeviceGetCurrentClocksEventReasons} (R535 on; {@code
+   * nvmlDeviceGetCurrentClocksThrottleReasons} before): the mask of {@link ClockEventReason} bits.
+   */
+  default NvmlResult<Long> clockEventReasons(DeviceHandle device) {
+    return NvmlResult.err("nvmlDeviceGetCurrentClocksEventReasons", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /**
+   * {@code nvmlDeviceGetTotalEccErrors} for both error types of one counter: volatile (since the
+   * driver loaded) or aggregate (lifetime). NOT_SUPPORTED where the GPU has no ECC or it is off.
+   */
+  default NvmlResult<EccCounts> eccErrors(DeviceHandle device, boolean aggregate) {
+    return NvmlResult.err("nvmlDeviceGetTotalEccErrors", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlDeviceGetRemappedRows} (Ampere and newer). */
+  default NvmlResult<RemappedRows> remappedRows(DeviceHandle device) {
+    return NvmlResult.err("nvmlDeviceGetRemappedRows", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlEventSetCreate}; the caller must {@link #eventSetFree} it before shutdown. */
+  default NvmlResult<EventSet> eventSetCreate() {
+    return NvmlResult.err("nvmlEventSetCreate", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlDeviceRegisterEvents}: adds {@code eventTypes} of a device to the set. */
+  default NvmlReturn registerEvents(DeviceHandle device, long eventTypes, EventSet set) {
+    return NvmlReturn.FUNCTION_NOT_FOUND;
+  }
+
+  /**
+   * {@code nvmlEventSetWait_v2}: the next event of the set, waiting at most {@code timeoutMs} (0:
+   * do not wait); empty when none came (NVML_ERROR_TIMEOUT).
+   */
+  default NvmlResult<java.util.Optional<NvmlEvent>> eventSetWait(EventSet set, int timeoutMs) {
+    return NvmlResult.err("nvmlEventSetWait_v2", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlEventSetFree}; the set is invalid afterwards. */
+  default NvmlReturn eventSetFree(EventSet set) {
+    return NvmlReturn.FUNCTION_NOT_FOUND;
+  }
+
   /** Releases the library (does not call {@link #shutdown()}). */
   @Override
   void close();

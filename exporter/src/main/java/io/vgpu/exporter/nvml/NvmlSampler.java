@@ -30,7 +30,10 @@ import org.slf4j.LoggerFactory;
  * (MIG devices included), reads memory, utilization, the running processes and the per-process
  * utilization samples newer than a per-GPU {@code lastSeenTimeStamp} cursor, and publishes an
  * immutable {@link NvmlSnapshot}. Per-process SM utilization is a time-weighted mean over {@code
- * window} (see {@link UtilizationWindow}), never a single instant sample.
+ * window} (see {@link UtilizationWindow}), never a single instant sample. Each physical GPU's
+ * health (power, temperature, clock event reasons, ECC, remapped rows: {@link DeviceHealthReader})
+ * is read at every poll, and its XID events are drained from an NVML event set without waiting
+ * ({@link XidEventWatcher}).
  *
  * <p>Failures: a failed query is counted by return code; a query one GPU does not support
  * (NOT_SUPPORTED) only leaves that value unknown. A code meaning NVML as a whole is unusable (no
@@ -95,6 +98,9 @@ public final class NvmlSampler implements AutoCloseable {
   /** Every per-process sample and energy reading, for usage accounting (drained by its pass). */
   private final UsageLedger ledger;
 
+  private final DeviceHealthReader healthReader = new DeviceHealthReader(this::countFailure);
+  private final XidEventWatcher xids = new XidEventWatcher(this::count);
+
   private NvmlClient client;
   private boolean initialised;
   private int consecutiveFailures;
@@ -133,6 +139,11 @@ public final class NvmlSampler implements AutoCloseable {
     Map<NvmlReturn, Long> out = new TreeMap<>((a, b) -> Integer.compare(a.code(), b.code()));
     errors.forEach((code, n) -> out.put(new NvmlReturn(code), n.sum()));
     return out;
+  }
+
+  /** XID events NVML delivered for a device handle that was no registered GPU. */
+  public synchronized long unmatchedXidEvents() {
+    return xids.unmatchedEvents();
   }
 
   /** How often initialisation (library load included) was attempted. */
@@ -285,6 +296,7 @@ public final class NvmlSampler implements AutoCloseable {
       goDown(now, fatal.function(), fatal.code());
       return;
     }
+    xids.drain(client);
     if (!latest.status().up()) {
       LOG.atInfo()
           .setMessage("NVML up")
@@ -293,7 +305,7 @@ public final class NvmlSampler implements AutoCloseable {
           .log();
     }
     consecutiveFailures = 0;
-    latest = new NvmlSnapshot(now, NvmlStatus.up(driverVersion), gpus);
+    latest = new NvmlSnapshot(now, NvmlStatus.up(driverVersion), xids.attach(gpus));
   }
 
   /** Polls one device into {@code out}; returns the identity failure, if any. */
@@ -304,6 +316,11 @@ public final class NvmlSampler implements AutoCloseable {
       return identity;
     }
     String uuid = id.value().uuid();
+    DeviceHealth health = DeviceHealth.NONE;
+    if (!h.isMig()) { // MIG handles have none of these; their parent's reading covers them
+      health = healthReader.read(client, h);
+      xids.register(client, h, uuid);
+    }
     Optional<MemoryInfo> memory = value(client.memory(h));
     Optional<Utilization> util = value(client.utilization(h));
     Optional<List<RunningProcess>> processes = value(client.runningProcesses(h));
@@ -338,7 +355,8 @@ public final class NvmlSampler implements AutoCloseable {
             util.map(u -> OptionalDouble.of(u.memoryPercent() / 100.0))
                 .orElse(OptionalDouble.empty()),
             processes,
-            perPid));
+            perPid,
+            health));
     return identity;
   }
 
@@ -390,6 +408,7 @@ public final class NvmlSampler implements AutoCloseable {
 
   private void goDown(Instant now, String function, NvmlReturn code) {
     if (initialised && client != null) {
+      xids.close(client);
       client.shutdown();
     }
     initialised = false;
@@ -424,6 +443,7 @@ public final class NvmlSampler implements AutoCloseable {
       executor = null;
     }
     if (initialised && client != null) {
+      xids.close(client);
       client.shutdown();
     }
     initialised = false;

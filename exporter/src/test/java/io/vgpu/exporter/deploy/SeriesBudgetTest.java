@@ -58,11 +58,15 @@ class SeriesBudgetTest {
    */
   private ExporterApp exporter(Path root, StaticMetadataSource pods, int gpus) throws IOException {
     Path nvmlDir = Files.createTempDirectory(tmp, "nvml");
-    String[] devices = new String[gpus];
+    String[] devices = new String[2 * gpus];
     for (int g = 0; g < gpus; g++) {
-      devices[g] =
+      devices[2 * g] =
           "device %d uuid=%s name=NVIDIA_H100_80GB_HBM3 total=85899345920 used=0 util=0 memutil=0"
               .formatted(g, TestRegions.uuid(g));
+      // An H100's health: every reading supported (ECC on, row remapper, XID events).
+      devices[2 * g + 1] =
+          "health %d power=70000 temp=31 clocks=0x1 ecc=0,0,0,0 remap=0,0,0,0 events=1"
+              .formatted(g);
     }
     FakeNvml.in(nvmlDir).write(devices);
     ExporterConfig config =

@@ -49,10 +49,12 @@ public final class FakeNvml {
     }
     Path root = repositoryRoot();
     Path source = root.resolve("libvgpu/test/fake/fake_nvml.c");
+    Path health = root.resolve("libvgpu/test/fake/fake_nvml_health.inc"); // #included by source
     Path built = root.resolve("libvgpu/build/fake/libnvidia-ml.so.1");
     try {
       if (Files.exists(built)
-          && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(source)) >= 0) {
+          && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(source)) >= 0
+          && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(health)) >= 0) {
         library = built;
         return library;
       }

@@ -1,0 +1,177 @@
+package io.vgpu.exporter.metrics;
+
+import static io.vgpu.exporter.metrics.MetricNames.*;
+
+import io.prometheus.metrics.model.registry.MetricType;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.node.NodeState;
+import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.exporter.nvml.ClockEventReason;
+import io.vgpu.exporter.nvml.DeviceHealth;
+import io.vgpu.exporter.nvml.EccCounts;
+import io.vgpu.exporter.nvml.GpuSnapshot;
+import io.vgpu.exporter.nvml.NvmlSampler;
+import java.util.List;
+
+/**
+ * Device health of every physical GPU from the sampler's latest snapshot: power, temperature, clock
+ * event reasons, XID errors, ECC counts and the row remapper (docs/device-health.md maps each to
+ * its DCGM field). A reading NVML cannot give is absent and {@code
+ * vgpu_gpu_health_unavailable{field,reason}} says why. Example:
+ *
+ * <pre>
+ * vgpu_gpu_power_watts{device_index="0",device_uuid="GPU-0a",model="NVIDIA H100 80GB HBM3",node="n1"} 312.5
+ * vgpu_gpu_clock_event_reasons{...,reason="sw_power_cap"} 1.0
+ * vgpu_gpu_xid_errors_total{...,xid="79"} 1.0
+ * vgpu_gpu_health_unavailable{...,field="remapped_rows",reason="not_supported"} 1.0
+ * </pre>
+ */
+public final class DeviceHealthCollector extends VgpuCollector {
+  private static final String[] G = {L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL};
+
+  private final NvmlSampler sampler;
+  private final List<MetricFamilyDescriptor> descriptors =
+      List.of(
+          Families.describe(
+              MetricType.GAUGE, GPU_POWER, "Board power draw (NVML nvmlDeviceGetPowerUsage)", G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_TEMPERATURE,
+              "GPU die temperature in degrees Celsius (NVML_TEMPERATURE_GPU)",
+              G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_CLOCK_EVENT_REASONS,
+              "1 while the reason holds the GPU clocks down (nvmlDeviceGetCurrentClocksEventReasons;"
+                  + " other: a bit this exporter does not name)",
+              with(G, "reason")),
+          Families.describe(
+              MetricType.COUNTER,
+              GPU_XID_ERRORS,
+              "XID errors NVML reported through events since the exporter started, by XID (other:"
+                  + " beyond the label bound)",
+              with(G, "xid")),
+          Families.describe(
+              MetricType.COUNTER,
+              GPU_ECC_VOLATILE_ERRORS,
+              "ECC errors since the driver loaded (NVML_VOLATILE_ECC), by error corrected or"
+                  + " uncorrected",
+              with(G, "error")),
+          Families.describe(
+              MetricType.COUNTER,
+              GPU_ECC_AGGREGATE_ERRORS,
+              "ECC errors over the GPU's life (NVML_AGGREGATE_ECC), by error corrected or"
+                  + " uncorrected",
+              with(G, "error")),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_REMAPPED_ROWS,
+              "Memory rows remapped to spares, by the cause correctable or uncorrectable",
+              with(G, "cause")),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_ROW_REMAP_PENDING,
+              "1 while a row remapping waits for a GPU reset",
+              G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_ROW_REMAP_FAILURE,
+              "1 when a row remapping failed (no spare row left): the GPU needs service",
+              G),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_HEALTH_UNAVAILABLE,
+              "1 for a health field NVML does not give for the GPU, with the nvmlReturn_t name as"
+                  + " reason (not_supported, function_not_found, no_permission, ...)",
+              with(G, "field", "reason")),
+          Families.describe(
+              MetricType.COUNTER,
+              EXPORTER_XID_EVENTS_UNMATCHED,
+              "XID events NVML delivered for a device handle that is no polled GPU (absent while"
+                  + " 0)",
+              L_NODE));
+
+  public DeviceHealthCollector(NodeStateProvider states, NvmlSampler sampler) {
+    super(states);
+    this.sampler = sampler;
+  }
+
+  private static String[] with(String[] base, String... more) {
+    String[] out = java.util.Arrays.copyOf(base, base.length + more.length);
+    System.arraycopy(more, 0, out, base.length, more.length);
+    return out;
+  }
+
+  @Override
+  protected List<MetricFamilyDescriptor> descriptors() {
+    return descriptors;
+  }
+
+  @Override
+  protected void collect(NodeState state, Sink out) {
+    String node = state.node();
+    var power = families.gauge(GPU_POWER, help(0));
+    var temperature = families.gauge(GPU_TEMPERATURE, help(1));
+    var clocks = families.gauge(GPU_CLOCK_EVENT_REASONS, help(2));
+    var xid = families.counter(GPU_XID_ERRORS, help(3));
+    var eccVolatile = families.counter(GPU_ECC_VOLATILE_ERRORS, help(4));
+    var eccAggregate = families.counter(GPU_ECC_AGGREGATE_ERRORS, help(5));
+    var rows = families.gauge(GPU_REMAPPED_ROWS, help(6));
+    var pending = families.gauge(GPU_ROW_REMAP_PENDING, help(7));
+    var failure = families.gauge(GPU_ROW_REMAP_FAILURE, help(8));
+    var unavailable = families.gauge(GPU_HEALTH_UNAVAILABLE, help(9));
+    for (GpuSnapshot g : sampler.latest().gpus()) {
+      if (g.identity().migIndex() >= 0) {
+        continue; // health is the physical GPU's
+      }
+      DeviceHealth h = g.health();
+      Labels l = NvmlCollector.gpuLabels(labels, node, g);
+      h.powerMilliwatts().ifPresent(mw -> power.add(mw / 1000.0, l));
+      h.temperatureCelsius().ifPresent(c -> temperature.add(c, l));
+      h.clockEventReasons()
+          .ifPresent(
+              mask -> {
+                for (ClockEventReason r : ClockEventReason.values()) {
+                  clocks.add(r.activeIn(mask) ? 1 : 0, l.add("reason", r.label()));
+                }
+              });
+      h.xidErrors().forEach((x, n) -> xid.add(n, l.add("xid", x)));
+      h.volatileEcc().ifPresent(e -> ecc(eccVolatile, l, e));
+      h.aggregateEcc().ifPresent(e -> ecc(eccAggregate, l, e));
+      h.remappedRows()
+          .ifPresent(
+              r -> {
+                rows.add(r.correctable(), l.add("cause", "correctable"));
+                rows.add(r.uncorrectable(), l.add("cause", "uncorrectable"));
+                pending.add(r.pending() ? 1 : 0, l);
+                failure.add(r.failure() ? 1 : 0, l);
+              });
+      h.unavailable()
+          .forEach(
+              (field, code) ->
+                  unavailable.add(1, l.add("field", field.label()).add("reason", code.name())));
+    }
+    out.add(power.build());
+    out.add(temperature.build());
+    out.add(clocks.build());
+    out.add(xid.build());
+    out.add(eccVolatile.build());
+    out.add(eccAggregate.build());
+    out.add(rows.build());
+    out.add(pending.build());
+    out.add(failure.build());
+    out.add(unavailable.build());
+    long unmatched = sampler.unmatchedXidEvents();
+    var unmatchedFamily = families.counter(EXPORTER_XID_EVENTS_UNMATCHED, help(10));
+    if (unmatched > 0) {
+      unmatchedFamily.add(unmatched, labels.node(node));
+    }
+    out.add(unmatchedFamily.build());
+  }
+
+  private static void ecc(Families.Counter c, Labels l, EccCounts e) {
+    c.add(e.corrected(), l.add("error", "corrected"));
+    c.add(e.uncorrected(), l.add("error", "uncorrected"));
+  }
+}
