@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs test/preload/cases.c under LD_PRELOAD=libvgpu.so against the fake libcuda/libnvidia-ml,
+# Runs test/preload/cases*.c under LD_PRELOAD=libvgpu.so against the fake libcuda/libnvidia-ml,
 # one fresh cache file per case. Prints one line per case and "preload: N passed, M failed".
 # Usage: BUILD=build test/run_preload.sh [case-name-filter]
 # VGPU_LIB=<path> tests another copy of libvgpu.so (the glibc-floor run: the shipped library with
@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 LIB=${VGPU_LIB:-$PWD/$BUILD/libvgpu.so}
 CASES=$PWD/$BUILD/preload/cases
+# The same kind of cases, by topic (test/preload/cases.h): threads and processes, symbol resolution.
+PROCS=$PWD/$BUILD/preload/cases_procs
+SYMBOLS=$PWD/$BUILD/preload/cases_symbols
 FILTER=${1:-}
 TMP=$(mktemp -d /tmp/libvgpu-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -122,14 +125,14 @@ cp "$NV" "$TMP/nvml-ctx.conf"
 run context_floor LIBVGPU_CONTEXT_SIZE=1 FAKE_CUDA_CONTEXT_BYTES=41943040 FAKE_NVML_CONFIG="$TMP/nvml-ctx.conf"
 cp "$NV" "$TMP/nvml-ctx0.conf"
 run context_floor LIBVGPU_CONTEXT_SIZE=0 FAKE_CUDA_CONTEXT_BYTES=41943040 FAKE_NVML_CONFIG="$TMP/nvml-ctx0.conf"
-run dlsym
-run getproc
-run getproc_fallback FAKE_CUDA_TRAMPOLINES=1
-run threads LIBCUDA_LOG_LEVEL=0
-run processes LIBCUDA_LOG_LEVEL=0
-run fork LIBVGPU_CONTEXT_SIZE=8m
-run sigkill LIBCUDA_LOG_LEVEL=0 SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-300}
-run dead_memory
+PROG=$SYMBOLS run dlsym
+PROG=$SYMBOLS run getproc
+PROG=$SYMBOLS run getproc_fallback FAKE_CUDA_TRAMPOLINES=1
+PROG=$PROCS run threads LIBCUDA_LOG_LEVEL=0
+PROG=$PROCS run processes LIBCUDA_LOG_LEVEL=0
+PROG=$PROCS run fork LIBVGPU_CONTEXT_SIZE=8m
+PROG=$PROCS run sigkill LIBCUDA_LOG_LEVEL=0 SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-300}
+PROG=$PROCS run dead_memory
 run launch
 run launch CUDA_DEVICE_SM_LIMIT=50
 # The SM limit throttles through the hooks: the fake's kernels take 1 ms on a serial engine, and
@@ -192,8 +195,8 @@ if [ -z "$FILTER" ] || [[ tenant_env == *$FILTER* ]]; then
 fi
 run runtime_limit
 run ctor VGPU_CTOR_ALLOC=1
-run slot_lost --stderr 'was freed by another process while this one \(pid [0-9]+\) lived; registering again, its usage published again'
-run nvml_v2_getproc_v1 FAKE_NVML_CONFIG="$NV"
+PROG=$PROCS run slot_lost --stderr 'was freed by another process while this one \(pid [0-9]+\) lived; registering again, its usage published again'
+PROG=$SYMBOLS run nvml_v2_getproc_v1 FAKE_NVML_CONFIG="$NV"
 
 # A pre-existing file of another layout (HAMi-core's 2026-03 "v1.1-broken") is left untouched.
 if [ -z "$FILTER" ] || [[ version_mismatch == *$FILTER* ]]; then

@@ -3,47 +3,15 @@
  * One program, one case per argument: `cases <name>`; exit 0 = pass. test/run_preload.sh sets the
  * environment (limit, cache file, fake devices) per case and runs each with and without checks of
  * its stderr. Every case asserts on what the application sees AND on the region bytes that other
- * readers (HAMi's monitor, our exporter) see.
+ * readers (HAMi's monitor, our exporter) see. This program: memory limits, contexts, launches,
+ * devices, NVML and the environment contract; the other topics are cases_procs.c and
+ * cases_symbols.c (cases.h).
  */
-#include <cuda.h>
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdint.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <time.h>
+#include "cases.h"
 
-#include "check.h"
-#undef cuGetProcAddress
-
-unsigned long fakeCudaLaunchCount(void);
 extern CUdeviceptr vgpu_ctor_ptr; /* libctor.so */
 extern int vgpu_ctor_rc;
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
-
-static CUcontext setup(int dev) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *lib_of(void *fn) {
-  Dl_info info;
-  if (!fn || !dladdr(fn, &info) || !info.dli_fname) return "?";
-  return info.dli_fname;
-}
-static int in_libvgpu(void *fn) { return strstr(lib_of(fn), "libvgpu") != NULL; }
 
 /* limit 64 MiB: reserve-before-allocate, OOM, free, meminfo, total mem. */
 static int case_limit(void) {
@@ -219,270 +187,6 @@ static int case_contexts(void) {
   CHECK(cuCtxSetCurrent(p1) == CUDA_SUCCESS);
   CHECK(cuMemAlloc(&big, 52 * MiB) == CUDA_SUCCESS);
   CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_ERROR_OUT_OF_MEMORY);
-  return 0;
-}
-
-/* dlsym hands out hooks for interposed names, the driver's pointer for the rest, NULL for none. */
-static int case_dlsym(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW);
-  CHECK(h != NULL);
-  void *alloc = dlsym(h, "cuMemAlloc_v2");
-  CHECK(in_libvgpu(alloc));
-  void *sync = dlsym(h, "cuEventRecord");
-  CHECK(sync != NULL && strstr(lib_of(sync), "libcuda") != NULL);
-  CHECK(dlsym(h, "cuNoSuchFunction") == NULL);
-  CHECK(in_libvgpu(dlsym(h, "cuGetProcAddress_v2")));
-  /* RTLD_NEXT stays relative to the caller (this executable): the next cuMemAlloc_v2 after it is
-   * the preloaded libvgpu's, not the driver's that follows libvgpu. */
-  CHECK(in_libvgpu(dlsym(RTLD_NEXT, "cuMemAlloc_v2")));
-  CHECK(strstr(lib_of(dlsym(RTLD_NEXT, "cuEventRecord")), "libcuda") != NULL);
-  setup(0);
-  CUresult (*fn)(CUdeviceptr *, size_t) = (CUresult(*)(CUdeviceptr *, size_t))alloc;
-  CUdeviceptr p;
-  CHECK(fn(&p, 8 * MiB) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 8 * MiB);
-  CHECK(fn(&p, 60 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
-  return 0;
-}
-
-/* cuGetProcAddress honours cudaVersion and the per-thread-stream flag. */
-static int case_getproc(void) {
-  setup(0);
-  void *fn = NULL;
-  CUdriverProcAddressQueryResult st;
-  CHECK(cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 0, &st) == CUDA_SUCCESS);
-  CHECK(in_libvgpu(fn));
-  CHECK(st == CU_GET_PROC_ADDRESS_SUCCESS);
-  void *v4 = NULL, *v3 = NULL, *v2 = NULL;
-  CHECK(cuGetProcAddress_v2("cuCtxCreate", &v4, 12080, 0, &st) == CUDA_SUCCESS);
-  CHECK(cuGetProcAddress_v2("cuCtxCreate", &v3, 11080, 0, &st) == CUDA_SUCCESS);
-  CHECK(cuGetProcAddress_v2("cuCtxCreate", &v2, 10000, 0, &st) == CUDA_SUCCESS);
-  CHECK(v4 == (void *)cuCtxCreate_v4 && in_libvgpu(v4));
-  CHECK(v3 == dlsym(RTLD_DEFAULT, "cuCtxCreate_v3") && in_libvgpu(v3));
-  CHECK(v2 == dlsym(RTLD_DEFAULT, "cuCtxCreate_v2") && in_libvgpu(v2));
-  void *l = NULL, *lp = NULL;
-  CHECK(cuGetProcAddress_v2("cuLaunchKernel", &l, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS);
-  CHECK(cuGetProcAddress_v2("cuLaunchKernel", &lp, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) ==
-        CUDA_SUCCESS);
-  CHECK(l != lp && in_libvgpu(l) && in_libvgpu(lp));
-  CHECK(lp == dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"));
-  void *s = NULL;
-  CHECK(cuGetProcAddress_v2("cuEventRecord", &s, 12000, 0, &st) == CUDA_SUCCESS);
-  CHECK(strstr(lib_of(s), "libcuda") != NULL); /* unknown to us: the driver's own */
-  CHECK(cuGetProcAddress_v2("cuNoSuchThing", &s, 12000, 0, &st) == CUDA_ERROR_NOT_FOUND);
-  void *gpa = NULL;
-  CHECK(cuGetProcAddress_v2("cuGetProcAddress", &gpa, 12000, 0, &st) == CUDA_SUCCESS);
-  CHECK(in_libvgpu(gpa));
-  /* Through the pointer we handed out, later lookups stay interposed. */
-  CUresult (*gp)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
-      (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))gpa;
-  CHECK(gp("cuMemFree", &fn, 12000, 0, &st) == CUDA_SUCCESS && in_libvgpu(fn));
-  /* And the memory path through it is counted. */
-  CUresult (*al)(CUdeviceptr *, size_t);
-  CHECK(gp("cuMemAlloc", (void **)&al, 12000, 0, &st) == CUDA_SUCCESS);
-  CUdeviceptr p;
-  CHECK(al(&p, 16 * MiB) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 16 * MiB);
-  CHECK(al(&p, 60 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
-  unsigned long before = fakeCudaLaunchCount();
-  CUresult (*lk)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                 void **, void **) = lp;
-  CHECK(lk(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS);
-  CHECK(fakeCudaLaunchCount() == before + 1);
-  return 0;
-}
-
-/* FAKE_CUDA_TRAMPOLINES=1: the driver returns pointers we cannot recognise; the version table
- * still maps the request to our hook. */
-static int case_getproc_fallback(void) {
-  setup(0);
-  void *fn = NULL;
-  CUdriverProcAddressQueryResult st;
-  CHECK(cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 0, &st) == CUDA_SUCCESS);
-  CHECK(fn == (void *)cuMemAlloc_v2 && in_libvgpu(fn));
-  CUdeviceptr p;
-  CHECK(((CUresult(*)(CUdeviceptr *, size_t))fn)(&p, 70 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
-  return 0;
-}
-
-/* Many threads allocating and freeing: never above the limit, back to 0 at the end. */
-static void *worker(void *arg) {
-  CUcontext ctx = arg;
-  cuCtxSetCurrent(ctx);
-  unsigned seed = (unsigned)(uintptr_t)&ctx;
-  CUdeviceptr held[8] = {0};
-  for (int i = 0; i < 3000; i++) {
-    int k = rand_r(&seed) % 8;
-    if (held[k]) {
-      CHECK(cuMemFree(held[k]) == CUDA_SUCCESS);
-      held[k] = 0;
-    } else {
-      size_t sz = (size_t)(1 + rand_r(&seed) % 4) * MiB;
-      CUresult rc = cuMemAlloc(&held[k], sz);
-      CHECK(rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY);
-      if (rc != CUDA_SUCCESS) held[k] = 0;
-    }
-  }
-  for (int k = 0; k < 8; k++)
-    if (held[k]) CHECK(cuMemFree(held[k]) == CUDA_SUCCESS);
-  return NULL;
-}
-static int case_threads(void) {
-  CUcontext ctx = setup(0);
-  CUdeviceptr warm;
-  CHECK(cuMemAlloc(&warm, 1) == CUDA_SUCCESS); /* registers before the sampler starts */
-  CHECK(cuMemFree(warm) == CUDA_SUCCESS);
-  pthread_t t[8];
-  struct test_sampler smp;
-  CHECK(test_sampler_start(&smp, 64 * MiB) == 0);
-  for (int i = 0; i < 8; i++) CHECK(pthread_create(&t[i], NULL, worker, ctx) == 0);
-  for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
-  CHECK_EQ_U(test_sampler_stop(&smp), 0); /* 0 = the sampler never saw usage above 64 MiB */
-  CHECK_EQ_U(test_used(0), 0);
-  return 0;
-}
-
-/* Several processes race for one container limit: together they get exactly floor(limit/chunk). */
-static int case_processes(void) {
-  enum { N = 4 };
-  int fds[N][2];
-  pid_t kids[N];
-  int go[2], hold[2]; /* start together; stay alive until the parent has looked */
-  CHECK(pipe(go) == 0 && pipe(hold) == 0);
-  for (int i = 0; i < N; i++) {
-    CHECK(pipe(fds[i]) == 0);
-    kids[i] = fork();
-    if (kids[i] == 0) {
-      setup(0);
-      char c;
-      CHECK(read(go[0], &c, 1) == 1);
-      int got = 0;
-      CUdeviceptr p;
-      while (cuMemAlloc(&p, 6 * MiB) == CUDA_SUCCESS) got++; /* whole 2 MiB pages */
-      CHECK(write(fds[i][1], &got, sizeof got) == (ssize_t)sizeof got);
-      CHECK(read(hold[0], &c, 1) == 1);
-      exit(0);
-    }
-  }
-  CHECK(write(go[1], "xxxx", N) == N);
-  int total = 0;
-  for (int i = 0; i < N; i++) {
-    int got = 0;
-    CHECK(read(fds[i][0], &got, sizeof got) == (ssize_t)sizeof got);
-    total += got;
-  }
-  CHECK_EQ_U(total, 64 / 6); /* 10 chunks of 6 MiB fit in 64 MiB, the 11th never */
-  CHECK_EQ_U(test_used(0), 10 * 6 * MiB);
-  CHECK(write(hold[1], "xxxx", N) == N);
-  for (int i = 0; i < N; i++) {
-    int st;
-    CHECK(waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
-  CHECK_EQ_U(test_used(0), 0); /* clean exits free their slots */
-  return 0;
-}
-
-/* fork: the child is its own process in the region; the parent's count is untouched. */
-static int case_fork(void) { /* LIBVGPU_CONTEXT_SIZE=8m: each process's context counts 8 MiB */
-  setup(0);
-  CUdeviceptr a;
-  CHECK(cuMemAlloc(&a, 16 * MiB) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 24 * MiB);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setup(0);
-    CUdeviceptr b;
-    CHECK_EQ_U(test_my_used(0, 2), 0);  /* the parent's allocations are not the child's */
-    CHECK_EQ_U(test_my_used(0, 0), 8 * MiB); /* its own primary context counts again */
-    CHECK(cuMemAlloc(&b, 8 * MiB) == CUDA_SUCCESS);
-    CHECK_EQ_U(test_my_used(0, 2), 8 * MiB);
-    CHECK_EQ_U(test_used(0), 40 * MiB);
-    CHECK(cuMemAlloc(&b, 32 * MiB) == CUDA_ERROR_OUT_OF_MEMORY); /* the parent's 24 count */
-    exit(0); /* a clean exit frees the slot at once (an _exit is covered by dead_memory) */
-  }
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  CHECK_EQ_U(test_used(0), 24 * MiB);
-  CHECK_EQ_U(test_my_used(0, 2), 16 * MiB);
-  CHECK(cuMemFree(a) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 8 * MiB);
-  return 0;
-}
-
-/* SIGKILL at random points, hundreds of times: nobody deadlocks (alarm), and the dead processes'
- * memory leaves the count (dead slots freed by the next allocation that needs room or the
- * liveness sweep). */
-static int case_sigkill(void) {
-  int iterations = getenv("SIGKILL_ITERATIONS") ? atoi(getenv("SIGKILL_ITERATIONS")) : 300;
-  setup(0);
-  alarm(120);
-  unsigned seed = (unsigned)getpid();
-  for (int it = 0; it < iterations; it++) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      setup(0);
-      CUdeviceptr p[4] = {0};
-      for (unsigned i = 0;; i++) { /* allocate and free until killed */
-        int k = (int)(i % 4);
-        if (p[k]) {
-          cuMemFree(p[k]);
-          p[k] = 0;
-        } else if (cuMemAlloc(&p[k], 2 * MiB) != CUDA_SUCCESS) {
-          p[k] = 0;
-        }
-      }
-    }
-    struct timespec ts = {0, (long)(rand_r(&seed) % 3000) * 1000};
-    nanosleep(&ts, NULL);
-    kill(pid, SIGKILL);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-  }
-  /* Everything the dead left behind must be reclaimable: the whole limit, within 2 s. */
-  double t0 = now_s();
-  CUdeviceptr all;
-  CUresult rc = cuMemAlloc(&all, 64 * MiB);
-  double waited = now_s() - t0;
-  fprintf(stderr, "sigkill: %d kills, full-limit allocation after %.3f s\n", iterations, waited);
-  CHECK(rc == CUDA_SUCCESS);
-  CHECK(waited < 2.0);
-  CHECK_EQ_U(test_used(0), 64 * MiB);
-  const vgpu_region_t *r = test_region();
-  int live = 0;
-  for (int i = 0; i < r->proc_num; i++) live += r->procs[i].status != 0;
-  if (live != 1 || r->proc_num > 2) {
-    for (int i = 0; i < r->proc_num; i++)
-      fprintf(stderr, "slot %d pid %d status %d total %llu\n", i, r->procs[i].pid, r->procs[i].status,
-              (unsigned long long)r->procs[i].used[0].total);
-  }
-  CHECK(live == 1); /* dead slots were freed, not leaked */
-  return 0;
-}
-
-/* A process holding memory is SIGKILLed; another one gets the memory within 2 s. */
-static int case_dead_memory(void) {
-  setup(0);
-  int p[2];
-  CHECK(pipe(p) == 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setup(0);
-    CUdeviceptr a;
-    CHECK(cuMemAlloc(&a, 48 * MiB) == CUDA_SUCCESS);
-    CHECK(write(p[1], "x", 1) == 1);
-    pause();
-    _exit(0);
-  }
-  char c;
-  CHECK(read(p[0], &c, 1) == 1);
-  CUdeviceptr b;
-  CHECK(cuMemAlloc(&b, 32 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-  double t0 = now_s();
-  CHECK(cuMemAlloc(&b, 32 * MiB) == CUDA_SUCCESS);
-  CHECK(now_s() - t0 < 2.0);
-  CHECK_EQ_U(test_used(0), 32 * MiB);
   return 0;
 }
 
@@ -691,91 +395,28 @@ static int case_ctor(void) {
   return 0;
 }
 
-/* NVML _v2 memory info and cuGetProcAddress v1 (CUDA 11.3-11.x callers). */
-typedef struct {
-  unsigned int version;
-  unsigned long long total, reserved, free, used;
-} nvml_mem_v2_t;
-static int case_nvml_v2_getproc_v1(void) {
-  setup(0);
-  CUdeviceptr a;
-  CHECK(cuMemAlloc(&a, 10 * MiB) == CUDA_SUCCESS);
-  void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-  CHECK(h != NULL);
-  int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
-  int (*get)(unsigned, void **) = (int (*)(unsigned, void **))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-  int (*mem2)(void *, nvml_mem_v2_t *) = (int (*)(void *, nvml_mem_v2_t *))dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
-  CHECK(init && get && mem2 && in_libvgpu((void *)mem2));
-  CHECK(init() == 0);
-  void *dev = NULL;
-  CHECK(get(0, &dev) == 0);
-  nvml_mem_v2_t m = {.version = (unsigned)(sizeof(nvml_mem_v2_t) | (2u << 24))};
-  CHECK(mem2(dev, &m) == 0);
-  CHECK_EQ_U(m.total, 64 * MiB);
-  CHECK_EQ_U(m.used, 10 * MiB);
-  CHECK_EQ_U(m.free, 54 * MiB);
-  CHECK_EQ_U(m.reserved, 0);
-  void *fn = NULL;
-  CHECK(cuGetProcAddress("cuMemAlloc", &fn, 11030, 0) == CUDA_SUCCESS);
-  CHECK(in_libvgpu(fn));
-  CHECK(((CUresult(*)(CUdeviceptr *, size_t))fn)(&a, 60 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
-  return 0;
-}
-
-/* Another process freed our slot (it judged us dead, e.g. from another pid namespace while we
- * were stopped): we register again instead of writing into what may be someone else's slot. */
-static int case_slot_lost(void) {
-  setup(0);
-  CUdeviceptr a, b;
-  CHECK(cuMemAlloc(&a, 8 * MiB) == CUDA_SUCCESS);
-  int fd = open(getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"), O_RDWR);
-  vgpu_region_t *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  CHECK(r != MAP_FAILED);
-  int mine = -1;
-  for (int i = 0; i < r->proc_num; i++)
-    if (r->procs[i].pid == getpid()) mine = i;
-  CHECK(mine >= 0);
-  __atomic_store_n(&r->procs[mine].status, 0, __ATOMIC_RELEASE);
-  __atomic_store_n(&r->procs[mine].pid, 0, __ATOMIC_RELEASE);
-  memset(r->procs[mine].used, 0, sizeof r->procs[mine].used);
-  CHECK(cuMemAlloc(&b, 4 * MiB) == CUDA_SUCCESS);
-  /* A fresh slot holding everything the process still holds: nothing it allocated before the
-   * loss escapes the count. */
-  CHECK_EQ_U(test_used(0), 12 * MiB);
-  CHECK(cuMemFree(a) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 4 * MiB);
-  CHECK(cuMemFree(b) == CUDA_SUCCESS);
-  CHECK_EQ_U(test_used(0), 0);
-  return 0;
-}
-
 int main(int argc, char **argv) {
-  static const struct {
-    const char *name;
-    int (*fn)(void);
-  } cases[] = {
-      {"limit", case_limit},           {"double_free", case_double_free},
-      {"pitch_managed", case_pitch_managed}, {"vmm", case_vmm},
-      {"arrays", case_arrays},         {"pools", case_pools},
-      {"contexts", case_contexts},     {"dlsym", case_dlsym},
-      {"getproc", case_getproc},       {"getproc_fallback", case_getproc_fallback},
-      {"threads", case_threads},       {"processes", case_processes},
-      {"fork", case_fork},             {"sigkill", case_sigkill},
-      {"dead_memory", case_dead_memory}, {"launch", case_launch},
-      {"no_gpu_use", case_no_gpu_use}, {"cvd_reorder", case_cvd_reorder},
-      {"cvd_uuid", case_cvd_uuid},     {"nvml", case_nvml},
-      {"nvml_only", case_nvml_only},   {"unlimited", case_unlimited},
-      {"oom_log", case_oom_log},       {"disabled", case_disabled},
-      {"failsafe", case_failsafe},     {"context_floor", case_context_floor},
-      {"runtime_limit", case_runtime_limit}, {"ctor", case_ctor}, {"slot_lost", case_slot_lost},
-      {"nvml_v2_getproc_v1", case_nvml_v2_getproc_v1},
+  static const test_case_t cases[] = {
+      {"limit", case_limit},
+      {"double_free", case_double_free},
+      {"pitch_managed", case_pitch_managed},
+      {"vmm", case_vmm},
+      {"arrays", case_arrays},
+      {"pools", case_pools},
+      {"contexts", case_contexts},
+      {"launch", case_launch},
+      {"no_gpu_use", case_no_gpu_use},
+      {"cvd_reorder", case_cvd_reorder},
+      {"cvd_uuid", case_cvd_uuid},
+      {"nvml", case_nvml},
+      {"nvml_only", case_nvml_only},
+      {"unlimited", case_unlimited},
+      {"oom_log", case_oom_log},
+      {"disabled", case_disabled},
+      {"context_floor", case_context_floor},
+      {"failsafe", case_failsafe},
+      {"runtime_limit", case_runtime_limit},
+      {"ctor", case_ctor},
   };
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s <case>\n", argv[0]);
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -29,9 +29,11 @@ build() { # NAME ARGS...: compile, or count a failure and show why
   local name=$1; shift
   if ! "$CC" "$@" > "$out/$name.build.log" 2>&1; then failed "building $name:"; tail -5 "$out/$name.build.log"; return 1; fi
 }
-build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c -lpthread
+build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c \
+  test/tools/shrreg_tool_repair_test.c test/tools/shrreg_tool_test_kit.c -lpthread
 build shrreg_sem_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_sem_test" test/tools/shrreg_sem_test.c -lpthread
-# The fuzzer compiles the tool's source in, with the library's region unit it uses.
+# The fuzzer compiles the tool's units in (shrreg_fuzz.c includes them), with the library's region
+# unit they use.
 build shrreg_fuzz "${FLAGS[@]}" -Isrc -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c \
   src/region*.c src/log.c src/config.c -lpthread
 # A real application for libvgpu-written regions (the CLI test fails without it).

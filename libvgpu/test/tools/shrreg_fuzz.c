@@ -9,6 +9,11 @@
  */
 #define SHRREG_TOOL_NO_MAIN
 #include "../../tools/shrreg_tool.c"
+#include "../../tools/shrreg_args.c"
+#include "../../tools/shrreg_region.c"
+#include "../../tools/shrreg_json.c"
+#include "../../tools/shrreg_inspect.c"
+#include "../../tools/shrreg_repair.c"
 
 #include <sys/wait.h>
 

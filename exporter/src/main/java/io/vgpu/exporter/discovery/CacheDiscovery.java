@@ -1,23 +1,11 @@
 package io.vgpu.exporter.discovery;
 
-import static java.nio.file.StandardWatchEventKinds.ENTRY_CREATE;
-import static java.nio.file.StandardWatchEventKinds.ENTRY_DELETE;
-import static java.nio.file.StandardWatchEventKinds.ENTRY_MODIFY;
-import static java.nio.file.StandardWatchEventKinds.OVERFLOW;
-
 import io.vgpu.exporter.loops.LoopHealth;
-import io.vgpu.regioncodec.RegionException;
-import io.vgpu.regioncodec.RegionFile;
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;
-import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.WatchKey;
-import java.nio.file.WatchService;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -36,7 +24,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,15 +55,13 @@ public final class CacheDiscovery implements AutoCloseable {
   private final Path root;
   private final Duration rescanInterval;
   private final InstantSource clock;
-  private final boolean writable;
   private final ParseErrors errors;
   private final SideFileReader sideFiles;
   private final LoopHealth health;
   private final int maxContainers;
   private volatile int skippedContainers;
-  private final AtomicInteger openMappings = new AtomicInteger();
-  private final Map<Path, FileState> files = new HashMap<>();
-  private final Map<Path, WatchKey> watchedDirs = new HashMap<>();
+  private final FileMappings mappings;
+  private final DiscoveryWatcher watcher = new DiscoveryWatcher(this::requestRescan, LOG);
   private final Set<String> reportedBadDirs = new HashSet<>();
   private Optional<String> lastRootProblem = Optional.empty(); // guarded by this
 
@@ -92,8 +77,6 @@ public final class CacheDiscovery implements AutoCloseable {
   private long generation;
   private boolean closed;
   private ScheduledExecutorService executor;
-  private WatchService watcher;
-  private Thread watchThread;
 
   /**
    * @param root the cache root ({@code /usr/local/vgpu/containers})
@@ -160,8 +143,8 @@ public final class CacheDiscovery implements AutoCloseable {
     this.root = Objects.requireNonNull(root, "root");
     this.rescanInterval = Objects.requireNonNull(rescanInterval, "rescanInterval");
     this.clock = Objects.requireNonNull(clock, "clock");
-    this.writable = writable;
     this.errors = Objects.requireNonNull(errors, "errors");
+    this.mappings = new FileMappings(writable, this.errors, LOG);
     Duration stuck = rescanInterval.multipliedBy(3);
     this.health =
         new LoopHealth("discovery", stuck.compareTo(MIN_STUCK) < 0 ? MIN_STUCK : stuck, clock);
@@ -181,7 +164,7 @@ public final class CacheDiscovery implements AutoCloseable {
 
   /** Mappings not yet unmapped, including retired ones a scrape still reads. */
   public int openMappings() {
-    return openMappings.get();
+    return mappings.openMappings();
   }
 
   /** Called after every pass, on the discovery thread. */
@@ -197,16 +180,7 @@ public final class CacheDiscovery implements AutoCloseable {
     executor =
         Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("vgpu-discovery").unstarted(r));
-    try {
-      watcher = root.getFileSystem().newWatchService();
-      watchThread =
-          Thread.ofPlatform().daemon().name("vgpu-discovery-watch").start(this::superviseWatchLoop);
-    } catch (IOException e) {
-      LOG.atWarn()
-          .setMessage("inotify unavailable, relying on periodic rescan")
-          .addKeyValue("error", e.toString())
-          .log();
-    }
+    watcher.start(root);
     executor.scheduleWithFixedDelay(
         this::safeRescan, 0, rescanInterval.toMillis(), TimeUnit.MILLISECONDS);
   }
@@ -243,49 +217,6 @@ public final class CacheDiscovery implements AutoCloseable {
     return health;
   }
 
-  /** Restarts the watch loop after anything it throws; ends when the watch service closes. */
-  private void superviseWatchLoop() {
-    while (true) {
-      try {
-        watchLoop();
-        return;
-      } catch (Throwable t) { // an Error must not end inotify-driven discovery
-        try {
-          LOG.atError()
-              .setMessage("discovery watch loop failed; restarting")
-              .addKeyValue("error", t.toString())
-              .log();
-          requestRescan();
-          Thread.sleep(1000);
-        } catch (InterruptedException e) {
-          return;
-        } catch (Throwable ignored) {
-          // logging may fail when memory is short; the loop restarts regardless
-        }
-      }
-    }
-  }
-
-  private void watchLoop() {
-    WatchService ws = watcher;
-    while (true) {
-      WatchKey key;
-      try {
-        key = ws.take();
-      } catch (InterruptedException | ClosedWatchServiceException e) {
-        return;
-      }
-      boolean relevant = false;
-      for (var ev : key.pollEvents()) {
-        relevant |= ev.kind() == OVERFLOW || ev.context() != null;
-      }
-      key.reset();
-      if (relevant) {
-        requestRescan();
-      }
-    }
-  }
-
   /** One full pass. Synchronous; safe to call from tests without {@link #start()}. */
   public synchronized DiscoverySnapshot rescan() {
     if (closed) {
@@ -304,7 +235,7 @@ public final class CacheDiscovery implements AutoCloseable {
       rootProblem = Optional.of("cache root " + root + " does not exist or is not a directory");
     } else {
       try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
-        watch(root);
+        watcher.watch(root);
         // The first maxContainers names only (bounded heap whatever the root holds), chosen in a
         // bounded max-heap as the listing streams by, then scanned in name order.
         PriorityQueue<Path> chosen = new PriorityQueue<>(Comparator.reverseOrder());
@@ -349,21 +280,9 @@ public final class CacheDiscovery implements AutoCloseable {
       // Unreadable for now: keep what is mapped rather than flapping every series.
       return publish(rootProblem, current.containers());
     }
-    for (var it = files.entrySet().iterator(); it.hasNext(); ) {
-      var e = it.next();
-      if (!seenFiles.contains(e.getKey())) {
-        e.getValue().retire();
-        it.remove();
-      }
-    }
+    mappings.retireUnseen(seenFiles);
     excessFiles = excessNow;
-    for (var it = watchedDirs.entrySet().iterator(); it.hasNext(); ) {
-      var e = it.next();
-      if (!e.getKey().equals(root) && !seenDirs.contains(e.getKey())) {
-        e.getValue().cancel();
-        it.remove();
-      }
-    }
+    watcher.forgetUnseen(root, seenDirs);
     containers.sort((a, b) -> a.key().compareTo(b.key()));
     return publish(rootProblem, containers);
   }
@@ -428,7 +347,7 @@ public final class CacheDiscovery implements AutoCloseable {
       reportOnce(name, "name is not <podUID>_<container>");
       return Optional.empty();
     }
-    watch(dir);
+    watcher.watch(dir);
     // The one bounded listing every reader shares: the first MAX_FILES_PER_CONTAINER names in
     // name order (so the same files stay mapped across passes), whatever the directory holds.
     TenantDirListing.Listing listing = TenantDirListing.of(dir);
@@ -438,7 +357,7 @@ public final class CacheDiscovery implements AutoCloseable {
     List<DiscoveredFile> found = new ArrayList<>(listing.cacheFiles().size());
     for (Path file : listing.cacheFiles()) {
       seenFiles.add(file);
-      found.add(scanFile(file, mappedInodes));
+      found.add(mappings.scanFile(file, mappedInodes));
     }
     return Optional.of(
         new DiscoveredContainer(
@@ -494,104 +413,6 @@ public final class CacheDiscovery implements AutoCloseable {
     return excess;
   }
 
-  private DiscoveredFile scanFile(Path file, Set<Object> mappedInodes) {
-    BasicFileAttributes attrs = stat(file);
-    StatKey now = attrs == null ? null : new StatKey(attrs.fileKey(), attrs.size());
-    FileState prev = files.get(file);
-    boolean sameFile = prev != null && now != null && now.equals(prev.key());
-    boolean secondName =
-        attrs != null
-            && attrs.isRegularFile()
-            && attrs.fileKey() != null
-            && !mappedInodes.add(attrs.fileKey());
-    if (sameFile
-        && !secondName
-        && prev.error != RegionException.Reason.HARD_LINK
-        && (prev.region != null || !retryable(prev.error))) {
-      return prev.asDiscovered(file);
-    }
-    if (prev != null) {
-      prev.retire();
-      files.remove(file);
-    }
-    FileState next;
-    if (attrs == null) {
-      next = new FileState(null, null, RegionException.Reason.IO_ERROR);
-    } else if (attrs.isSymbolicLink()) {
-      next = new FileState(now, null, RegionException.Reason.SYMLINK);
-    } else if (!attrs.isRegularFile()) {
-      next = new FileState(now, null, RegionException.Reason.NOT_REGULAR_FILE);
-    } else if (secondName) {
-      next = new FileState(now, null, RegionException.Reason.HARD_LINK);
-    } else {
-      next = open(file, now);
-    }
-    boolean repeated = sameFile && next.error == prev.error;
-    if (next.region == null) {
-      if (!repeated) {
-        errors.increment(next.error);
-        LOG.atWarn()
-            .setMessage("cache file not mapped")
-            .addKeyValue("file", file)
-            .addKeyValue("reason", next.error.label())
-            .log();
-      }
-    } else {
-      LOG.atDebug()
-          .setMessage("mapped")
-          .addKeyValue("file", file)
-          .addKeyValue("layout", next.region.identity())
-          .log();
-    }
-    files.put(file, next);
-    return next.asDiscovered(file);
-  }
-
-  /**
-   * Content problems can heal in place: libvgpu sizes the file first and writes the magic last, so
-   * a pass may see a half-initialized file. Type problems (symlink, FIFO, huge) cannot.
-   */
-  private static boolean retryable(RegionException.Reason reason) {
-    return switch (reason) {
-      case SYMLINK, NOT_REGULAR_FILE, TOO_LARGE -> false;
-      default -> true;
-    };
-  }
-
-  private FileState open(Path file, StatKey key) {
-    try {
-      RegionFile rf = writable ? RegionFile.openReadWrite(file) : RegionFile.openReadOnly(file);
-      openMappings.incrementAndGet();
-      return new FileState(
-          key, new MappedRegion(file, rf, errors, openMappings::decrementAndGet), null);
-    } catch (RegionException e) {
-      return new FileState(key, null, e.reason());
-    } catch (RuntimeException e) {
-      LOG.atDebug()
-          .setMessage("open failed")
-          .addKeyValue("file", file)
-          .addKeyValue("error", e.toString())
-          .log();
-      return new FileState(key, null, RegionException.Reason.IO_ERROR);
-    }
-  }
-
-  private void watch(Path dir) {
-    WatchService ws = watcher;
-    if (ws == null || watchedDirs.containsKey(dir)) {
-      return;
-    }
-    try {
-      watchedDirs.put(dir, dir.register(ws, ENTRY_CREATE, ENTRY_DELETE, ENTRY_MODIFY));
-    } catch (IOException | ClosedWatchServiceException e) {
-      LOG.atDebug()
-          .setMessage("cannot watch")
-          .addKeyValue("dir", dir)
-          .addKeyValue("error", e.toString())
-          .log();
-    }
-  }
-
   private void reportOnce(String name, String why) {
     if (reportedBadDirs.add(name)) {
       LOG.atWarn()
@@ -636,13 +457,7 @@ public final class CacheDiscovery implements AutoCloseable {
   }
 
   private static BasicFileAttributes stat(Path p) {
-    try {
-      return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-    } catch (NoSuchFileException e) {
-      return null;
-    } catch (IOException e) {
-      return null;
-    }
+    return FileMappings.stat(p);
   }
 
   /** Stops the threads and unmaps everything (readers still holding a mapping finish first). */
@@ -652,10 +467,7 @@ public final class CacheDiscovery implements AutoCloseable {
     synchronized (this) {
       closed = true;
       ex = executor;
-      for (FileState s : files.values()) {
-        s.retire();
-      }
-      files.clear();
+      mappings.retireAll();
       current =
           new DiscoverySnapshot(++generation, clock.instant(), Optional.of("closed"), List.of());
     }
@@ -667,47 +479,6 @@ public final class CacheDiscovery implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    if (watcher != null) {
-      try {
-        watcher.close();
-      } catch (IOException e) {
-        LOG.atDebug()
-            .setMessage("watch service close failed")
-            .addKeyValue("error", e.toString())
-            .log();
-      }
-    }
-    if (watchThread != null) {
-      watchThread.interrupt();
-    }
-  }
-
-  /** (dev, inode) plus size: a change means the file was replaced or resized. */
-  private record StatKey(Object fileKey, long size) {}
-
-  private static final class FileState {
-    private final StatKey key;
-    private final MappedRegion region;
-    private final RegionException.Reason error;
-
-    FileState(StatKey key, MappedRegion region, RegionException.Reason error) {
-      this.key = key;
-      this.region = region;
-      this.error = error;
-    }
-
-    StatKey key() {
-      return key;
-    }
-
-    DiscoveredFile asDiscovered(Path path) {
-      return region != null ? DiscoveredFile.mapped(region) : DiscoveredFile.failed(path, error);
-    }
-
-    void retire() {
-      if (region != null) {
-        region.retire();
-      }
-    }
+    watcher.close();
   }
 }
