@@ -3,23 +3,25 @@
 # SECONDS against one CUDA_DEVICE_MEMORY_LIMIT (fake libcuda, LD_PRELOAD=libvgpu.so), KILLS of them
 # SIGKILLed mid-run. Checks: never over the limit, no deadlock, exact per-survivor count at the end.
 # Defaults are the CI bound; `make stress` runs 32 x 8 x 60 s with 8 kills.
+# BUILD=build-arm64 CC=aarch64-linux-gnu-gcc: the aarch64 build (test/arm64/run.sh).
 # Usage: STRESS_PROCS=32 STRESS_THREADS=8 STRESS_SECONDS=60 STRESS_KILLS=8 test/stress/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-B=build
+B=${BUILD:-build}
+CC=${CC:-gcc}
 OUT=$B/stress
 mkdir -p "$OUT"
-[ -f $B/libvgpu.so ] && [ -f $B/libvgpu.a ] && [ -f $B/fake/libcuda.so.1 ] || make -s all >/dev/null
+[ -f $B/libvgpu.so ] && [ -f $B/libvgpu.a ] && [ -f $B/fake/libcuda.so.1 ] || make -s BUILD="$B" all >/dev/null
 CPP="-D_GNU_SOURCE -Iinclude -Isrc -isystem ${CUDA_INC:-/usr/local/cuda/include}"
-gcc $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/worker test/stress/worker.c \
+"$CC" $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/worker test/stress/worker.c \
   -L$B/fake -l:libcuda.so.1 -Wl,-rpath,"$PWD/$B/fake" -lpthread
 for prog in coord mknode; do
-  gcc $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/$prog test/stress/$prog.c $B/libvgpu.a -ldl -lpthread -lm
+  "$CC" $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/$prog test/stress/$prog.c $B/libvgpu.a -ldl -lpthread -lm
 done
 [ "${1:-}" = build ] && exit 0
 # Workers' stderr (libvgpu's OOM lines at the limit: expected, thousands) goes to a log.
 set +e
-timeout $(( ${STRESS_SECONDS:-10} + 180 )) $OUT/coord "$PWD/$B/libvgpu.so" "$PWD/$OUT/worker" "$PWD/$B/fake" \
+timeout $(( ${STRESS_SECONDS:-10} + 180 )) $OUT/coord "${VGPU_LIB:-$PWD/$B/libvgpu.so}" "$PWD/$OUT/worker" "$PWD/$B/fake" \
   "${STRESS_PROCS:-8}" "${STRESS_THREADS:-4}" "${STRESS_SECONDS:-10}" "${STRESS_KILLS:-3}" \
   "${STRESS_LIMIT:-268435456}" 2> $OUT/workers.log
 rc=$?

@@ -1,0 +1,27 @@
+# aarch64 (issue 33): the same artifacts cross-compiled for arm64 nodes, and their suites under
+# qemu-user. Kept in this file (included at the top of the Makefile) so the x86 rules stay as they
+# are. Debian's cross toolchain: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user
+# (scripts/install-deps.sh installs them).
+#
+#   make ARCH=arm64 all     libvgpu.so, libvgpu.a, shrreg-tool, the fake libcuda/libnvidia-ml and
+#                           the test programs for aarch64, into build-arm64/ (build/ untouched)
+#   make test-arm64         that build, then test/arm64/run.sh: the glibc floor (GLIBC_2.17) of
+#                           the aarch64 artifacts, then the unit, preload, region, HAMi-coexistence,
+#                           shrreg-tool and a reduced stress suite run on aarch64 under qemu-user
+#   ARM64_SUITES="unit preload" make test-arm64   a subset (test/arm64/run.sh lists the names)
+ARCH ?=
+ifeq ($(ARCH),arm64)
+CROSS ?= aarch64-linux-gnu-
+CC := $(CROSS)gcc
+AR := $(CROSS)ar
+# Never build/ (an exported BUILD=build would otherwise mix aarch64 objects into the x86 build).
+ifneq ($(origin BUILD),command line)
+BUILD := build-arm64
+endif
+endif
+
+.DEFAULT_GOAL := all
+.PHONY: test-arm64
+test-arm64:
+	$(MAKE) ARCH=arm64 all
+	@BUILD=build-arm64 test/arm64/run.sh

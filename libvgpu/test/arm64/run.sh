@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The aarch64 build (make ARCH=arm64 all -> build-arm64/) checked and run under qemu-user (issue 33).
+#   test/arm64/run.sh [SUITE...]      default: $ARM64_SUITES, else every suite below
+#   test/arm64/run.sh -- CMD...       one command in the same environment (see the end)
+# Suites: floor (the aarch64 artifacts' machine and glibc floor, GLIBC_2.17), hooks (exports equal
+# the hook lists), unit (every test/unit program; hami_coexist_test is the HAMi-coexistence one),
+# preload (test/run_preload.sh), region (test/run_region.sh), stripped-env (test/run_adopt.sh),
+# tools (shrreg-tool's suite incl. HAMi-core's own region files), stress (test/stress/run.sh,
+# reduced: ARM64_STRESS_PROCS x ARM64_STRESS_THREADS for ARM64_STRESS_SECONDS, default 4 x 2 x 6 s).
+#
+# How aarch64 programs run here: inside a user and mount namespace of their own, a binfmt_misc
+# instance (per user namespace since Linux 6.7) hands every aarch64 ELF to qemu-aarch64, so the
+# unchanged x86 test scripts start aarch64 programs (and those exec further ones) as usual; the
+# host's binfmt_misc is not touched. qemu finds the aarch64 loader and libc under its default
+# prefix /etc/qemu-binfmt/aarch64 (scripts/install-deps.sh links it to /usr/aarch64-linux-gnu):
+# the suites start programs with `env -i`, which would drop QEMU_LD_PREFIX.
+# The preload path is VGPU_LIB=build-arm64/$LIB/libvgpu.so: both loaders expand $LIB, the aarch64
+# one (guest) to lib/aarch64-linux-gnu (a link to build-arm64/libvgpu.so), the host one (env,
+# timeout, bash and qemu itself, which see the same LD_PRELOAD) to lib/x86_64-linux-gnu, an empty
+# x86 library: without it every host program would print "cannot be preloaded" into the stderr
+# the cases check.
+# Each line says how long its suite took. Last line: "libvgpu-arm64: N passed, M failed".
+set -uo pipefail
+SELF=$(readlink -f "$0")
+cd "$(dirname "$0")/../.."
+export BUILD=${BUILD:-build-arm64}
+ROOT=$PWD
+QEMU=$(command -v qemu-aarch64 || true)
+PREFIX=/etc/qemu-binfmt/aarch64
+
+if [ -z "${VGPU_ARM64_INNER:-}" ]; then
+  why=""
+  [ -n "$QEMU" ] || why="qemu-aarch64 not installed (apt-get install qemu-user)"
+  [ -e "$PREFIX/lib/ld-linux-aarch64.so.1" ] || why="${why:+$why; }$PREFIX/lib/ld-linux-aarch64.so.1 missing (apt-get install libc6-dev-arm64-cross; ln -s /usr/aarch64-linux-gnu $PREFIX)"
+  [ -f "$BUILD/libvgpu.so" ] || why="${why:+$why; }$BUILD/libvgpu.so missing (make ARCH=arm64 all)"
+  if [ -n "$why" ]; then
+    echo "FAIL $why"; echo "libvgpu-arm64: 0 passed, 1 failed"; exit 1
+  fi
+  if [ "$(id -u)" != 0 ]; then exec unshare --user --map-root-user --mount env VGPU_ARM64_INNER=1 "$SELF" "$@"; fi
+  # As root: the whole uid/gid range mapped onto itself (shrreg-tool's permission cases drop to
+  # 65534), written by this process (util-linux would need newuidmap and /etc/subuid for it). The
+  # child waits on a pipe until its maps are written.
+  go=$(mktemp -u /tmp/libvgpu-arm64-go.XXXXXX)
+  mkfifo -m 600 "$go"
+  unshare --user --mount bash -c 'read -r _ < "$1"; rm -f "$1"; shift; exec env VGPU_ARM64_INNER=1 "$@"' \
+    _ "$go" "$SELF" "$@" &
+  inner=$!
+  for _ in $(seq 100); do # until it has unshared
+    [ "$(readlink /proc/$inner/ns/user)" != "$(readlink /proc/self/ns/user)" ] && break
+    sleep 0.1
+  done
+  echo '0 0 65536' > /proc/$inner/uid_map && echo '0 0 65536' > /proc/$inner/gid_map ||
+    echo "cannot write the namespace's uid/gid maps" >&2
+  echo go > "$go"
+  wait $inner
+  exit $?
+fi
+
+mount --make-rprivate / &&
+  mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc &&
+  printf '%s' ':qemu-aarch64:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00:\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:'"$QEMU"':F' \
+    > /proc/sys/fs/binfmt_misc/register || {
+  echo "FAIL cannot register qemu-aarch64 in a binfmt_misc of this user namespace (Linux >= 6.7 needed: $(uname -r))"
+  echo "libvgpu-arm64: 0 passed, 1 failed"
+  exit 1
+}
+
+# The preload path both loaders resolve (see the top).
+mkdir -p "$BUILD/lib/aarch64-linux-gnu" "$BUILD/lib/x86_64-linux-gnu"
+ln -sfn ../../libvgpu.so "$BUILD/lib/aarch64-linux-gnu/libvgpu.so"
+ln -sfn lib/aarch64-linux-gnu "$BUILD/\$LIB" # for the scripts' own [ -r "$LIB" ] checks
+gcc -shared -o "$BUILD/lib/x86_64-linux-gnu/libvgpu.so" -x c /dev/null
+export VGPU_LIB="$ROOT/$BUILD/\$LIB/libvgpu.so"
+export CC=aarch64-linux-gnu-gcc
+
+pass=0 fail=0
+LOGDIR=$(mktemp -d /tmp/libvgpu-arm64.XXXXXX)
+trap 'rm -rf "$LOGDIR"' EXIT
+last_mark=$SECONDS
+account() { # name rc logfile (as test/run_all.sh)
+  local name=$1 rc=$2 log=$3 line p f took=$((SECONDS - last_mark))
+  last_mark=$SECONDS
+  line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<< "$line")
+    f=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<< "$line")
+    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
+  elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
+  pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" = 0 ]; then echo "ok   arm64 $name ($p) ${took}s"; else echo "FAIL arm64 $name ($f failed) ${took}s"; tail -25 "$log" | sed 's/^/  | /'; fi
+}
+
+# Every shipped artifact and every test program is an aarch64 ELF: a run against the x86 build
+# (which the binfmt entry would not catch: x86 programs run natively) would prove nothing.
+arch_check() {
+  local f bad=0
+  for f in "$BUILD/libvgpu.so" "$BUILD/shrreg-tool" "$BUILD"/fake/*.so.1 "$BUILD"/unit/*_test "$BUILD"/preload/*; do
+    [ -f "$f" ] || continue
+    readelf -h "$f" | grep -q 'Machine: *AArch64' || { echo "not aarch64: $f"; bad=1; }
+  done
+  [ $bad = 0 ] && echo "artifacts: every one is an aarch64 ELF"
+  return $bad
+}
+
+suite_floor() {
+  arch_check > "$LOGDIR/arch.log" 2>&1
+  account "artifacts are aarch64" $? "$LOGDIR/arch.log"
+  test/check_glibc_floor.sh "$BUILD/libvgpu.so" "$BUILD/shrreg-tool" > "$LOGDIR/floor.log" 2>&1
+  account glibc-floor $? "$LOGDIR/floor.log"
+}
+suite_hooks() {
+  test/check_hooks.sh "$BUILD/libvgpu.so" > "$LOGDIR/hooks.log" 2>&1
+  account check-hooks $? "$LOGDIR/hooks.log"
+}
+suite_unit() {
+  local t name
+  for t in "$BUILD"/unit/*_test; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    timeout 600 "$t" > "$LOGDIR/$name.log" 2>&1
+    account "unit/$name" $? "$LOGDIR/$name.log"
+  done
+}
+suite_preload() {
+  test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
+  account preload $? "$LOGDIR/preload.log"
+}
+suite_region() {
+  test/run_region.sh > "$LOGDIR/region.log" 2>&1
+  account region $? "$LOGDIR/region.log"
+}
+suite_stripped-env() {
+  test/run_adopt.sh > "$LOGDIR/adopt.log" 2>&1
+  account stripped-env $? "$LOGDIR/adopt.log"
+}
+suite_tools() {
+  test/tools/run.sh > "$LOGDIR/tools.log" 2>&1
+  account shrreg-tool $? "$LOGDIR/tools.log"
+}
+suite_stress() {
+  STRESS_PROCS=${ARM64_STRESS_PROCS:-4} STRESS_THREADS=${ARM64_STRESS_THREADS:-2} \
+    STRESS_SECONDS=${ARM64_STRESS_SECONDS:-6} STRESS_KILLS=${ARM64_STRESS_KILLS:-1} \
+    test/stress/run.sh > "$LOGDIR/stress.log" 2>&1
+  account stress $? "$LOGDIR/stress.log"
+}
+
+# `test/arm64/run.sh -- CMD...`: one command in this environment (binfmt, VGPU_LIB, CC), e.g.
+# `test/arm64/run.sh -- test/run_preload.sh dlvsym` or `-- build-arm64/unit/track_test`.
+if [ "${1:-}" = -- ]; then shift; "$@"; exit $?; fi
+ALL="floor hooks unit preload region stripped-env tools stress"
+suites=${*:-${ARM64_SUITES:-$ALL}}
+for s in $suites; do
+  if [[ " $ALL " != *" $s "* ]]; then
+    echo "FAIL unknown suite $s (known: $ALL)"; fail=$((fail + 1)); continue
+  fi
+  "suite_$s"
+done
+echo "libvgpu-arm64: $pass passed, $fail failed"
+[ "$fail" = 0 ]
