@@ -24,6 +24,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class PodResourcesSource implements AutoCloseable {
   static final Duration MAX_BACKOFF = Duration.ofMinutes(1);
+  static final int FIRST_CALL_DEADLINE_FACTOR = 5;
   private static final Logger LOG = LoggerFactory.getLogger(PodResourcesSource.class);
 
   private final Path socket;
@@ -125,10 +126,14 @@ public final class PodResourcesSource implements AutoCloseable {
       return false;
     }
     try {
+      // A new channel's first call also loads gRPC and netty and connects: on a loaded node that
+      // alone can take seconds, so it gets a longer deadline than a warm call.
+      Duration deadline = timeout;
       if (client == null) {
         client = new PodResourcesClient(socket, limits.maxMessageBytes());
+        deadline = timeout.multipliedBy(FIRST_CALL_DEADLINE_FACTOR);
       }
-      var list = client.list(timeout);
+      var list = client.list(deadline);
       Optional<AllocatableResourcesResponse> alloc;
       Optional<String> partial = Optional.empty();
       try {
