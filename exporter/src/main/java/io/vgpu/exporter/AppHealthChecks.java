@@ -5,6 +5,7 @@ import io.vgpu.exporter.attribution.RegionWriteBack;
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.http.HealthCheck;
 import io.vgpu.exporter.k8s.PodMetadataSource;
+import io.vgpu.exporter.kubelet.PodResourcesSource;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import java.nio.file.Path;
 import java.util.Map;
@@ -63,6 +64,14 @@ final class AppHealthChecks {
           var status = sampler.latest().status();
           return status.up() ? Optional.empty() : Optional.of(status.reason());
         });
+  }
+
+  /**
+   * The kubelet's pod-resources socket: without it regions and /proc still attribute, so not
+   * blocking.
+   */
+  static HealthCheck podResources(PodResourcesSource source) {
+    return check("pod-resources", false, () -> source.state().problem());
   }
 
   /**

@@ -23,6 +23,9 @@ import io.vgpu.exporter.k8s.KubernetesMetadataSource;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.exporter.kubelet.PodResourcesLimits;
+import io.vgpu.exporter.kubelet.PodResourcesSource;
+import io.vgpu.exporter.kubelet.PodResourcesState;
 import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
@@ -61,12 +64,16 @@ public final class ExporterApp implements AutoCloseable {
   /** How often the host-pid resolver rescans /proc for new processes. */
   static final Duration PROC_SCAN_INTERVAL = Duration.ofSeconds(5);
 
+  /** Deadline of each pod-resources call (the kubelet answers from memory in milliseconds). */
+  static final Duration POD_RESOURCES_TIMEOUT = Duration.ofSeconds(2);
+
   private final ExporterConfig config;
   private final CacheDiscovery discovery;
   private final PodMetadataSource metadata;
   private final NodeStateProvider states;
   private final Optional<NvmlSampler> nvml;
   private final Optional<AttributionService> attribution;
+  private final Optional<PodResourcesSource> podResources;
   private final EvidencePass evidence;
   private final PrometheusRegistry registry;
   private final FamilySource page;
@@ -92,6 +99,7 @@ public final class ExporterApp implements AutoCloseable {
       discovery.addListener(new StaleReaper(discovery, c -> isStale(c, metadata, clock, grace)));
     }
 
+    this.podResources = b.gpu ? podResourcesFrom(config, clock) : Optional.empty();
     this.nvml =
         b.gpu && config.get(Flags.NVML) ? Optional.of(sampler(config, clock)) : Optional.empty();
     Supplier<NvmlSnapshot> latestNvml = latestNvml(nvml, clock);
@@ -150,7 +158,18 @@ public final class ExporterApp implements AutoCloseable {
     this.page =
         Collectors.register(
             new CollectorContext(
-                config, states, errors, stats, build, nvml, attribution, Optional.of(evidence)),
+                config,
+                states,
+                errors,
+                stats,
+                build,
+                nvml,
+                attribution,
+                Optional.of(evidence),
+                podResources
+                    .<Supplier<PodResourcesState>>map(p -> p::state)
+                    .orElse(() -> PodResourcesState.DISABLED),
+                metadata::pods),
             registry);
 
     this.readiness = new Readiness();
@@ -161,6 +180,7 @@ public final class ExporterApp implements AutoCloseable {
     readiness.add(HealthCheck.of(evidence.loopHealth()));
     readiness.add(AppHealthChecks.metadata(metadata));
     nvml.ifPresent(s -> readiness.add(AppHealthChecks.nvml(s)));
+    podResources.ifPresent(p -> readiness.add(AppHealthChecks.podResources(p)));
     attribution.ifPresent(
         a -> {
           readiness.add(HealthCheck.of(a.loopHealth()));
@@ -190,6 +210,23 @@ public final class ExporterApp implements AutoCloseable {
             stats,
             build.version(),
             new StatusPage(evidence, clock));
+  }
+
+  /** The kubelet's pod-resources poller: on unless the socket flag is empty or off-cluster. */
+  private static Optional<PodResourcesSource> podResourcesFrom(
+      ExporterConfig config, InstantSource clock) {
+    String socket = config.get(Flags.KUBELET_POD_RESOURCES_SOCKET).strip();
+    if (socket.isEmpty() || !config.get(Flags.KUBERNETES)) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new PodResourcesSource(
+            java.nio.file.Path.of(socket),
+            config.get(Flags.KUBELET_POD_RESOURCES_INTERVAL),
+            POD_RESOURCES_TIMEOUT,
+            PodResourcesLimits.DEFAULT,
+            clock,
+            config.nodeName()));
   }
 
   private static NvmlSampler sampler(ExporterConfig config, InstantSource clock) {
@@ -296,6 +333,7 @@ public final class ExporterApp implements AutoCloseable {
   public ExporterApp start() {
     discovery.start();
     metadata.start();
+    podResources.ifPresent(PodResourcesSource::start);
     nvml.ifPresent(NvmlSampler::start);
     evidence.start();
     attribution.ifPresent(AttributionService::start);
@@ -368,6 +406,7 @@ public final class ExporterApp implements AutoCloseable {
     discovery.close();
     evidence.close();
     attribution.ifPresent(a -> closeQuietly("attribution", a));
+    podResources.ifPresent(p -> closeQuietly("pod-resources", p));
     nvml.ifPresent(s -> closeQuietly("nvml", s));
   }
 

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  *
  * <pre>
  * Main → cli → app wiring (io.vgpu.exporter) → {http, metrics} → {doctor, attribution, node}
- *      → {discovery, nvml, k8s, config, exposition, loops, text, demo}
+ *      → {discovery, nvml, k8s, kubelet, config, exposition, loops, text, demo}
  * </pre>
  *
  * Any layer may import any layer below it; nothing imports upwards. Inside the middle group doctor
@@ -43,6 +43,7 @@ class PackageLayersTest {
     ROOT + ".discovery..",
     ROOT + ".nvml..",
     ROOT + ".k8s..",
+    ROOT + ".kubelet..",
     ROOT + ".config..",
     ROOT + ".exposition..",
     ROOT + ".loops..",

@@ -47,6 +47,10 @@ public final class LogSetup {
     // failures itself, once per problem with back-off and the fix (KubernetesMetadataSource).
     Level informers = root.getLevel().isGreaterOrEqual(Level.ERROR) ? root.getLevel() : Level.ERROR;
     ctx.getLogger("io.fabric8.kubernetes.client.informers").setLevel(informers);
+    // gRPC sets SO_KEEPALIVE on every client channel; netty warns that a unix socket has no such
+    // option at each connect to the kubelet's pod-resources socket. The poller reports real
+    // failures itself (PodResourcesSource).
+    ctx.getLogger("io.grpc.netty.shaded.io.netty.bootstrap").setLevel(informers);
     ctx.addTurboFilter(new JavalinStartFailureFilter());
   }
 }

@@ -177,6 +177,27 @@ public final class Flags {
           Parsers.durationAtLeast(Duration.ofSeconds(1)),
           "DURATION");
 
+  public static final Flag<String> KUBELET_POD_RESOURCES_SOCKET =
+      new Flag<>(
+          "kubelet.pod-resources-socket",
+          "The kubelet's pod-resources gRPC socket: which container holds which GPU, MIG or"
+              + " replica device (docs/pod-resources.md); empty, or --kubernetes=false, turns it"
+              + " off.",
+          "/var/lib/kubelet/pod-resources/kubelet.sock",
+          List.of(),
+          Parsers::string,
+          "SOCKET");
+
+  public static final Flag<Duration> KUBELET_POD_RESOURCES_INTERVAL =
+      new Flag<>(
+          "kubelet.pod-resources-interval",
+          "How often the pod-resources socket is polled (each call has a 2s deadline; failures"
+              + " back off up to 1m).",
+          "5s",
+          List.of(),
+          Parsers.durationAtLeast(Duration.ofMillis(100)),
+          "DURATION");
+
   public static final Flag<Duration> RESCAN_INTERVAL =
       new Flag<>(
           "discovery.rescan-interval",
@@ -351,6 +372,8 @@ public final class Flags {
           KUBECONFIG,
           POD_LABELS,
           KUBERNETES_RESYNC,
+          KUBELET_POD_RESOURCES_SOCKET,
+          KUBELET_POD_RESOURCES_INTERVAL,
           RESCAN_INTERVAL,
           MAX_CONTAINERS,
           STALE_GRACE_PERIOD,

@@ -11,7 +11,7 @@ import org.slf4j.Logger;
  * says how often it happened since the last one. A different problem is reported at once; the end
  * of one is reported once at INFO. Thread-safe.
  */
-final class ProblemLog {
+public final class ProblemLog {
   static final Duration FIRST_REPEAT = Duration.ofMinutes(1);
   static final Duration MAX_REPEAT = Duration.ofHours(1);
 
@@ -26,7 +26,7 @@ final class ProblemLog {
   /**
    * @param message the log line's message, e.g. "pod informer error"
    */
-  ProblemLog(Logger log, String message, LongSupplier nanoTime) {
+  public ProblemLog(Logger log, String message, LongSupplier nanoTime) {
     this.log = Objects.requireNonNull(log, "log");
     this.message = Objects.requireNonNull(message, "message");
     this.nanoTime = Objects.requireNonNull(nanoTime, "nanoTime");
@@ -37,7 +37,7 @@ final class ProblemLog {
    *
    * @param fix what the operator can do about it, logged with every report
    */
-  synchronized void problem(String node, String problem, String fix) {
+  public synchronized void problem(String node, String problem, String fix) {
     long now = nanoTime.getAsLong();
     if (problem.equals(current) && now - nextNanos < 0) {
       suppressed++;
@@ -64,7 +64,7 @@ final class ProblemLog {
   }
 
   /** The problem is over: one INFO line if one was reported, and the back-off starts afresh. */
-  synchronized void recovered(String node) {
+  public synchronized void recovered(String node) {
     if (current == null) {
       return;
     }

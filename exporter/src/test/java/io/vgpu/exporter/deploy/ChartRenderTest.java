@@ -225,9 +225,22 @@ class ChartRenderTest {
       assertThat(cache.getReadOnly()).as("read-only mode mounts the cache root read-only").isTrue();
       assertThat(ctr.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
     }
-    // Every hostPath the exporter sees is the cache root; /proc comes from hostPID, not a mount.
-    assertThat(pod.getVolumes().stream().filter(v -> v.getHostPath() != null).map(Volume::getName))
-        .containsExactly("cache-root");
+    // Every hostPath the exporter sees is the cache root and, read-only, the kubelet's
+    // pod-resources directory (docs/pod-resources.md); /proc comes from hostPID, not a mount.
+    boolean podResources = !Boolean.FALSE.equals(c.sets().get("exporter.podResources.enabled"));
+    var hostPaths =
+        pod.getVolumes().stream().filter(v -> v.getHostPath() != null).map(Volume::getName);
+    if (podResources) {
+      assertThat(hostPaths).containsExactly("cache-root", "pod-resources");
+      VolumeMount kubelet = mountOf(ctr, "pod-resources");
+      assertThat(kubelet.getReadOnly()).as("the kubelet's directory is never writable").isTrue();
+      assertThat(kubelet.getMountPath()).isEqualTo("/var/lib/kubelet/pod-resources");
+      assertThat(ctr.getArgs())
+          .contains("--kubelet.pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock");
+    } else {
+      assertThat(hostPaths).containsExactly("cache-root");
+      assertThat(ctr.getArgs()).contains("--kubelet.pod-resources-socket=");
+    }
   }
 
   @ParameterizedTest

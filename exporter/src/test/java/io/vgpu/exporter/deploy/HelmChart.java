@@ -74,6 +74,8 @@ final class HelmChart {
         new Combination(
             "plain+hostpid-repair", Mode.PLAIN, Map.of("exporter.writeBack.hostPidRepair", true)),
         new Combination(
+            "plain+no-pod-resources", Mode.PLAIN, Map.of("exporter.podResources.enabled", false)),
+        new Combination(
             "plain+remove-stale-dirs",
             Mode.PLAIN,
             Map.of("exporter.writeBack.removeStaleDirs", true)),

@@ -1,0 +1,102 @@
+package io.vgpu.exporter.kubelet;
+
+import io.grpc.Server;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.stub.ServerCalls;
+import io.vgpu.kubelet.podresources.v1.AllocatableResourcesResponse;
+import io.vgpu.kubelet.podresources.v1.ContainerDevices;
+import io.vgpu.kubelet.podresources.v1.ContainerResources;
+import io.vgpu.kubelet.podresources.v1.ListPodResourcesResponse;
+import io.vgpu.kubelet.podresources.v1.PodResources;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A real gRPC server on a unix socket serving the kubelet's {@code v1.PodResourcesLister} List and
+ * GetAllocatableResources from settable answers, as the kubelet does (one answer per call, from
+ * memory). {@link #hang()} makes calls never answer, as a wedged kubelet would.
+ */
+final class FakeKubelet implements AutoCloseable {
+  final AtomicReference<ListPodResourcesResponse> list =
+      new AtomicReference<>(ListPodResourcesResponse.getDefaultInstance());
+  final AtomicReference<AllocatableResourcesResponse> allocatable =
+      new AtomicReference<>(AllocatableResourcesResponse.getDefaultInstance());
+  final AtomicInteger listCalls = new AtomicInteger();
+  private volatile boolean hang;
+  private final EventLoopGroup boss = new EpollEventLoopGroup(1);
+  private final EventLoopGroup worker = new EpollEventLoopGroup(1);
+  private final Server server;
+
+  FakeKubelet(Path socket) throws IOException {
+    var service =
+        ServerServiceDefinition.builder(PodResourcesMethods.SERVICE)
+            .addMethod(
+                PodResourcesMethods.LIST,
+                ServerCalls.asyncUnaryCall(
+                    (req, obs) -> {
+                      listCalls.incrementAndGet();
+                      if (hang) {
+                        return; // never answers
+                      }
+                      obs.onNext(list.get());
+                      obs.onCompleted();
+                    }))
+            .addMethod(
+                PodResourcesMethods.GET_ALLOCATABLE_RESOURCES,
+                ServerCalls.asyncUnaryCall(
+                    (req, obs) -> {
+                      if (hang) {
+                        return;
+                      }
+                      obs.onNext(allocatable.get());
+                      obs.onCompleted();
+                    }))
+            .build();
+    this.server =
+        NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+            .channelType(EpollServerDomainSocketChannel.class)
+            .bossEventLoopGroup(boss)
+            .workerEventLoopGroup(worker)
+            .maxInboundMessageSize(64 << 20)
+            .addService(service)
+            .build()
+            .start();
+  }
+
+  /** From now on calls are accepted and never answered. */
+  FakeKubelet hang() {
+    hang = true;
+    return this;
+  }
+
+  static PodResources pod(
+      String ns, String name, String container, String resource, String... ids) {
+    return PodResources.newBuilder()
+        .setNamespace(ns)
+        .setName(name)
+        .addContainers(
+            ContainerResources.newBuilder()
+                .setName(container)
+                .addDevices(
+                    ContainerDevices.newBuilder()
+                        .setResourceName(resource)
+                        .addAllDeviceIds(java.util.List.of(ids))))
+        .build();
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    server.shutdownNow();
+    server.awaitTermination(5, TimeUnit.SECONDS);
+    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    worker.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+  }
+}
