@@ -31,7 +31,8 @@
  * physical bytes in use: plain allocations, what every pool and the graph pool reserve, live VMM
  * allocations, context limits), fakeCudaKernelsDone() (kernels whose end time has passed),
  * fakeCudaBusyNs(int ordinal) (time some kernel ran on a device so far), fakeCudaSmBusyNs(int
- * ordinal) (SM-time run so far / SMs) and
+ * ordinal) (SM-time run so far / SMs), fakeCudaQueueHeld(int ordinal, long long *ns) (kernels
+ * held behind a barrier of their hardware queue, and for how long) and
  * fakeCudaSwitchNs(int ordinal) (context-switch time spent so far on a device).
  * Memory lifetimes modelled on the real driver (sections below): VMM handles, mappings and
  * exported descriptors; graph allocation nodes served from the graph pool at launch/upload;

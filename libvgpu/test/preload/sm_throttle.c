@@ -44,6 +44,8 @@ unsigned long fakeCudaKernelsDone(void);
 long long fakeCudaBusyNs(int ordinal);
 long long fakeCudaSmBusyNs(int ordinal);
 long long fakeCudaSwitchNs(int ordinal);
+unsigned long fakeCudaQueueHeld(int ordinal, long long *ns);
+unsigned long fakeCudaLaunchCount(void);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 
 static double now_s(void) {
@@ -499,6 +501,8 @@ static int case_streams(void) {
   double c0 = (double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE);
   b0 = (double)fakeCudaBusyNs(0);
   double sm0 = (double)fakeCudaSmBusyNs(0);
+  long long held_ns0;
+  unsigned long held0 = fakeCudaQueueHeld(0, &held_ns0), k0 = fakeCudaLaunchCount();
   t0 = now_s();
   double lim = run_streams(&a, 2.0, &slow_lim);
   double wall_ns = (now_s() - t0) * 1e9;
@@ -506,45 +510,39 @@ static int case_streams(void) {
   double lim_sm = ((double)fakeCudaSmBusyNs(0) - sm0) / wall_ns;
   double charged = ((double)__atomic_load_n(&x->devices[0].busy_ns, __ATOMIC_ACQUIRE) - c0) / wall_ns;
   double share = 100.0 * lim / solo;
+  long long held_ns1;
+  unsigned long held = fakeCudaQueueHeld(0, &held_ns1) - held0, launched = fakeCudaLaunchCount() - k0;
+  double held_pct = launched ? 100.0 * (double)held / (double)launched : 0;
   fprintf(stderr, "sm_throttle: streams: region: launches %lu, delayed %lu, throttled %.2f s\n",
           (unsigned long)x->devices[0].launches_total, (unsigned long)x->devices[0].launches_delayed,
           (double)x->devices[0].throttled_ns / 1e9);
   fprintf(stderr,
           "sm_throttle: streams: %d streams, limit %d%%: solo %.0f kernels/s, limited %.0f "
           "kernels/s = %.1f%% of solo (solo device busy %.1f%%); slowest stream %.1f/s (solo "
-          "%.1f/s); limited: device busy %.1f%% (SMs %.1f%%), charged %.1f%%\n",
+          "%.1f/s); limited: device busy %.1f%% (SMs %.1f%%), charged %.1f%%; kernels held "
+          "behind a queue barrier %lu of %lu (%.2f%%, %.1f ms)\n",
           a.n, limit, solo, lim, share, 100 * solo_busy, slow_lim, slow_solo, 100 * lim_busy,
-          100 * lim_sm, 100 * charged);
-  if (getenv("STREAMS_BOUNDS_ONLY") != NULL) {
-    /* Under ASan/UBSan (test/run_preload.sh with SANITIZE) the launch path is several times
-     * slower and the loop cannot keep 33-128 streams busy: only what never depends on speed is
-     * checked, that every stream progresses and nothing runs past the limit. */
-    CHECK(slow_lim > 0);
-    CHECK(100 * charged <= limit + 2.0 && 100 * lim_busy <= limit + 2.0);
-    return 0;
-  }
-  CHECK(solo_busy > 0.8); /* the loop saturates the fake GPU when nothing limits it */
-  /* Every stream progresses: the slowest gets at least a third of its fair part of the limit
-   * (the old gate stopped all of them behind one "overdue" stream). */
-  CHECK(slow_lim >= slow_solo * limit / 100.0 / 3);
-  /* The limit holds: the device time charged is the limit (+-2 pp) and the device was not busy
-   * more than that (time some kernel ran, NVML's utilization: a 1-block kernel running alone
-   * counts as the whole GPU). */
-  CHECK(fabs(100 * charged - limit) <= 2.0 && 100 * lim_busy <= limit + 2.0);
-  /* ...and the work done is close to the limit's share of the solo rate (issue 35's GPU goal:
-   * >= 88 % of it at a 90 % limit; here >= 80 %, and >= limit - 6 pp at 25 %; with 128 streams
-   * >= 75 % and limit - 10 pp: 73-86 % and 16-21 % measured, the refill of 512 launches at
-   * ~25 us each starts every burst at part concurrency), on a loaded 2-core
-   * runner whose launch path is 50x slower than a GPU host's: 128 streams refill at 100 000
-   * launches/s, so each burst starts and ends at part concurrency). The fake's hardware queues
-   * serialize a queue behind every timing event (fake_cuda_engine.inc): the limiter that
-   * bracketed every launch with timing events did 24-52 % of the solo rate at 90 % and 2-5 % at
-   * 25 % with 8-128 streams (on an H100: 45 % with 33 streams at 90 %, libvgpu/README.md). */
-  double lo = limit >= 90 ? (a.n >= 128 ? 75.0 : 80.0) : limit - (a.n >= 128 ? 10.0 : 6.0);
-  /* Above: the device-busy check is the escape check; a solo phase the loaded runner starved
-   * makes this ratio read high (97.7 % at 90 once, with the device 88.3 % busy). */
-  double hi = limit + 10.0;
-  CHECK(share >= lo && share <= hi);
+          100 * lim_sm, 100 * charged, held, launched, held_pct, (double)(held_ns1 - held_ns0) / 1e6);
+  /* Speed-independent checks only (the host's speed and load set the throughput: the work done
+   * as a share of solo, printed above, is a GPU goal, libvgpu/gpu/streams_probe.sh):
+   * 1. The limiter's timing events do not serialize the streams. The fake's hardware queues hold
+   *    a queue behind every timing event recorded on it (fake_cuda_engine.inc), and the fake
+   *    counts the kernels such a barrier held: 0-2 of up to 172 000 with the crowd mode; the
+   *    limiter that bracketed every launch with timing events held 36-93 % of them with 33-128
+   *    streams (its share of the solo rate there, in the fake and on an H100: libvgpu/README.md). */
+  CHECK(held * 100 <= launched);
+  /* 2. The limit holds: neither the device time charged nor the time the device was busy (some
+   *    kernel running, NVML's utilization) is past it, and no device time goes uncharged (the old
+   *    limiter, 8 streams: 4-12 % charged for a device 80-99 % busy, at 90 % and at 25 %). A
+   *    loaded host may leave the process below its limit: no lower bound on either. */
+  CHECK(100 * charged <= limit + 2.0 && 100 * lim_busy <= limit + 2.0);
+  CHECK(100 * charged >= 100 * lim_busy - 3.0);
+  /* 3. Every stream progresses (the old gate stopped all of them behind one "overdue" stream):
+   *    the slowest does at least a quarter of the average stream's work in the same phase. Under
+   *    ASan/UBSan (test/run_preload.sh with SANITIZE) the launch path is several times slower
+   *    and the loop cannot keep 33-128 streams evenly fed: there, only that it progresses. */
+  CHECK(slow_lim > 0);
+  if (getenv("STREAMS_BOUNDS_ONLY") == NULL) CHECK(slow_lim >= lim / a.n / 4);
   return 0;
 }
 
