@@ -141,8 +141,11 @@ public final class NvmlSampler implements AutoCloseable {
     return out;
   }
 
-  /** XID events NVML delivered for a device handle that was no registered GPU. */
-  public synchronized long unmatchedXidEvents() {
+  /**
+   * XID events NVML delivered for a device handle that was no registered GPU. Never blocks: a
+   * scrape reads it while a poll may hold the sampler.
+   */
+  public long unmatchedXidEvents() {
     return xids.unmatchedEvents();
   }
 

@@ -21,7 +21,7 @@ import java.util.function.Consumer;
  * numbers get their own {@code xid} label, and later numbers, like numbers outside 0..{@link
  * #MAX_XID}, are counted under {@code xid="other"}.
  *
- * <p>Not thread safe: the sampler calls it under its own lock.
+ * <p>Not thread safe (but {@link #unmatchedEvents()}): the sampler calls it under its own lock.
  */
 final class XidEventWatcher {
   static final int MAX_XID_LABELS = 16;
@@ -36,7 +36,8 @@ final class XidEventWatcher {
   private final Map<String, NvmlReturn> unavailable = new HashMap<>();
   private final Map<Long, String> uuidByAddress = new HashMap<>();
   private final Map<String, Map<String, Long>> counts = new HashMap<>();
-  private long unmatched;
+  private final java.util.concurrent.atomic.AtomicLong unmatched =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * @param countError the sampler's error accounting, for codes that are failures
@@ -114,7 +115,7 @@ final class XidEventWatcher {
     }
     String uuid = uuidByAddress.get(e.deviceAddress());
     if (uuid == null) {
-      unmatched++;
+      unmatched.incrementAndGet();
       return;
     }
     Map<String, Long> byXid = counts.computeIfAbsent(uuid, u -> new LinkedHashMap<>());
@@ -140,9 +141,12 @@ final class XidEventWatcher {
     return Optional.ofNullable(unavailable.get(uuid));
   }
 
-  /** Events whose device handle was no GPU this watcher registered. */
+  /**
+   * Events whose device handle was no GPU this watcher registered; safe from any thread (a scrape
+   * reads it without the sampler's lock).
+   */
   long unmatchedEvents() {
-    return unmatched;
+    return unmatched.get();
   }
 
   /** The snapshots with each physical GPU's XID counts and reason attached. */

@@ -134,6 +134,38 @@ class DeviceHealthCollectorTest {
     assertThat(s.all()).isEmpty();
   }
 
+  @Test
+  void scrape_whileAPollHoldsTheSampler_doesNotWait() throws Exception {
+    fake.write(H100, health("0x1"));
+    sampler.sampleOnce();
+    NvmlSampler locked = sampler;
+    java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    Thread poll =
+        Thread.ofPlatform()
+            .start(
+                () -> {
+                  synchronized (locked) { // what a long NVML poll does
+                    held.countDown();
+                    try {
+                      release.await();
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                    }
+                  }
+                });
+    try {
+      held.await();
+      Samples s =
+          org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+              java.time.Duration.ofSeconds(5), this::scrape);
+      assertThat(s.value("vgpu_gpu_power_watts", "device_uuid", "GPU-h100")).isEqualTo(312.5);
+    } finally {
+      release.countDown();
+      poll.join();
+    }
+  }
+
   private static String[] with(String[] base, String k, String v) {
     String[] out = java.util.Arrays.copyOf(base, base.length + 2);
     out[base.length] = k;
