@@ -25,7 +25,6 @@ import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
 import io.vgpu.exporter.kubelet.PodResourcesLimits;
 import io.vgpu.exporter.kubelet.PodResourcesSource;
-import io.vgpu.exporter.kubelet.PodResourcesState;
 import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
@@ -158,18 +157,7 @@ public final class ExporterApp implements AutoCloseable {
     this.page =
         Collectors.register(
             new CollectorContext(
-                config,
-                states,
-                errors,
-                stats,
-                build,
-                nvml,
-                attribution,
-                Optional.of(evidence),
-                podResources
-                    .<Supplier<PodResourcesState>>map(p -> p::state)
-                    .orElse(() -> PodResourcesState.DISABLED),
-                metadata::pods),
+                config, states, errors, stats, build, nvml, attribution, Optional.of(evidence)),
             registry);
 
     this.readiness = new Readiness();

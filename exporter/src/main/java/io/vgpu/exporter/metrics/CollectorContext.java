@@ -3,16 +3,11 @@ package io.vgpu.exporter.metrics;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.discovery.ParseErrors;
-import io.vgpu.exporter.k8s.PodMeta;
-import io.vgpu.exporter.kubelet.PodResourcesState;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.NvmlSampler;
-import java.util.Collection;
-import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.function.Supplier;
 
 /**
  * Everything a collector in {@link Collectors#ALL} is built from, by name and type: the app
@@ -22,9 +17,6 @@ import java.util.function.Supplier;
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
  * @param evidence the background evidence pass; empty in tests that run without one
- * @param podResources the kubelet's pod-resources answer ({@link PodResourcesState#DISABLED} when
- *     off)
- * @param pods every known pod (pod metadata), to give pod-resources containers their pod_uid
  */
 public record CollectorContext(
     ExporterConfig config,
@@ -34,9 +26,7 @@ public record CollectorContext(
     BuildInfo build,
     Optional<NvmlSampler> nvml,
     Optional<AttributionService> attribution,
-    Optional<EvidencePass> evidence,
-    Supplier<PodResourcesState> podResources,
-    Supplier<Collection<PodMeta>> pods) {
+    Optional<EvidencePass> evidence) {
   public CollectorContext {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(states, "states");
@@ -46,31 +36,6 @@ public record CollectorContext(
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(attribution, "attribution");
     Objects.requireNonNull(evidence, "evidence");
-    Objects.requireNonNull(podResources, "podResources");
-    Objects.requireNonNull(pods, "pods");
-  }
-
-  /** Without the kubelet's pod-resources API (tests, benchmarks, --kubernetes=false). */
-  public CollectorContext(
-      ExporterConfig config,
-      NodeStateProvider states,
-      ParseErrors parseErrors,
-      CollectorStats stats,
-      BuildInfo build,
-      Optional<NvmlSampler> nvml,
-      Optional<AttributionService> attribution,
-      Optional<EvidencePass> evidence) {
-    this(
-        config,
-        states,
-        parseErrors,
-        stats,
-        build,
-        nvml,
-        attribution,
-        evidence,
-        () -> PodResourcesState.DISABLED,
-        List::of);
   }
 
   /** Without a background evidence pass (tests, benchmarks). */

@@ -59,14 +59,6 @@ public final class Collectors {
                   Optional.of(
                       new ContainerCollector(ctx.states(), ctx.config().get(Flags.POD_LABELS)))),
           new Entry(
-              "device",
-              "per container x device: how the container holds it (vgpu, whole, mig, timeslice,"
-                  + " mps, dra; regions and the kubelet's pod-resources API)",
-              c -> true,
-              ctx ->
-                  Optional.of(
-                      new DeviceHoldingCollector(ctx.states(), ctx.podResources(), ctx.pods()))),
-          new Entry(
               "node",
               "HAMi node annotations (handshake age, registered devices, mutex)",
               c -> true,
