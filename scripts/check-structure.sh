@@ -6,7 +6,10 @@
 #             list"), so the list only ever shrinks.
 #   includes  libvgpu's own sources and headers (#include "...", and <...> that names a file of
 #             libvgpu/include) form no include cycle (file level; checked with tsort).
-# Usage: scripts/check-structure.sh [--sizes|--includes|--list] [TREE]
+#   calls     (--calls OBJDIR only; make -C libvgpu lint) the objects of OBJDIR form no call
+#             cycle: A -> B when A.o uses a symbol B.o defines (nm). Two units that call each other
+#             are one unit in two files (issue 34 named limiter_measure.c <-> limiter_bucket.c).
+# Usage: scripts/check-structure.sh [--sizes|--includes|--calls OBJDIR|--list] [TREE]
 #   TREE defaults to the repository root; its files are those git tracks there (every file when
 #   TREE is not a git work tree). --list prints the SPLITTING list (scripts/test-scripts.sh plants
 #   those files in a probe tree). Exit 0: clean; 1: a rule broken (each offender printed).
@@ -22,11 +25,13 @@ SPLITTING=(
 )
 
 mode=all
+objdir=
 case "${1:-}" in
   --sizes) mode=sizes; shift ;;
   --includes) mode=includes; shift ;;
+  --calls) mode=calls; objdir=$(realpath "${2:?--calls needs a directory of objects}"); shift 2 ;;
   --list) printf '%s\n' "${SPLITTING[@]}"; exit 0 ;;
-  -*) echo "usage: $0 [--sizes|--includes|--list] [TREE]" >&2; exit 2 ;;
+  -*) echo "usage: $0 [--sizes|--includes|--calls OBJDIR|--list] [TREE]" >&2; exit 2 ;;
 esac
 tree=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$tree"
@@ -131,9 +136,45 @@ check_includes() {
   fi
 }
 
+# Edges "user definer" between the objects of $objdir, one per symbol one uses and another defines.
+call_edges() {
+  local o sym
+  declare -A definer=()
+  for o in "$objdir"/*.o; do
+    echo "${o##*/} ${o##*/}" # every object is a node
+    while read -r sym; do
+      definer[$sym]=${o##*/}
+    done < <(nm -g --defined-only --format=just-symbols "$o")
+  done
+  for o in "$objdir"/*.o; do
+    while read -r sym; do
+      if [ -n "${definer[$sym]:-}" ] && [ "${definer[$sym]}" != "${o##*/}" ]; then
+        echo "${o##*/} ${definer[$sym]}"
+      fi
+    done < <(nm -g --undefined-only --format=just-symbols "$o")
+  done
+  return 0
+}
+
+check_calls() {
+  local out rc=0
+  if ! compgen -G "$objdir/*.o" > /dev/null; then
+    echo "structure: no objects in $objdir"
+    fail=1
+    return
+  fi
+  out=$(call_edges | sort -u | tsort 2>&1 > /dev/null) || rc=$?
+  if [ "$rc" -ne 0 ] || grep -q 'loop' <<< "$out"; then
+    echo "structure: call cycle among the objects of $objdir (A uses B's symbols and B A's; tsort):"
+    sed 's/^/  /' <<< "$out"
+    fail=1
+  fi
+}
+
 case $mode in
   sizes) check_sizes ;;
   includes) check_includes ;;
+  calls) check_calls ;;
   all) check_sizes; check_includes ;;
 esac
 [ "$fail" -eq 0 ]

@@ -143,6 +143,17 @@ printf '#include "vgpu/c.h"\n' >"$inc_tree/libvgpu/tools/t.h"
 structure_probe "no include cycle" 0 '^$' --includes "$inc_tree"
 printf '#include "t.h"\n' >"$inc_tree/libvgpu/tools/t.h"
 structure_probe "self include" 1 'libvgpu/tools/t.h includes itself' --includes "$inc_tree"
+# Call cycles between objects (make -C libvgpu lint): a -> b -> c -> a fails, a -> b -> c passes.
+obj_tree="$probe/objects"
+mkdir -p "$obj_tree"
+printf 'void b(void);\nvoid a(void) { b(); }\n' >"$obj_tree/a.c"
+printf 'void c(void);\nvoid b(void) { c(); }\n' >"$obj_tree/b.c"
+printf 'void a(void);\nvoid c(void) { a(); }\n' >"$obj_tree/c.c"
+(cd "$obj_tree" && "${CC:-cc}" -c a.c b.c c.c)
+structure_probe "call cycle" 1 'call cycle among the objects' --calls "$obj_tree"
+printf 'void c(void) {}\n' >"$obj_tree/c.c"
+(cd "$obj_tree" && "${CC:-cc}" -c c.c)
+structure_probe "no call cycle" 0 '^$' --calls "$obj_tree"
 if scripts/check-structure.sh; then passed=$((passed + 1)); else fail=$((fail + 1)); fi
 
 echo "scripts: $passed passed, $fail failed"
