@@ -13,10 +13,10 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
+.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
 
 help: ## this list
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 deps: ## install the apt/npm tools the tests use (idempotent)
 	@scripts/install-deps.sh
@@ -29,9 +29,16 @@ build: ## compile everything (Java reactor, libvgpu, fakes)
 libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
 	$(MAKE) -C libvgpu all
 
-test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite (with format and static checks), scripts
+test: deps ## everything: C suite (plus lint, an ASan/UBSan run and the aarch64 build under qemu), Java suite (with format and static checks), scripts
 	$(need_jdk)
-	$(MAKE) -C libvgpu all lint test-both
+	@# libvgpu built for aarch64 and its suites under qemu-user (libvgpu/test/arm64/run.sh, the quick
+	@# set) run beside the x86 C suites: both mostly wait. Its output is printed after theirs.
+	@mkdir -p libvgpu/build-arm64; started=$$SECONDS; \
+	  ( $(MAKE) -s -C libvgpu test-arm64-quick > libvgpu/build-arm64/suite.log 2>&1; r=$$?; \
+	    echo "(arm64: $$((SECONDS - started)) s)" >> libvgpu/build-arm64/suite.log; exit $$r ) & arm=$$!; \
+	  $(MAKE) -C libvgpu all lint test-both; rc=$$?; wait $$arm; arm_rc=$$?; \
+	  echo "--- libvgpu on aarch64 under qemu-user (make -C libvgpu test-arm64-quick):"; cat libvgpu/build-arm64/suite.log; \
+	  [ $$rc = 0 ] && [ $$arm_rc = 0 ]
 	FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh
 	libvgpu/test/stress/run.sh
 	$(MVN) install
@@ -51,6 +58,9 @@ test-scripts: ## the checks that need no JVM: every shell script parses, no lite
 
 test-c: ## the C suite only
 	$(MAKE) -C libvgpu all test
+
+test-arm64: ## libvgpu cross-built for aarch64, its suites under qemu-user (docs/arm64.md; ~15 min, `make test` runs the quick set)
+	$(MAKE) -C libvgpu test-arm64
 
 demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
 	$(need_jdk)
