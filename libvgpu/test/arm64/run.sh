@@ -159,6 +159,17 @@ suite_unit() {
     case $name in
       limiter_shapes_test | limiter_sharing_test)
         if [ -n "$quick" ]; then skipped "unit/$name (ARM64_QUICK: an arch-neutral simulation, minutes under qemu)"; continue; fi ;;
+      hami_coexist_test)
+        # Under qemu and a loaded machine, one case races two 1-s bounds (the orphaned semaphore's
+        # release and libvgpu's registration wait) and the registration may give up first.
+        if [ -n "$quick" ]; then
+          skipped "unit/$name/hamiKilledHoldingSemaphore_libvgpuProceeds (ARM64_QUICK: two 1-s bounds race under emulation)"
+          for c in unlockedCompaction lockedCompaction_atHami concurrentChurn libvgpuKilledHoldingSemaphore \
+            hamiKilledMidSlotWrite stoppedHamiHolder; do
+            unit_one "$t" "$c"
+          done
+          continue
+        fi ;;
       region_lock_test)
         if [ $robust_ok = 0 ]; then
           skipped "unit/$name/reserveLock_holderKilled_nextLockerProceeds (robust mutex owner death not emulated)"
