@@ -59,7 +59,7 @@ test-scripts: ## the checks that need no JVM: every shell script parses, no lite
 test-c: ## the C suite only
 	$(MAKE) -C libvgpu all test
 
-test-arm64: ## libvgpu cross-built for aarch64, its suites under qemu-user (docs/arm64.md; ~15 min, `make test` runs the quick set)
+test-arm64: ## libvgpu cross-built for aarch64, its suites under qemu-user (docs/arm64.md; ~9 min, `make test` runs the quick set)
 	$(MAKE) -C libvgpu test-arm64
 
 demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
