@@ -13,10 +13,10 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
+.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
 
 help: ## this list
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 deps: ## install the apt/npm tools the tests use (idempotent)
 	@scripts/install-deps.sh
@@ -29,23 +29,30 @@ build: ## compile everything (Java reactor, libvgpu, fakes)
 libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
 	$(MAKE) -C libvgpu all
 
-# The script and deploy checks need neither the JVM nor the build: they run beside the C suites
-# (whose fake GPU mostly sleeps) and print when those are done; either failing fails the target.
-test: deps ## everything: C suite (plus lint and an ASan/UBSan run), Java suite (with format and static checks), scripts
+# Beside the x86 C suites (whose fake GPU mostly sleeps) run two things that need neither the JVM
+# nor the x86 build: the script and deploy checks, and libvgpu built for aarch64 with its quick set
+# of suites under qemu-user (libvgpu/test/arm64/run.sh). Their output is printed after the C suites
+# and Maven; any of them failing fails the target.
+test: deps ## everything: C suite (plus lint, an ASan/UBSan run and the aarch64 build under qemu), Java suite (with format and static checks), scripts
 	$(need_jdk)
-	@mkdir -p target
+	@mkdir -p target libvgpu/build-arm64
 	@{ scripts/test-scripts.sh && scripts/test-deploy.sh; } >target/test-scripts.log 2>&1 & side=$$!; \
+	started=$$SECONDS; \
+	( $(MAKE) -s -C libvgpu test-arm64-quick > libvgpu/build-arm64/suite.log 2>&1; r=$$?; \
+	  echo "(arm64: $$((SECONDS - started)) s)" >> libvgpu/build-arm64/suite.log; exit $$r ) & arm=$$!; \
 	rc=0; { $(MAKE) -C libvgpu all lint test-both \
 	  && FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh \
 	  && libvgpu/test/stress/run.sh \
 	  && $(MVN) install; } || rc=$$?; \
+	arm_rc=0; wait $$arm || arm_rc=$$?; \
 	side_rc=0; wait $$side || side_rc=$$?; \
-	echo "== scripts and deploy checks (ran beside the C suites): exit $$side_rc"; cat target/test-scripts.log; \
-	[ "$$rc" -eq 0 ] && [ "$$side_rc" -eq 0 ]
+	echo "--- libvgpu on aarch64 under qemu-user (make -C libvgpu test-arm64-quick): exit $$arm_rc"; cat libvgpu/build-arm64/suite.log; \
+	echo "--- scripts and deploy checks: exit $$side_rc"; cat target/test-scripts.log; \
+	[ "$$rc" -eq 0 ] && [ "$$arm_rc" -eq 0 ] && [ "$$side_rc" -eq 0 ]
 	@scripts/fleet-bench.sh --check >target/fleet-check.log 2>&1 & fleet=$$!; \
 	rc=0; deploy/image/image-test.sh || rc=$$?; \
 	fleet_rc=0; wait $$fleet || fleet_rc=$$?; \
-	echo "== fleet check (ran beside the image test): exit $$fleet_rc"; cat target/fleet-check.log; \
+	echo "--- fleet check (ran beside the image test): exit $$fleet_rc"; cat target/fleet-check.log; \
 	[ "$$rc" -eq 0 ] && [ "$$fleet_rc" -eq 0 ]
 
 test-java: ## the Java suite only
@@ -59,6 +66,9 @@ test-scripts: ## the checks that need no JVM: every shell script parses, no lite
 
 test-c: ## the C suite only
 	$(MAKE) -C libvgpu all test
+
+test-arm64: ## libvgpu cross-built for aarch64, its suites under qemu-user (docs/arm64.md; ~9 min, `make test` runs the quick set)
+	$(MAKE) -C libvgpu test-arm64
 
 demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
 	$(need_jdk)

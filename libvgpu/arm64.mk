@@ -8,6 +8,7 @@
 #   make test-arm64         that build, then test/arm64/run.sh: the glibc floor (GLIBC_2.17) of
 #                           the aarch64 artifacts, then the unit, preload, region, HAMi-coexistence,
 #                           shrreg-tool and a reduced stress suite run on aarch64 under qemu-user
+#   make test-arm64-quick   the set `make test` runs (ARM64_QUICK=1, see test/arm64/run.sh)
 #   ARM64_SUITES="unit preload" make test-arm64   a subset (test/arm64/run.sh lists the names)
 ARCH ?=
 ifeq ($(ARCH),arm64)
@@ -21,7 +22,12 @@ endif
 endif
 
 .DEFAULT_GOAL := all
-.PHONY: test-arm64
+.PHONY: test-arm64 test-arm64-quick
 test-arm64:
 	$(MAKE) ARCH=arm64 all
 	@BUILD=build-arm64 test/arm64/run.sh
+# What `make test` at the top runs (beside test-both): ARM64_QUICK leaves out the arch-neutral
+# simulations and timing cases that take minutes under qemu (test/arm64/run.sh says which).
+test-arm64-quick:
+	@$(MAKE) -s ARCH=arm64 all >/dev/null
+	@BUILD=build-arm64 ARM64_QUICK=1 test/arm64/run.sh

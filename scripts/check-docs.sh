@@ -49,7 +49,7 @@ for cmd in "make demo" "make test"; do
   grep -qxE "    $cmd" "$readme" && ok || bad "$readme: the setup command '$cmd' is not on a line of its own"
 done
 # make targets named in README.md (in code: `make x`, "    make x")
-mapfile -t targets < <(grep -oE '(^ +|`)make [a-z][a-z-]*' "$readme" | sed -E 's/^[ `]*make //' | sort -u)
+mapfile -t targets < <(grep -oE '(^ +|`)make [a-z][a-z0-9-]*' "$readme" | sed -E 's/^[ `]*make //' | sort -u)
 [ ${#targets[@]} -ge 3 ] && ok || bad "$readme names fewer than 3 make targets (the check matched nothing?)"
 for t in "${targets[@]}"; do
   grep -qE "^$t:" Makefile && ok || bad "$readme: make $t: no such target in Makefile"

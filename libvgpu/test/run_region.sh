@@ -12,6 +12,7 @@
 # (a full tmpfs in a private mount namespace: root, or an unprivileged user namespace; if neither
 # is possible the case FAILS, it is not skipped).
 # Usage: BUILD=build test/run_region.sh    Last line: "region: N passed, M failed".
+# REGION_FAIL_NO_FORK_CHILD=1: region_fail leaves out its fork() children (test/arm64/run.sh: qemu-user).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -33,7 +34,7 @@ check() { # description, then a command that must succeed
 app() { # cache-path case -> stderr in $TMP/err, exit status returned
   env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$PWD/$BUILD/fake" \
     LD_PRELOAD="$PRELOAD" CUDA_DEVICE_MEMORY_SHARED_CACHE="$1" CUDA_DEVICE_MEMORY_LIMIT=64m \
-    FAKE_NVML_CONFIG=/nonexistent timeout 60 "$APP" "$2" 2> "$TMP/err"
+    FAKE_NVML_CONFIG=/nonexistent ${REGION_FAIL_NO_FORK_CHILD:+REGION_FAIL_NO_FORK_CHILD=1} timeout 60 "$APP" "$2" 2> "$TMP/err"
 }
 
 one_cause_line() { # cause [outcome regex]: exactly one DEGRADED line, naming it, the outcome and a fix
@@ -155,7 +156,7 @@ mount --make-rprivate / 2>/dev/null
 mount -t tmpfs -o size=4m tmpfs "$D" || { echo "mount failed"; exit 0; }
 run() { env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$PRELOAD" \
   CUDA_DEVICE_MEMORY_SHARED_CACHE="$D/vgpu.cache" CUDA_DEVICE_MEMORY_LIMIT=64m \
-  FAKE_NVML_CONFIG=/nonexistent timeout 60 "$APP" "$1" 2> "$E/err.$1"; }
+  FAKE_NVML_CONFIG=/nonexistent ${REGION_FAIL_NO_FORK_CHILD:+REGION_FAIL_NO_FORK_CHILD=1} timeout 60 "$APP" "$1" 2> "$E/err.$1"; }
 dd if=/dev/zero of="$D/filler" bs=4096 2>/dev/null
 run refused; echo "full_rc=$?"
 echo "lines=$(grep -c 'unusable (no-space: .*DEGRADED: every allocation .* is refused.*fix: ' "$E/err.refused")"

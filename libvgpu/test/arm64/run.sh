@@ -2,10 +2,11 @@
 # The aarch64 build (make ARCH=arm64 all -> build-arm64/) checked and run under qemu-user (issue 33).
 #   test/arm64/run.sh [SUITE...]      default: $ARM64_SUITES, else every suite below
 #   test/arm64/run.sh -- CMD...       one command in the same environment (see the end)
-# Suites: floor (the aarch64 artifacts' machine and glibc floor, GLIBC_2.17), hooks (exports equal
+# Suites: floor (the aarch64 artifacts' machine and glibc floor, GLIBC_2.17), flags (the exporter's
+# safe-open O_* table against aarch64's headers: test/arm64/safe_open_flags.sh), hooks (exports equal
 # the hook lists), unit (every test/unit program; hami_coexist_test is the HAMi-coexistence one),
 # preload (test/run_preload.sh), region (test/run_region.sh), stripped-env (test/run_adopt.sh),
-# tools (shrreg-tool's suite incl. HAMi-core's own region files), stress (test/stress/run.sh,
+# tools (shrreg-tool's suite incl. HAMi-core's own region files; hami: only those), stress (test/stress/run.sh,
 # reduced: ARM64_STRESS_PROCS x ARM64_STRESS_THREADS for ARM64_STRESS_SECONDS, default 4 x 2 x 6 s).
 #
 # How aarch64 programs run here: inside a user and mount namespace of their own, a binfmt_misc
@@ -49,8 +50,10 @@ if [ -z "${VGPU_ARM64_INNER:-}" ]; then
     [ "$(readlink /proc/$inner/ns/user)" != "$(readlink /proc/self/ns/user)" ] && break
     sleep 0.1
   done
-  echo '0 0 65536' > /proc/$inner/uid_map && echo '0 0 65536' > /proc/$inner/gid_map ||
-    echo "cannot write the namespace's uid/gid maps" >&2
+  if ! { echo '0 0 65536' > /proc/$inner/uid_map && echo '0 0 65536' > /proc/$inner/gid_map; }; then
+    kill $inner; rm -f "$go"
+    echo "FAIL cannot write the namespace's uid/gid maps"; echo "libvgpu-arm64: 0 passed, 1 failed"; exit 1
+  fi
   echo go > "$go"
   wait $inner
   exit $?
@@ -87,7 +90,11 @@ account() { # name rc logfile (as test/run_all.sh)
     [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
   elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
   pass=$((pass + p)); fail=$((fail + f))
-  if [ "$f" = 0 ]; then echo "ok   arm64 $name ($p) ${took}s"; else echo "FAIL arm64 $name ($f failed) ${took}s"; tail -25 "$log" | sed 's/^/  | /'; fi
+  if [ "$f" = 0 ]; then echo "ok   arm64 $name ($p) ${took}s"; return; fi
+  echo "FAIL arm64 $name ($f failed) ${took}s"
+  # The failed cases with their detail lines, then the end of the log.
+  grep -E '^(FAIL|  )' "$log" | head -60 | sed 's/^/  | /'
+  tail -10 "$log" | sed 's/^/  | /'
 }
 
 # Every shipped artifact and every test program is an aarch64 ELF: a run against the x86 build
@@ -112,34 +119,114 @@ suite_hooks() {
   test/check_hooks.sh "$BUILD/libvgpu.so" > "$LOGDIR/hooks.log" 2>&1
   account check-hooks $? "$LOGDIR/hooks.log"
 }
+# What qemu-user 7.2 does not emulate, so what is left out here (listed, never counted as passed):
+#  - a robust mutex's owner death (it keeps no robust futex list): test/arm64/robust_probe.c checks
+#    it; when the lock is not recovered, the cases that SIGKILL a holder of libvgpu's reservation
+#    mutex would wait forever: region_lock_test's reserveLock case, preload `sigkill`, stress kills;
+#  - threads started in the child of a fork of a threaded process (qemu aborts in its TCG):
+#    preload `fork`, region_fail's fork() children in the region suite.
+# ARM64_QUICK=1 (what `make test` runs) also leaves out what is long under emulation and does not
+# depend on the architecture: the limiter's simulations (limiter_shapes/sharing_test) and the
+# SM-throttle timing cases (throttle, switch, streams); `make test-arm64` runs them.
+robust_ok=1
+probe_emulation() {
+  mkdir -p "$BUILD/arm64-probe"
+  "$CC" -O2 -o "$BUILD/arm64-probe/robust_probe" test/arm64/robust_probe.c -lpthread || return 1
+  local out rc
+  out=$(timeout 30 "$BUILD/arm64-probe/robust_probe" 2>&1); rc=$?
+  echo "note: $out"
+  case $rc in
+    0) robust_ok=1 ;;
+    1) robust_ok=0; echo "note: owner death is not emulated: cases that kill a lock holder are left out" ;;
+    *) echo "FAIL robust_probe exit $rc"; return 1 ;;
+  esac
+}
+quick=${ARM64_QUICK:-}
+skipped() { echo "skip arm64 $*"; }
+
+# unit_one TEST [CASE-FILTER]: one unit program (or one of its cases) under qemu.
+unit_one() {
+  local t=$1 filter=${2:-} name
+  name=$(basename "$t")${2:+/$2}
+  timeout 600 "$t" ${filter:+"$filter"} > "$LOGDIR/${name//\//_}.log" 2>&1
+  account "unit/$name" $? "$LOGDIR/${name//\//_}.log"
+}
 suite_unit() {
-  local t name
+  local t name c
   for t in "$BUILD"/unit/*_test; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    timeout 600 "$t" > "$LOGDIR/$name.log" 2>&1
-    account "unit/$name" $? "$LOGDIR/$name.log"
+    case $name in
+      limiter_shapes_test | limiter_sharing_test)
+        if [ -n "$quick" ]; then skipped "unit/$name (ARM64_QUICK: an arch-neutral simulation, minutes under qemu)"; continue; fi ;;
+      hami_coexist_test)
+        # Under qemu and a loaded machine, one case races two 1-s bounds (the orphaned semaphore's
+        # release and libvgpu's registration wait) and the registration may give up first.
+        if [ -n "$quick" ]; then
+          skipped "unit/$name/hamiKilledHoldingSemaphore_libvgpuProceeds (ARM64_QUICK: two 1-s bounds race under emulation)"
+          for c in unlockedCompaction lockedCompaction_atHami concurrentChurn libvgpuKilledHoldingSemaphore \
+            hamiKilledMidSlotWrite stoppedHamiHolder; do
+            unit_one "$t" "$c"
+          done
+          continue
+        fi ;;
+      region_lock_test)
+        if [ $robust_ok = 0 ]; then
+          skipped "unit/$name/reserveLock_holderKilled_nextLockerProceeds (robust mutex owner death not emulated)"
+          for c in lock_holderKilled_nextLockerProceeds seqlock_readers_neverSeeTornSlot sweep_freesDead_keepsLiveAndFresh \
+            foreignLeftoverSlot_notCounted_reusedClean claim_fullTable_reportsFull; do
+            unit_one "$t" "$c"
+          done
+          continue
+        fi ;;
+    esac
+    unit_one "$t"
   done
 }
 suite_preload() {
-  test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
+  local skip="fork"
+  [ $robust_ok = 0 ] && skip="$skip sigkill"
+  [ -n "$quick" ] && skip="$skip throttle switch streams"
+  skipped "preload cases: $skip (see the top of test/arm64/run.sh)"
+  PRELOAD_SKIP=$skip SIGKILL_ITERATIONS=${SIGKILL_ITERATIONS:-30} test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
   account preload $? "$LOGDIR/preload.log"
 }
 suite_region() {
-  test/run_region.sh > "$LOGDIR/region.log" 2>&1
+  skipped "region: region_fail's fork() child checks (REGION_FAIL_NO_FORK_CHILD; qemu aborts in them)"
+  REGION_FAIL_NO_FORK_CHILD=1 test/run_region.sh > "$LOGDIR/region.log" 2>&1
   account region $? "$LOGDIR/region.log"
 }
 suite_stripped-env() {
   test/run_adopt.sh > "$LOGDIR/adopt.log" 2>&1
   account stripped-env $? "$LOGDIR/adopt.log"
 }
+# shrreg-tool: its fuzz cases, a tenant-garbled semaphore, HAMi-core's own region files and the
+# disk-full case. Not the CLI test: ~8 minutes under qemu (hundreds of tool runs), and its
+# libvgpu-written-region check reads a live process's start time, which qemu fakes in
+# /proc/<own pid>/stat (the slot then reads as pid-reused): an emulation artifact.
 suite_tools() {
-  test/tools/run.sh > "$LOGDIR/tools.log" 2>&1
+  skipped "shrreg-tool cli sub-suite (minutes under qemu; qemu fakes /proc/self/stat's start time)"
+  SHRREG_SUBSUITES="fuzz semaphore hami-fixtures disk-full" test/tools/run.sh > "$LOGDIR/tools.log" 2>&1
   account shrreg-tool $? "$LOGDIR/tools.log"
 }
+# The exporter's safe-open flag table (region-codec NativeFs) against aarch64's and x86_64's headers.
+suite_flags() {
+  test/arm64/safe_open_flags.sh > "$LOGDIR/flags.log" 2>&1
+  account safe-open-flags $? "$LOGDIR/flags.log"
+}
+# HAMi-core's own region files read by the aarch64 shrreg-tool (the quick part of `tools`).
+suite_hami() {
+  test/tools/hami_fixtures.sh "$BUILD/shrreg-tool" > "$LOGDIR/hami.log" 2>&1
+  account hami-core-fixtures $? "$LOGDIR/hami.log"
+}
 suite_stress() {
+  local kills=${ARM64_STRESS_KILLS:-1}
+  if [ $robust_ok = 0 ] && [ "$kills" != 0 ]; then
+    skipped "stress kills (robust mutex owner death not emulated): the run has none"
+    kills=0
+  fi
   STRESS_PROCS=${ARM64_STRESS_PROCS:-4} STRESS_THREADS=${ARM64_STRESS_THREADS:-2} \
-    STRESS_SECONDS=${ARM64_STRESS_SECONDS:-6} STRESS_KILLS=${ARM64_STRESS_KILLS:-1} \
+    STRESS_SECONDS=${ARM64_STRESS_SECONDS:-6} STRESS_KILLS=$kills \
     test/stress/run.sh > "$LOGDIR/stress.log" 2>&1
   account stress $? "$LOGDIR/stress.log"
 }
@@ -147,11 +234,18 @@ suite_stress() {
 # `test/arm64/run.sh -- CMD...`: one command in this environment (binfmt, VGPU_LIB, CC), e.g.
 # `test/arm64/run.sh -- test/run_preload.sh dlvsym` or `-- build-arm64/unit/track_test`.
 if [ "${1:-}" = -- ]; then shift; "$@"; exit $?; fi
-ALL="floor hooks unit preload region stripped-env tools stress"
-suites=${*:-${ARM64_SUITES:-$ALL}}
+ALL="floor flags hooks unit preload region stripped-env tools stress"
+# ARM64_QUICK=1 and no suite named: the CI set.
+QUICK_SET="floor flags hooks unit preload region stripped-env hami stress"
+default=$ALL
+[ -n "$quick" ] && default=$QUICK_SET
+suites=${*:-${ARM64_SUITES:-$default}}
+probe_emulation > "$LOGDIR/probe.log" 2>&1
+account "emulation probe" $? "$LOGDIR/probe.log"
+grep '^note' "$LOGDIR/probe.log"
 for s in $suites; do
-  if [[ " $ALL " != *" $s "* ]]; then
-    echo "FAIL unknown suite $s (known: $ALL)"; fail=$((fail + 1)); continue
+  if [[ " $ALL hami " != *" $s "* ]]; then
+    echo "FAIL unknown suite $s (known: $ALL hami)"; fail=$((fail + 1)); continue
   fi
   "suite_$s"
 done

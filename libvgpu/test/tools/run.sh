@@ -56,15 +56,17 @@ sub_suite() {
   if [ "$rc" != 0 ] && [ "$f" = 0 ]; then failed "$name: exit $rc with no failure counted"; fi
   if [ "$p" = 0 ] && [ "$f" = 0 ]; then failed "$name: ran no test"; fi
 }
+# SHRREG_SUBSUITES="name...": only these (test/arm64/run.sh under qemu); default all.
+want() { [ -z "${SHRREG_SUBSUITES:-}" ] || [[ " $SHRREG_SUBSUITES " == *" $1 "* ]]; }
 if [ -x "$tool" ]; then
-  [ -x "$out/shrreg_fuzz" ] && sub_suite fuzz "$out/fuzz.txt" "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}"
-  [ -x "$out/shrreg_tool_test" ] && sub_suite cli "$out/cli.txt" "$out/shrreg_tool_test" "$tool" "$BUILD"
+  want fuzz && [ -x "$out/shrreg_fuzz" ] && sub_suite fuzz "$out/fuzz.txt" "$out/shrreg_fuzz" "${SHRREG_FUZZ_ITERATIONS:-400}"
+  want cli && [ -x "$out/shrreg_tool_test" ] && sub_suite cli "$out/cli.txt" "$out/shrreg_tool_test" "$tool" "$BUILD"
   # A tenant-written garbage semaphore (and one rewritten while the tool runs).
-  [ -x "$out/shrreg_sem_test" ] && sub_suite semaphore "$out/sem.txt" "$out/shrreg_sem_test" "$tool"
+  want semaphore && [ -x "$out/shrreg_sem_test" ] && sub_suite semaphore "$out/sem.txt" "$out/shrreg_sem_test" "$tool"
   # Region files written by HAMi-core's own code (testdata/hami-core).
-  sub_suite hami-fixtures "$out/hami.txt" test/tools/hami_fixtures.sh "$tool"
+  want hami-fixtures && sub_suite hami-fixtures "$out/hami.txt" test/tools/hami_fixtures.sh "$tool"
   # A page that cannot be allocated (full tmpfs under a sparse region) while the lock is held.
-  sub_suite disk-full "$out/diskfull.txt" test/tools/disk_full.sh "$tool"
+  want disk-full && sub_suite disk-full "$out/diskfull.txt" test/tools/disk_full.sh "$tool"
 fi
 echo "shrreg-tool: $pass passed, $fail failed"
 [ "$fail" = 0 ]
