@@ -257,7 +257,9 @@ static void print_inspect_text(const region_t *r, const snapshot_t *s, const opt
 }
 
 int cmd_inspect(const options_t *o) {
-  region_t r;
+  /* static: the SIGBUS path in shrreg_tool_main reads it (g_mapped, g_held) after siglongjmp
+   * has unwound this frame; one command runs per process. */
+  static region_t r;
   snapshot_t s;
   int rc = region_open(&r, o->file, 0);
   if (rc != EXIT_OK) {
@@ -296,7 +298,9 @@ static void loaded_library(char *out, size_t cap) {
 }
 
 int cmd_version(const options_t *o) {
-  region_t r;
+  /* static: the SIGBUS path in shrreg_tool_main reads it (g_mapped, g_held) after siglongjmp
+   * has unwound this frame; one command runs per process. */
+  static region_t r;
   char lib[PATH_MAX];
   char tmp[VGPU_LIB_VERSION_LEN + 1];
   struct vgpu_view_header h;

@@ -34,7 +34,9 @@ static int check_device_arg(const region_t *r, int dev) {
 }
 
 int cmd_set_limit(const options_t *o) {
-  region_t r;
+  /* static: the SIGBUS path in shrreg_tool_main reads it (g_mapped, g_held) after siglongjmp
+   * has unwound this frame; one command runs per process. */
+  static region_t r;
   int rc = open_for_write(&r, o);
   int sm = o->cmd == CMD_SET_SM;
   uint64_t old;
@@ -99,7 +101,9 @@ typedef struct {
 } dropped_t;
 
 int cmd_cleanup(const options_t *o) {
-  region_t r;
+  /* static: the SIGBUS path in shrreg_tool_main reads it (g_mapped, g_held) after siglongjmp
+   * has unwound this frame; one command runs per process. */
+  static region_t r;
   dropped_t *dropped;
   int ndropped = 0;
   int kept_unknown = 0;
@@ -221,7 +225,9 @@ int cmd_cleanup(const options_t *o) {
 }
 
 int cmd_force_unlock(const options_t *o) {
-  region_t r;
+  /* static: the SIGBUS path in shrreg_tool_main reads it (g_mapped, g_held) after siglongjmp
+   * has unwound this frame; one command runs per process. */
+  static region_t r;
   lock_view_t lk;
   int rc = open_for_write(&r, o);
   const char *action = NULL;
