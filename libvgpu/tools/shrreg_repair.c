@@ -94,6 +94,16 @@ static int check_semaphore(const region_t *r, const options_t *o) {
               o->file, lk.sem_invalid_why);
 }
 
+/* --cleanup and --force-unlock: the region opened for writing, --device within it and the slot
+ * table's semaphore valid, or closed again with the reason's exit code. */
+static int open_for_repair(region_t *r, const options_t *o) {
+  int rc = open_for_write(r, o);
+  if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(r, o->device);
+  if (rc == EXIT_OK) rc = check_semaphore(r, o);
+  if (rc != EXIT_OK) region_close(r);
+  return rc;
+}
+
 typedef struct {
   int slot, pid, hostpid;
   liveness_t why;
@@ -110,17 +120,8 @@ int cmd_cleanup(const options_t *o) {
   int freed_empty = 0;
   int i;
   int n;
-  int rc = open_for_write(&r, o);
-  if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(&r, o->device);
-  if (rc != EXIT_OK) {
-    region_close(&r);
-    return rc;
-  }
-  rc = check_semaphore(&r, o);
-  if (rc != EXIT_OK) {
-    region_close(&r);
-    return rc;
-  }
+  int rc = open_for_repair(&r, o);
+  if (rc != EXIT_OK) return rc;
   dropped = calloc(VGPU_MAX_PROCS, sizeof *dropped);
   if (dropped == NULL) {
     region_close(&r);
@@ -229,18 +230,9 @@ int cmd_force_unlock(const options_t *o) {
    * has unwound this frame; one command runs per process. */
   static region_t r;
   lock_view_t lk;
-  int rc = open_for_write(&r, o);
+  int rc = open_for_repair(&r, o);
   const char *action = NULL;
-  if (rc == EXIT_OK && o->device >= 0) rc = check_device_arg(&r, o->device);
-  if (rc != EXIT_OK) {
-    region_close(&r);
-    return rc;
-  }
-  rc = check_semaphore(&r, o);
-  if (rc != EXIT_OK) {
-    region_close(&r);
-    return rc;
-  }
+  if (rc != EXIT_OK) return rc;
   read_lock(&r, o, &lk);
   if (o->holder != 0) {
     if (lk.holder_pid != o->holder) {
