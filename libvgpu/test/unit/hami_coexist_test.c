@@ -377,7 +377,12 @@ static void hamiKilledHoldingSemaphore_libvgpuProceeds(void) {
   waitpid(h2.pid, NULL, 0);
   struct worker l2 = spawn(false);
   t0 = now_s();
-  EXPECT(call(&l2, 'r', 0) >= 0); /* an orphaned semaphore is released after the bound */
+  /* An orphaned semaphore is released after the bound. The registration's own 1 s wait can end
+   * just before the orphan's bound on a loaded runner: that call fails safe and the next one
+   * releases the orphan and proceeds (seen once with the aarch64 suites running beside). */
+  int registered = call(&l2, 'r', 0);
+  if (registered < 0) registered = call(&l2, 'r', 0);
+  EXPECT(registered >= 0);
   double took = now_s() - t0;
   EXPECT(took >= 0.9 && took < 3.0);
   struct worker h3 = spawn(true);
