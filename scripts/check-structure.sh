@@ -1,27 +1,18 @@
 #!/usr/bin/env bash
 # Structure rules that fail the build (issue 34 item 3):
-#   sizes     no tracked .java/.c/.h/.inc file over MAX_LINES lines (split it by concern), except
-#             the files listed in SPLITTING below, which are printed as a warning with their sizes;
-#             a listed file that is no longer over the limit fails the check ("remove it from the
-#             list"), so the list only ever shrinks.
+#   sizes     no tracked .java/.c/.h/.inc file over MAX_LINES lines (split it by concern), no
+#             exceptions.
 #   includes  libvgpu's own sources and headers (#include "...", and <...> that names a file of
 #             libvgpu/include) form no include cycle (file level; checked with tsort).
 #   calls     (--calls OBJDIR only; make -C libvgpu lint) the objects of OBJDIR form no call
 #             cycle: A -> B when A.o uses a symbol B.o defines (nm). Two units that call each other
 #             are one unit in two files (issue 34 named limiter_measure.c <-> limiter_bucket.c).
-# Usage: scripts/check-structure.sh [--sizes|--includes|--calls OBJDIR|--list] [TREE]
+# Usage: scripts/check-structure.sh [--sizes|--includes|--calls OBJDIR] [TREE]
 #   TREE defaults to the repository root; its files are those git tracks there (every file when
-#   TREE is not a git work tree). --list prints the SPLITTING list (scripts/test-scripts.sh plants
-#   those files in a probe tree). Exit 0: clean; 1: a rule broken (each offender printed).
+#   TREE is not a git work tree). Exit 0: clean; 1: a rule broken (each offender printed).
 set -euo pipefail
 
 MAX_LINES=600
-# Files other engineers are splitting this session (each over MAX_LINES today). Take a file off
-# when its split lands; the check fails until you do.
-SPLITTING=(
-  libvgpu/test/fake/fake_nvml.c           # the fake NVML: issue 28
-  libvgpu/test/unit/limiter_sharing_test.c # limiter unit tests: issue 30
-)
 
 mode=all
 objdir=
@@ -29,8 +20,7 @@ case "${1:-}" in
   --sizes) mode=sizes; shift ;;
   --includes) mode=includes; shift ;;
   --calls) mode=calls; objdir=$(realpath "${2:?--calls needs a directory of objects}"); shift 2 ;;
-  --list) printf '%s\n' "${SPLITTING[@]}"; exit 0 ;;
-  -*) echo "usage: $0 [--sizes|--includes|--calls OBJDIR|--list] [TREE]" >&2; exit 2 ;;
+  -*) echo "usage: $0 [--sizes|--includes|--calls OBJDIR] [TREE]" >&2; exit 2 ;;
 esac
 tree=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$tree"
@@ -47,28 +37,14 @@ fail=0
 
 check_sizes() {
   local f n
-  declare -A in_list=()
-  for f in "${SPLITTING[@]}"; do in_list[$f]=1; done
   # One wc over every source file ("N path" lines, then a total line that names no file).
   while read -r n f; do
     [ -f "$f" ] || continue
     if [ "$n" -gt "$MAX_LINES" ]; then
-      if [ -n "${in_list[$f]:-}" ]; then
-        echo "structure: warning: $f has $n lines (over $MAX_LINES; being split, listed in $0)"
-      else
-        echo "structure: $f has $n lines, over $MAX_LINES: split it by concern"
-        fail=1
-      fi
-    elif [ -n "${in_list[$f]:-}" ]; then
-      echo "structure: $f has $n lines, no longer over $MAX_LINES: remove it from the list in $0"
+      echo "structure: $f has $n lines, over $MAX_LINES: split it by concern"
       fail=1
     fi
-    unset "in_list[$f]"
   done < <(tracked | grep -zE '\.(java|c|h|inc)$' | xargs -0 -r wc -l --)
-  for f in "${!in_list[@]}"; do
-    echo "structure: $f is listed in $0 but not in the tree: remove it from the list"
-    fail=1
-  done
 }
 
 # normalize PATH: drops "." and resolves ".." segments (no file system access).
