@@ -2,9 +2,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-# JDK 25: JAVA_HOME if it is a 25+, else Temurin's default location.
-JDK25 := $(shell for j in "$$JAVA_HOME" /usr/lib/jvm/temurin-25*; do \
-	[ -n "$$j" ] && [ -x "$$j/bin/java" ] && "$$j/bin/java" -version 2>&1 | grep -qE 'version "(2[5-9]|[3-9][0-9])' && { echo "$$j"; break; }; done)
+# JDK 25: JAVA_HOME if it is a 25+, else Temurin's default location (scripts/lib.sh jdk25).
+JDK25 := $(shell scripts/lib.sh jdk25)
 export JAVA_HOME := $(JDK25)
 MVN := ./mvnw -B -ntp
 CI ?=
@@ -21,9 +20,8 @@ help: ## this list
 deps: ## install the apt/npm tools the tests use (idempotent)
 	@scripts/install-deps.sh
 
-build: ## compile everything (Java reactor, libvgpu, fakes)
+build: libvgpu ## compile everything (Java reactor, libvgpu, fakes)
 	$(need_jdk)
-	$(MAKE) -C libvgpu all
 	$(MVN) -q install -DskipTests
 
 libvgpu: ## build the C library, shrreg-tool and the fake driver libraries
@@ -55,41 +53,31 @@ test: deps ## everything: C suite (plus lint, an ASan/UBSan run and the aarch64 
 	echo "--- fleet check (ran beside the image test): exit $$fleet_rc"; cat target/fleet-check.log; \
 	[ "$$rc" -eq 0 ] && [ "$$fleet_rc" -eq 0 ]
 
-test-java: ## the Java suite only
+test-java: libvgpu ## the Java suite only
 	$(need_jdk)
-	$(MAKE) -C libvgpu all
 	$(MVN) install
 
 test-scripts: ## the checks that need no JVM: every shell script parses, no literal /proc paths, rules/runbooks/dashboards/installer (scripts/test-deploy.sh)
 	@scripts/test-scripts.sh
 	@scripts/test-deploy.sh
 
-test-c: ## the C suite only
-	$(MAKE) -C libvgpu all test
+test-c: libvgpu ## the C suite only
+	$(MAKE) -C libvgpu test
 
 test-arm64: ## libvgpu cross-built for aarch64, its suites under qemu-user (docs/arm64.md; ~9 min, `make test` runs the quick set)
 	$(MAKE) -C libvgpu test-arm64
 
-demo: ## run the exporter on a simulated node at http://127.0.0.1:9394/
-	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+demo: build ## run the exporter on a simulated node at http://127.0.0.1:9394/
 	bin/vgpu-exporter demo $(DEMO_ARGS)
 
 bench: ## JMH and C benchmarks (numbers go in README)
 	$(need_jdk)
 	@scripts/bench.sh
 
-bench-fleet: ## N simulated nodes (NODES="10 50"; 50 needs 8+ cores) scraped by one Prometheus with the rules: series, bytes, Prometheus memory, rule time (README "Fleet")
-	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+bench-fleet: build ## N simulated nodes (NODES="10 50"; 50 needs 8+ cores) scraped by one Prometheus with the rules: series, bytes, Prometheus memory, rule time (README "Fleet")
 	@scripts/fleet-bench.sh
 
-bench-footprint: ## exporter RSS and cgroup charge steady/peak, scrape latency and CPU on 100 and 200 x 8 x 4 nodes (README: Footprint; ~18 min; FOOTPRINT_QUICK=1 ~2 min)
-	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+bench-footprint: build ## exporter RSS and cgroup charge steady/peak, scrape latency and CPU on 100 and 200 x 8 x 4 nodes (README: Footprint; ~18 min; FOOTPRINT_QUICK=1 ~2 min)
 	@exporter/bench/footprint.sh
 
 fmt: ## apply google-java-format (and clang-format for C)
@@ -102,26 +90,18 @@ lint: ## format checks and static analysis without the tests
 	$(MVN) -q spotless:check
 	$(MAKE) -C libvgpu lint
 
-stress: ## long reliability runs: libvgpu 32 procs x 8 threads x 60 s with SIGKILLs, fuzzers 300 s each, 10 000 cache dirs
-	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+stress: build ## long reliability runs: libvgpu 32 procs x 8 threads x 60 s with SIGKILLs, fuzzers 300 s each, 10 000 cache dirs
 	@scripts/stress.sh
 
-soak: ## 30-minute soak of the exporter process under 100 concurrent scrapers (RSS/fd slope); SOAK_SECONDS=60 for the load run
-	$(need_jdk)
-	$(MAKE) -C libvgpu all
-	$(MVN) -q install -DskipTests
+soak: build ## 30-minute soak of the exporter process under 100 concurrent scrapers (RSS/fd slope); SOAK_SECONDS=60 for the load run
 	@scripts/soak.sh
 
-soak-apiserver: ## API server down mid-run for API_OUTAGE_SECONDS (default 300), then back; footprint, reconnect
-	$(need_jdk)
-	$(MVN) -q install -DskipTests
+soak-apiserver: build ## API server down mid-run for API_OUTAGE_SECONDS (default 300), then back; footprint, reconnect
 	@scripts/apiserver-outage.sh
 
 image: ## build the container image vgpu-exporter:0.1.0 into your Docker (DOCKER_HOST, IMAGE=, BASE_IMAGE=; builds the jar if missing)
 	$(need_jdk)
-	@$(MAKE) -s -C libvgpu all >/dev/null
+	@$(MAKE) -s libvgpu >/dev/null
 	@deploy/image/build.sh $(DOCKER)
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)

@@ -11,7 +11,8 @@
 # `make test` runs the same test with a 4 s outage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+. scripts/lib.sh
+need_jdk25
 OUTAGE=${API_OUTAGE_SECONDS:-300}
 rc=0
 ./mvnw -B -ntp -o -q -pl exporter test -Dspotless.check.skip=true -Dsurefire.failIfNoSpecifiedTests=false \

@@ -16,12 +16,6 @@ hostpid-resolver/bench.sh
 echo "== exporter scrape"
 scripts/jmh.sh exporter "${short[@]}" -prof gc ScrapeBenchmark
 echo "== libvgpu"
-make -s -C libvgpu all
-cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -Ilibvgpu/test/unit \
-  -isystem /usr/local/cuda/include -o libvgpu/build/limiter_hookcost \
-  libvgpu/gpu/limiter_hookcost.c libvgpu/src/limiter.c libvgpu/src/limiter_measure.c \
-  libvgpu/src/limiter_bucket.c -lpthread -lm
-libvgpu/build/limiter_hookcost
-cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilibvgpu/include -Ilibvgpu/src -isystem /usr/local/cuda/include \
-  -o libvgpu/build/ctx_destroy_bench libvgpu/bench/ctx_destroy_bench.c libvgpu/build/libvgpu.a -ldl -lpthread -lm
-libvgpu/build/ctx_destroy_bench
+make -s -C libvgpu all bench-progs
+libvgpu/build/bench/limiter_hookcost
+libvgpu/build/bench/ctx_destroy_bench

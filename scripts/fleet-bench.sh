@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
+. scripts/lib.sh
 
 check_only=false
 if [ "${1:-}" = "--check" ]; then
@@ -138,11 +139,8 @@ EOF
     --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
   pids+=($!)
   prom_pid=$!
-  local deadline=$((SECONDS + 60))
-  until curl -sf "http://127.0.0.1:$prom_port/-/ready" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || { echo "prometheus not ready"; cat "$work/prometheus.log"; return 1; }
-    sleep 1
-  done
+  await_http "http://127.0.0.1:$prom_port/-/ready" 60 "$prom_pid" 1 \
+    || { echo "prometheus not ready"; cat "$work/prometheus.log"; return 1; }
 }
 
 # Every panel query and variable of the cluster dashboard returns data; prints what does not.
@@ -258,6 +256,6 @@ if $check_only; then
   run_check
 else
   echo "fleet-bench: commit ${FLEET_COMMIT:-$(git rev-parse --short HEAD)}, $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-  echo "fleet-bench: $(grep -m1 "model name" /proc/cpuinfo | sed "s/.*: //"), java $("${JAVA_HOME:-/usr}"/bin/java -version 2>&1 | head -1), $(prometheus --version 2>&1 | head -1)"
+  echo "fleet-bench: $(grep -m1 "model name" /proc/cpuinfo | sed "s/.*: //"), java $("$(jdk25 || echo /usr)"/bin/java -version 2>&1 | head -1), $(prometheus --version 2>&1 | head -1)"
   for n in $NODES; do run_bench "$n"; done
 fi

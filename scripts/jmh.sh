@@ -13,7 +13,8 @@ if [[ "${1:-}" == "--main" ]]; then
   main=${2:?--main needs a class name}
   shift 2
 fi
-export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+. scripts/lib.sh
+need_jdk25
 ./mvnw -B -ntp -o -q -pl "$module" -am install -DskipTests -Dspotless.check.skip=true
 ./mvnw -B -ntp -o -q -pl "$module" test-compile dependency:build-classpath \
   -Dmdep.outputFile="$PWD/$module/target/bench.classpath" -Dmdep.includeScope=test -Dspotless.check.skip=true

@@ -11,6 +11,7 @@
 #   SOAK_SECONDS=60 scripts/soak.sh            the issue's 60 s load run (100 scrapers, 200 containers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 SECONDS_TOTAL=${SOAK_SECONDS:-1800}
 CONNS=${SOAK_CONNECTIONS:-100}
 CONTAINERS=${SOAK_CONTAINERS:-200}
@@ -28,13 +29,12 @@ cleanup() {
 }
 trap cleanup EXIT
 libvgpu/build/stress/mknode "$work/containers" "$CONTAINERS"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 bin/vgpu-exporter serve --path.cache-root="$work/containers" --kubernetes=false --nvml=false \
   --node-name=soak --web.listen-address=127.0.0.1 --web.listen-port="$port" --log.level=warn \
   > "$work/exporter.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.3; done
-curl -fs "http://127.0.0.1:$port/readyz" >/dev/null || { echo "soak: exporter not ready"; cat "$work/exporter.log"; exit 1; }
+await_http "http://127.0.0.1:$port/readyz" 30 "$pid" 0.3 || { echo "soak: exporter not ready"; cat "$work/exporter.log"; exit 1; }
 series=$(curl -fs "http://127.0.0.1:$port/metrics" | grep -c '^vgpu_container_memory_used_bytes{' || true)
 size=$(curl -fs "http://127.0.0.1:$port/metrics" | wc -c)
 echo "soak: exporter pid $pid, $CONTAINERS containers ($series per-device used series, $size bytes/scrape), $CONNS connections, ${SECONDS_TOTAL}s"

@@ -6,7 +6,8 @@
 # directories).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+. scripts/lib.sh
+need_jdk25
 STRESS_PROCS=${STRESS_PROCS:-32} STRESS_THREADS=${STRESS_THREADS:-8} STRESS_SECONDS=${STRESS_SECONDS:-60} \
   STRESS_KILLS=${STRESS_KILLS:-8} libvgpu/test/stress/run.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-300} libvgpu/test/fuzz/run.sh

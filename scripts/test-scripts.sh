@@ -151,5 +151,40 @@ printf 'void c(void) {}\n' >"$obj_tree/c.c"
 structure_probe "no call cycle" 0 '^$' --calls "$obj_tree"
 if scripts/check-structure.sh; then passed=$((passed + 1)); else fail=$((fail + 1)); fi
 
+# scripts/lib.sh, the helpers the scripts share: each against a real process or server.
+lib_check() { # NAME CMD...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else echo "lib.sh: $name"; fail=$((fail + 1)); fi
+}
+fake_java() { # DIR VERSION: a "JDK" whose java -version names VERSION
+  mkdir -p "$1/bin"
+  printf '#!/bin/sh\necho '"'"'openjdk version "%s" 2024-01-01'"'"' >&2\n' "$2" >"$1/bin/java"
+  chmod +x "$1/bin/java"
+}
+fake_java "$probe/jdk21" 21.0.2
+fake_java "$probe/jdk25" 25.0.1
+lib_check "jdk25 takes a JAVA_HOME of 25" [ "$(JAVA_HOME="$probe/jdk25" scripts/lib.sh jdk25)" = "$probe/jdk25" ]
+lib_check "jdk25 passes over a JAVA_HOME of 21" [ "$(JAVA_HOME="$probe/jdk21" scripts/lib.sh jdk25 || true)" != "$probe/jdk21" ]
+lib_check "need_jdk25 fails with a message when none is found" \
+  bash -c '. scripts/lib.sh; jdk25() { return 1; }; out=$( (need_jdk25) 2>&1) && exit 1; grep -q "JDK 25 not found" <<<"$out"'
+port=$(scripts/lib.sh free_port)
+lib_check "free_port prints a port" [ "$port" -gt 0 ]
+lib_check "await_http fails on a port nobody serves" bash -c '! scripts/lib.sh await_http "http://127.0.0.1:$1/" 1 "" 0.1 2>/dev/null' _ "$port"
+sleep 30 &
+dead=$!
+kill "$dead"
+wait "$dead" 2>/dev/null || true
+lib_check "await_http gives up when the server's process is gone" \
+  bash -c 'start=$SECONDS; ! scripts/lib.sh await_http "http://127.0.0.1:$1/" 60 "$2" 0.1 2>/dev/null && [ $((SECONDS - start)) -lt 10 ]' _ "$port" "$dead"
+mkdir -p "$probe/www"
+echo ok >"$probe/www/readyz"
+(cd "$probe/www" && exec python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1) &
+server=$!
+lib_check "await_http sees a server that starts" scripts/lib.sh await_http "http://127.0.0.1:$port/readyz" 30 "$server" 0.1
+lib_check "await_http fails on a 404" bash -c '! scripts/lib.sh await_http "http://127.0.0.1:$1/nothing" 1 "" 0.1 2>/dev/null' _ "$port"
+kill "$server"
+wait "$server" 2>/dev/null || true
+
 echo "scripts: $passed passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -11,7 +11,9 @@ image="${IMAGE:-vgpu-exporter:0.1.0}"
 base="${BASE_IMAGE:-vgpu-base:local}"
 docker=("$@")
 [ ${#docker[@]} -gt 0 ] || docker=(docker)
-jdk="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+. "$repo/scripts/lib.sh"
+need_jdk25
+jdk=$JAVA_HOME
 [ -x "$jdk/bin/jlink" ] || { echo "build: no JDK 25 jlink at $jdk (set JAVA_HOME)" >&2; exit 1; }
 
 # The app, libvgpu and shrreg-tool, built if missing; the launcher and vgpu-install, always.

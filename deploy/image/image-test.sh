@@ -12,6 +12,7 @@
 # the base is built; `make test` runs it last.
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$repo/scripts/lib.sh" # await_http
 work="$repo/deploy/image/target/image-test"
 sock=/run/vgpu-docker.sock
 image="${IMAGE:-vgpu-exporter:0.1.0}"
@@ -140,13 +141,13 @@ cp -a "$work/fixture/." "$work/fixture-rw/"
   -v "$work/fixture:/usr/local/vgpu/containers:ro" "$image" \
   serve --web.listen-port="$port" --kubernetes=false --nvml=false --attribution.feedback=false \
   --node-name=image-test >/dev/null || { bad "docker run"; finish; }
-ready=""
-for _ in $(seq 60); do
-  code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")"
-  [ "$code" = 200 ] && { ready=1; break; }
-  sleep 0.5
-done
-[ -n "$ready" ] && ok "/readyz 200 from the container" || { bad "/readyz never 200 (last $code)"; "${docker[@]}" logs "$name" 2>&1 | tail -20; finish; }
+if await_http "http://127.0.0.1:$port/readyz" 30 "" 0.5; then
+  ok "/readyz 200 from the container"
+else
+  bad "/readyz never 200 (last $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz"))"
+  "${docker[@]}" logs "$name" 2>&1 | tail -20
+  finish
+fi
 curl -s "http://127.0.0.1:$port/healthz" -o /dev/null -w '%{http_code}' | grep -q 200 && ok "/healthz 200" || bad "/healthz"
 curl -s "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
 # One vgpu_container_region_info series per container directory with a readable region.

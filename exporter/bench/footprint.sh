@@ -48,10 +48,8 @@ LOAD_SECONDS=${LOAD_SECONDS:-60}
 LOAD_CONNECTIONS=${LOAD_CONNECTIONS:-50}
 command -v wrk >/dev/null || { echo "footprint: wrk missing (make deps)"; exit 1; }
 [ -f exporter/target/exporter.jar ] || { echo "footprint: exporter not built (make build)"; exit 1; }
-if [ -z "${JAVA_HOME:-}" ]; then
-  for j in /usr/lib/jvm/temurin-25*; do [ -x "$j/bin/java" ] && export JAVA_HOME="$j" && break; done
-fi
-[ -n "${JAVA_HOME:-}" ] || { echo "footprint: set JAVA_HOME to a JDK 25"; exit 1; }
+. scripts/lib.sh
+need_jdk25
 cp_file=$(mktemp)
 ./mvnw -B -ntp -o -q -pl exporter test-compile dependency:build-classpath \
   -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=test >/dev/null
@@ -144,7 +142,7 @@ run_row() {
     busy_pid=$!
     label="$label busy"
   fi
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   url="http://127.0.0.1:$port/metrics"
   local extra="-Xlog:gc:file=$gclog"
   [ "${NMT:-0}" = 1 ] && extra="$extra -XX:NativeMemoryTracking=summary"
@@ -157,10 +155,8 @@ run_row() {
     --kubernetes=false --nvml=false --node-name=bench --web.listen-address=127.0.0.1 --web.listen-port="$port" \
     --log.level=warn ${FOOTPRINT_FLAGS:-} >"$work/exporter-$containers.log" 2>&1 &
   pid=$!
-  until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || { echo "footprint: exporter exited"; cat "$work/exporter-$containers.log"; exit 1; }
-    sleep 0.02
-  done
+  await_http "http://127.0.0.1:$port/readyz" 600 "$pid" 0.02 \
+    || { echo "footprint: exporter not ready"; cat "$work/exporter-$containers.log"; exit 1; }
   local ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 
   # 2. One scraper on a kept-alive connection, as Prometheus scrapes. Warm-up first (the JIT, and

@@ -23,9 +23,8 @@ fi
 LIB=${VGPU_LIB:-$PWD/$BUILD/libvgpu.so}
 PROG=$PWD/$BUILD/preload/stripped
 FAKE=$PWD/$BUILD/fake
-PRELOAD=$LIB
-if [ -n "${SANITIZE:-}" ]; then PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$LIB"; fi
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+. test/lib.sh
+preload_env "$LIB" # PRELOAD: LIB, after the sanitizer runtimes in the sanitizer build
 mount --make-rprivate / && mount -t tmpfs tmpfs /usr/local && mount -t tmpfs tmpfs /tmp || {
   echo "FAIL cannot mount tmpfs on /usr/local and /tmp in the namespace"
   echo "stripped-env: 0 passed, 1 failed"

@@ -11,25 +11,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export BUILD=${BUILD:-build}
-pass=0
-fail=0
 LOGDIR=$(mktemp -d /tmp/libvgpu-suite.XXXXXX)
 trap 'rm -rf "$LOGDIR"' EXIT
 
-# Each line says how long its part took (seconds since the previous line): the CI budget is spent here.
-last_mark=$SECONDS
-account() { # name rc logfile
-  local name=$1 rc=$2 log=$3 line p f took=$((SECONDS - last_mark))
-  last_mark=$SECONDS
-  line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
-  if [ -n "$line" ]; then
-    p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<< "$line")
-    f=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<< "$line")
-    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
-  elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
-  pass=$((pass + p)); fail=$((fail + f))
-  if [ "$f" = 0 ]; then echo "ok   $name ($p) ${took}s"; else echo "FAIL $name ($f failed) ${took}s"; tail -25 "$log" | sed 's/^/  | /'; fi
-}
+# Each line says how long its part took (seconds since the previous line): the CI budget is spent
+# here. account (test/lib.sh) counts each part into $pass and $fail.
+. test/lib.sh
 
 for t in "$BUILD"/unit/*_test; do
   [ -x "$t" ] || continue
@@ -50,9 +37,7 @@ if [ -z "${SANITIZE:-}" ]; then
 fi
 
 test/run_preload.sh > "$LOGDIR/preload.log" 2>&1
-rc=$?
-grep -E '^(FAIL|  )' "$LOGDIR/preload.log" || true
-account preload $rc "$LOGDIR/preload.log"
+account preload $? "$LOGDIR/preload.log"
 
 test/run_region.sh > "$LOGDIR/region.log" 2>&1
 account region $? "$LOGDIR/region.log"

@@ -16,9 +16,8 @@ SYMBOLS=$PWD/$BUILD/preload/cases_symbols
 FILTER=${1:-}
 TMP=$(mktemp -d /tmp/libvgpu-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-PRELOAD=$LIB
-if [ -n "${SANITIZE:-}" ]; then PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$LIB"; fi
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+. test/lib.sh
+preload_env "$LIB" # PRELOAD: LIB, after the sanitizer runtimes in the sanitizer build
 pass=0
 fail=0
 

@@ -76,26 +76,10 @@ gcc -shared -o "$BUILD/lib/x86_64-linux-gnu/libvgpu.so" -x c /dev/null
 export VGPU_LIB="$ROOT/$BUILD/\$LIB/libvgpu.so"
 export CC=aarch64-linux-gnu-gcc
 
-pass=0 fail=0
 LOGDIR=$(mktemp -d /tmp/libvgpu-arm64.XXXXXX)
 trap 'rm -rf "$LOGDIR"' EXIT
-last_mark=$SECONDS
-account() { # name rc logfile (as test/run_all.sh)
-  local name=$1 rc=$2 log=$3 line p f took=$((SECONDS - last_mark))
-  last_mark=$SECONDS
-  line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
-  if [ -n "$line" ]; then
-    p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<< "$line")
-    f=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<< "$line")
-    [ "$rc" != 0 ] && [ "$f" = 0 ] && f=1
-  elif [ "$rc" = 0 ]; then p=1; f=0; else p=0; f=1; fi
-  pass=$((pass + p)); fail=$((fail + f))
-  if [ "$f" = 0 ]; then echo "ok   arm64 $name ($p) ${took}s"; return; fi
-  echo "FAIL arm64 $name ($f failed) ${took}s"
-  # The failed cases with their detail lines, then the end of the log.
-  grep -E '^(FAIL|  )' "$log" | head -60 | sed 's/^/  | /'
-  tail -10 "$log" | sed 's/^/  | /'
-}
+. test/lib.sh # account: counts each suite into $pass and $fail
+ACCOUNT_PREFIX="arm64 "
 
 # Every shipped artifact and every test program is an aarch64 ELF: a run against the x86 build
 # (which the binfmt entry would not catch: x86 programs run natively) would prove nothing.

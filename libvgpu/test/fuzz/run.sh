@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 OUT=build/fuzz
-mkdir -p "$OUT/obj" "$OUT/crashes"
-CPP="-D_GNU_SOURCE -Iinclude -Isrc -isystem ${CUDA_INC:-/usr/local/cuda/include}"
+mkdir -p "$OUT/crashes"
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(env_fuzz region_fuzz)
 
@@ -20,27 +19,11 @@ if command -v clang-14 >/dev/null || command -v clang >/dev/null; then
   if "$CLANG" -fsanitize=fuzzer,address,undefined "$OUT/probe.c" -o "$OUT/probe" 2>/dev/null; then mode=libfuzzer; fi
 fi
 
-build_lib() { # $1 compiler, $2 flags
-  rm -f "$OUT"/obj/*.o "$OUT/libvgpu-fuzz.a"
-  for s in src/*.c; do
-    $1 $CPP -std=gnu11 -O1 -g -fPIC -w $2 -c "$s" -o "$OUT/obj/$(basename "${s%.c}").o" || return 1
-  done
-  ar rcs "$OUT/libvgpu-fuzz.a" "$OUT"/obj/*.o
-}
-
-if [ $mode = libfuzzer ]; then
-  build_lib "$CLANG" "-fsanitize=fuzzer-no-link,address,undefined" || exit 1
-  for h in "${harnesses[@]}"; do
-    "$CLANG" $CPP -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-      test/fuzz/$h.c "$OUT/libvgpu-fuzz.a" -ldl -lpthread -lm -o "$OUT/$h" || exit 1
-  done
-else
-  build_lib gcc "-fsanitize=address,undefined" || exit 1
-  for h in "${harnesses[@]}"; do
-    gcc $CPP -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-      test/fuzz/$h.c test/fuzz/driver.c "$OUT/libvgpu-fuzz.a" -ldl -lpthread -lm -o "$OUT/$h" || exit 1
-  done
-fi
+# The harnesses and the instrumented library: Makefile, fuzz-progs (one build directory per mode).
+cc_arg=()
+[ $mode = libfuzzer ] && cc_arg=(FUZZ_CC="$CLANG")
+make -s BUILD=build FUZZ_MODE=$mode "${cc_arg[@]}" FUZZ_HARNESSES="${harnesses[*]}" fuzz-progs || exit 1
+BIN=$OUT/$mode
 
 fail=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -52,10 +35,10 @@ for h in "${harnesses[@]}"; do
   log="$OUT/$h.log"
   start=$(date +%s)
   if [ $mode = libfuzzer ]; then
-    "$OUT/$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=1024 -max_len=4096 \
+    "$BIN/$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=1024 -max_len=4096 \
       -artifact_prefix="$OUT/crashes/$h-" -print_final_stats=1 "$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) > "$log" 2>&1
   else
-    "$OUT/$h" -max_total_time="$SECONDS_EACH" > "$log" 2>&1
+    "$BIN/$h" -max_total_time="$SECONDS_EACH" > "$log" 2>&1
   fi
   rc=$?
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+|driver: [0-9]+ runs' "$log" | grep -oE '[0-9]+' | tail -1)

@@ -8,16 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
-CC=${CC:-gcc}
+CC=${CC:-gcc} # the cross compiler in the aarch64 build (test/arm64/run.sh)
 OUT=$B/stress
 mkdir -p "$OUT"
 [ -f $B/libvgpu.so ] && [ -f $B/libvgpu.a ] && [ -f $B/fake/libcuda.so.1 ] || make -s BUILD="$B" all >/dev/null
-CPP="-D_GNU_SOURCE -Iinclude -Isrc -isystem ${CUDA_INC:-/usr/local/cuda/include}"
-"$CC" $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/worker test/stress/worker.c \
-  -L$B/fake -l:libcuda.so.1 -Wl,-rpath,"$PWD/$B/fake" -lpthread
-for prog in coord mknode; do
-  "$CC" $CPP -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $OUT/$prog test/stress/$prog.c $B/libvgpu.a -ldl -lpthread -lm
-done
+make -s BUILD="$B" CC="$CC" stress-progs # worker, coord, mknode (Makefile)
 [ "${1:-}" = build ] && exit 0
 # Workers' stderr (libvgpu's OOM lines at the limit: expected, thousands) goes to a log.
 set +e

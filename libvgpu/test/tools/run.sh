@@ -1,45 +1,29 @@
 #!/usr/bin/env bash
 # shrreg-tool's suite on the tool `make all` built ($BUILD/shrreg-tool: the shipped static binary,
-# or the ASan/UBSan one in the sanitizer build), with its test programs built here the same way.
+# or the ASan/UBSan one in the sanitizer build), with its test programs `make all` built beside it.
 # Sub-suites: the fuzz cases, the CLI test (incl. a region written by the real libvgpu through
 # region_app), a garbage slot-table semaphore, HAMi-core's own region files, the disk-full case.
 # A sub-suite counts as failed when it exits non-zero, when its summary line is missing or when it
-# reports a failure; a build that fails is a failure, never a skip.
+# reports a failure; a test program not built is a failure, never a skip.
 # Last line: "shrreg-tool: N passed, M failed". Usage: BUILD=build test/tools/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-CC=${CC:-gcc}
-SAN=()
 if [ -n "${SANITIZE:-}" ]; then
-  SAN=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   # An instrumented libvgpu.so must come after the sanitizer runtimes in LD_PRELOAD.
-  SANITIZER_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  . test/lib.sh
+  SANITIZER_PRELOAD="$(sanitizer_runtimes)"
   export SANITIZER_PRELOAD ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
 fi
-FLAGS=(-std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Werror -D_GNU_SOURCE -Iinclude "${SAN[@]}")
-out="$BUILD/tools-test"
-mkdir -p "$out"
+out="$BUILD/tools-test" # the test programs, built by `make all` (Makefile: TOOL_TESTS)
 pass=0 fail=0
 failed() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 tool="$BUILD/shrreg-tool"
 [ -x "$tool" ] || failed "$tool not built (make all first)"
-build() { # NAME ARGS...: compile, or count a failure and show why
-  local name=$1; shift
-  if ! "$CC" "$@" > "$out/$name.build.log" 2>&1; then failed "building $name:"; tail -5 "$out/$name.build.log"; return 1; fi
-}
-build shrreg_tool_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_tool_test" test/tools/shrreg_tool_test.c \
-  test/tools/shrreg_tool_repair_test.c test/tools/shrreg_tool_test_kit.c -lpthread
-build shrreg_sem_test "${FLAGS[@]}" -Itest/tools -o "$out/shrreg_sem_test" test/tools/shrreg_sem_test.c -lpthread
-# The fuzzer compiles the tool's units in (shrreg_fuzz.c includes them), with the library's region
-# unit they use.
-build shrreg_fuzz "${FLAGS[@]}" -Isrc -Itest/tools -Itools -o "$out/shrreg_fuzz" test/tools/shrreg_fuzz.c \
-  src/region*.c src/log.c src/config.c -lpthread
-# A real application for libvgpu-written regions (the CLI test fails without it).
-rm -f "$out/region_app"
-build region_app -std=gnu11 -O2 -Wall -Wextra -Werror -isystem "${CUDA_INC:-/usr/local/cuda/include}" \
-  -o "$out/region_app" test/tools/region_app.c -L"$BUILD/fake" -l:libcuda.so.1 -Wl,-rpath-link,"$BUILD/fake"
+for prog in shrreg_tool_test shrreg_sem_test shrreg_fuzz region_app; do
+  [ -x "$out/$prog" ] || failed "$out/$prog not built (make all first)"
+done
 
 # sub-suite NAME LOG CMD...: runs it; counts its summary line, or a failure without one.
 sub_suite() {

@@ -36,7 +36,8 @@ mkdir -p "$out"
 log() { echo "[proof $(date +%T)] $*" | tee -a "$out/results.txt" >&2; }
 
 [ "$(id -u)" = 0 ] || { echo "run as root (cgroups, unshare)" >&2; exit 2; }
-[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] || { echo "set JAVA_HOME to a Java 25 runtime" >&2; exit 2; }
+. "$repo/scripts/lib.sh"
+need_jdk25 # JAVA_HOME, or the machine's Temurin 25
 [ -f "${VGPU_EXPORTER_JAR:-$repo/exporter/target/exporter.jar}" ] || { echo "exporter/target/exporter.jar missing: build the exporter first" >&2; exit 2; }
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 
@@ -143,10 +144,7 @@ import sys, urllib.request
 sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())
 PY
 }
-for _ in $(seq 60); do
-  fetch "http://127.0.0.1:$PORT/metrics" >/dev/null 2>&1 && break
-  sleep 0.5
-done
+await_http "http://127.0.0.1:$PORT/metrics" 30 "" 0.5 || log "the exporter did not answer /metrics within 30 s"
 fetch "http://127.0.0.1:$PORT/readyz" >"$out/readyz.txt" 2>&1 || true
 log "exporter up; warming up $((2 * WINDOW + 5))s so the averaging window holds only steady-state samples"
 sleep $((2 * WINDOW + 5))

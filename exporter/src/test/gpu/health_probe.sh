@@ -33,7 +33,8 @@ PORT="${PORT:-19396}"
 work="$(mktemp -d /tmp/vgpu-health-probe.XXXXXX)"
 out="${OUT:-$work/out}"
 mkdir -p "$out" "$work/containers"
-[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] || { echo "set JAVA_HOME to a Java 25 runtime" >&2; exit 2; }
+. "$repo/scripts/lib.sh"
+need_jdk25 # JAVA_HOME, or the machine's Temurin 25
 [ -f "${VGPU_EXPORTER_JAR:-$repo/exporter/target/exporter.jar}" ] || { echo "exporter/target/exporter.jar missing: build the exporter first" >&2; exit 2; }
 command -v nvidia-smi >/dev/null || { echo "nvidia-smi not found" >&2; exit 2; }
 
