@@ -12,7 +12,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-test
+.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-progs image-test
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -103,6 +103,14 @@ image: ## build the container image vgpu-exporter:0.1.0 into your Docker (DOCKER
 	$(need_jdk)
 	@$(MAKE) -s libvgpu >/dev/null
 	@deploy/image/build.sh $(DOCKER)
+
+# The image's static C programs, staged by deploy/image/build.sh: the installer entrypoint and the
+# exporter's launcher.
+IMAGE_PROGS := deploy/image/target/bin/vgpu-install deploy/image/target/bin/vgpu-exporter-launcher
+image-progs: $(IMAGE_PROGS)
+deploy/image/target/bin/%: deploy/image/%.c
+	@mkdir -p $(@D)
+	gcc -O2 -Wall -Wextra -Werror -static -o $@ $<
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)
 	$(need_jdk)

@@ -16,7 +16,7 @@ need_jdk25
 jdk=$JAVA_HOME
 [ -x "$jdk/bin/jlink" ] || { echo "build: no JDK 25 jlink at $jdk (set JAVA_HOME)" >&2; exit 1; }
 
-# The app, libvgpu and shrreg-tool, built if missing; the launcher and vgpu-install, always.
+# The app, built if missing; libvgpu, shrreg-tool, the launcher and vgpu-install by make.
 if [ ! -f "$repo/exporter/target/exporter.jar" ]; then
   (cd "$repo" && ./mvnw -B -ntp -q -pl exporter -am package -DskipTests)
 fi
@@ -28,8 +28,9 @@ cp "$repo/exporter/target/exporter.jar" "$ctx/"
 cp -r "$repo/exporter/target/lib" "$ctx/lib"
 cp "$repo/libvgpu/build/libvgpu.so" "$ctx/vgpu/lib/libvgpu.so"
 cp "$repo/libvgpu/build/shrreg-tool" "$ctx/vgpu/bin/shrreg-tool"
-gcc -O2 -Wall -Wextra -Werror -static -o "$ctx/vgpu/bin/vgpu-install" "$here/vgpu-install.c"
-gcc -O2 -Wall -Wextra -Werror -static -o "$ctx/bin/vgpu-exporter" "$here/vgpu-exporter-launcher.c"
+make -s -C "$repo" image-progs # deploy/image/target/bin: vgpu-install, vgpu-exporter-launcher
+cp "$here/target/bin/vgpu-install" "$ctx/vgpu/bin/vgpu-install"
+cp "$here/target/bin/vgpu-exporter-launcher" "$ctx/bin/vgpu-exporter"
 # Modules: what jdeps reports for the app's class path, plus those reached only by reflection or
 # service loading (HTTP client of fabric8, JNA/Caffeine's Unsafe, JMX for JVM metrics, DNS).
 modules="$("$jdk/bin/jdeps" --ignore-missing-deps --print-module-deps --multi-release 25 \

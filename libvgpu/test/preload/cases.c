@@ -11,7 +11,6 @@
 
 extern CUdeviceptr vgpu_ctor_ptr; /* libctor.so */
 extern int vgpu_ctor_rc;
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 
 /* limit 64 MiB: reserve-before-allocate, OOM, free, meminfo, total mem. */
 static int case_limit(void) {
@@ -137,13 +136,7 @@ static int case_pools(void) {
   CHECK(cuMemGetInfo(&f, &t) == CUDA_SUCCESS); /* re-reads pool reservations */
   CHECK_EQ_U(test_used(0), 0);
   /* An explicit pool on device 0, and the limit (64 MiB) holds for pools too. */
-  CUmemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = 0;
-  CUmemoryPool pool;
-  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
+  CUmemoryPool pool = make_pool();
   CHECK(cuMemAllocFromPoolAsync(&a, 50 * MiB, pool, 0) == CUDA_SUCCESS);
   CHECK_EQ_U(test_used(0), 50 * MiB);
   CHECK(cuMemAllocFromPoolAsync(&b, 20 * MiB, pool, 0) == CUDA_ERROR_OUT_OF_MEMORY);

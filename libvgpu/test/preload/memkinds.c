@@ -14,25 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-
-size_t fakeCudaDeviceUsed(int ordinal);
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
-
-/* The count equals what the fake device physically holds. */
-#define CHECK_EXACT(bytes)                                                                         \
-  do {                                                                                             \
-    CHECK_EQ_U(test_used(0), (bytes));                                                             \
-    CHECK_EQ_U(fakeCudaDeviceUsed(0), (bytes));                                                    \
-  } while (0)
-
-static CUcontext setup(void) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
+#include "cases.h"
 
 static CUmemAllocationProp device_prop(void) {
   CUmemAllocationProp prop;
@@ -431,20 +413,10 @@ static int case_untracked(void) {
 }
 
 int main(int argc, char **argv) {
-  static const struct {
-    const char *name;
-    int (*fn)(void);
-  } cases[] = {
+  static const test_case_t cases[] = {
       {"vmm_mapped", case_vmm_mapped}, {"vmm_retain", case_vmm_retain},   {"vmm_share", case_vmm_share},
       {"graph_mem", case_graph_mem},   {"ctx_limits", case_ctx_limits}, {"ctx_destroy_many", case_ctx_destroy_many},
       {"untracked", case_untracked},    {"vmm_threads", case_vmm_threads},    {"graph_capture", case_graph_capture},
   };
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s <case>\n", argv[0]);
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

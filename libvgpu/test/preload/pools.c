@@ -16,40 +16,13 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "check.h"
+#include "cases.h"
 
-size_t fakeCudaDeviceUsed(int ordinal);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 
 #define STEP (32 * MiB) /* FAKE_CUDA_POOL_GRANULE */
-
-static CUcontext setup(void) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
-
-static CUmemoryPool make_pool(void) {
-  CUmemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = 0;
-  CUmemoryPool pool;
-  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
-  return pool;
-}
-
-/* The count equals what the fake device physically holds (pools' reservations included). */
-#define CHECK_EXACT(bytes)                                                                         \
-  do {                                                                                             \
-    CHECK_EQ_U(test_used(0), (bytes));                                                             \
-    CHECK_EQ_U(fakeCudaDeviceUsed(0), (bytes));                                                    \
-  } while (0)
 
 /* One entry point of the four; pool NULL = the device's current pool. */
 static CUresult alloc_via(int how, CUdeviceptr *d, size_t n, CUmemoryPool pool) {
@@ -304,19 +277,9 @@ static int case_processes(void) {
 }
 
 int main(int argc, char **argv) {
-  static const struct {
-    const char *name;
-    int (*fn)(void);
-  } cases[] = {
+  static const test_case_t cases[] = {
       {"pool_overshoot", case_chunk_overshoot}, {"pool_undo", case_undo}, {"pool_exact", case_exact},
       {"pool_threads", case_threads}, {"pool_processes", case_processes},
   };
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s <case>\n", argv[0]);
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

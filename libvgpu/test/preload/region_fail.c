@@ -24,21 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "check.h"
-
-static CUcontext setup(void) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "cases.h"
 
 /* REGION_FAIL_NO_FORK_CHILD=1 (test/arm64/run.sh under qemu-user 7.2, which aborts when the fork()
  * child of a threaded process starts threads): the fork() child checks are left out, the rest runs. */
@@ -164,16 +150,9 @@ static int case_shared_pair(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s degraded|stopped_holder|after_resume\n", argv[0]);
-    return 2;
-  }
-  if (strcmp(argv[1], "degraded") == 0) return case_degraded();
-  if (strcmp(argv[1], "stopped_holder") == 0) return case_stopped_holder();
-  if (strcmp(argv[1], "after_resume") == 0) return case_after_resume();
-  if (strcmp(argv[1], "refused") == 0) return case_refused();
-  if (strcmp(argv[1], "shared_pair") == 0) return case_shared_pair();
-  if (strcmp(argv[1], "second") == 0) return case_second();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  static const test_case_t cases[] = {
+      {"degraded", case_degraded}, {"stopped_holder", case_stopped_holder}, {"after_resume", case_after_resume},
+      {"refused", case_refused},   {"shared_pair", case_shared_pair},       {"second", case_second},
+  };
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

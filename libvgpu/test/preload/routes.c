@@ -9,41 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
+#include "cases.h"
 
-size_t fakeCudaDeviceUsed(int ordinal);
 long long fakeCudaBusyNs(int ordinal);
 long long fakeCudaCopyNs(int ordinal);
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 #undef cuGraphInstantiate
 typedef CUresult (*graph_instantiate_v1_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
-
-/* The count equals what the fake device physically holds. */
-#define CHECK_EXACT(bytes)                                                                         \
-  do {                                                                                             \
-    CHECK_EQ_U(test_used(0), (bytes));                                                             \
-    CHECK_EQ_U(fakeCudaDeviceUsed(0), (bytes));                                                    \
-  } while (0)
-#define CHECK_COUNTED() CHECK_EQ_U(test_used(0), fakeCudaDeviceUsed(0))
-
-static CUcontext setup(void) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
-
-static CUmemoryPool make_pool(void) {
-  CUmemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = 0;
-  CUmemoryPool pool;
-  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS);
-  return pool;
-}
 
 /* Item 3: more pools than any fixed table. Limit 1 GiB, pools grow in 2 MiB granules: 600 pools
  * with 1 MiB each would hold 1200 MiB; the 513th is refused and every pool is counted. (Before:
@@ -274,12 +245,6 @@ static int case_ipc_export(void) {
  * unthrottled the loop takes ~100 %). */
 
 typedef CUresult (*launch_fn)(CUstream s);
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Saturating loop for `secs` after a warm-up of the same length: 8 launches a batch, at most 8
  * batches queued (events on the launch stream, in the stream's context). Returns the busy share. */
 static long long (*g_engine_ns)(int) = fakeCudaBusyNs; /* which engine's busy time is measured */
@@ -455,10 +420,7 @@ static int case_graph_v1(void) {
   return 0;
 }
 
-static const struct {
-  const char *name;
-  int (*fn)(void);
-} cases[] = {
+static const test_case_t cases[] = {
     {"pools_many", case_pools_many},
     {"async_no_ctx", case_async_no_ctx},
     {"launch_no_ctx", case_launch_no_ctx},
@@ -477,9 +439,5 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 2) return 2;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

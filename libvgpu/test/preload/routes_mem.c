@@ -11,17 +11,7 @@
 #include <signal.h>
 #include <time.h>
 
-#include "check.h"
-
-size_t fakeCudaDeviceUsed(int ordinal);
-
-static CUcontext setup(void) {
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-  return ctx;
-}
+#include "cases.h"
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -236,10 +226,7 @@ static int case_child_no_preload(void) {
   return 0;
 }
 
-static const struct {
-  const char *name;
-  int (*fn)(void);
-} cases[] = {
+static const test_case_t cases[] = {
     {"reconcile_refuses", case_reconcile_refuses},
     {"reconcile_many_procs", case_reconcile_many_procs},
     {"reconcile_64_procs", case_reconcile_64_procs},
@@ -253,9 +240,5 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 2) return 2;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (strcmp(cases[i].name, argv[1]) == 0) return cases[i].fn();
-  fprintf(stderr, "unknown case %s\n", argv[1]);
-  return 2;
+  return run_case(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -12,14 +12,7 @@
 #include <cuda.h>
 #include <string.h>
 
-#include "check.h"
-
-static void setup(void) {
-  CUcontext ctx;
-  CHECK(cuInit(0) == CUDA_SUCCESS);
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-  CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-}
+#include "cases.h"
 
 static unsigned long long region_used(const char *path) {
   int fd = open(path, O_RDONLY);

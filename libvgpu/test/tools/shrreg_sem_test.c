@@ -25,76 +25,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixtures.h"
+#include "shrreg_tool_test.h" /* the CLI test's kit: CHECK and its counters, run_as, fixtures */
 
-static int g_pass, g_fail;
-static const char *g_tool;
-static char g_dir[] = "/tmp/shrreg-sem.XXXXXX";
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (cond) {                                            \
-      g_pass++;                                            \
-    } else {                                               \
-      g_fail++;                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-    }                                                      \
-  } while (0)
-
-typedef struct {
-  int rc;  /* exit status, -1 when killed */
-  int sig; /* the signal that ended it, 0 when none */
-  char out[16384];
-  char err[4096];
-} run_t;
-
-static void slurp(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  size_t n = 0;
-  if (f != NULL) {
-    n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-  }
-  buf[n] = '\0';
-}
-
-/* Runs the tool (NULL-terminated args); at most 20 s. */
-static void run(run_t *r, const char *const *args) {
-  char outp[300], errp[300];
-  const char *argv[24];
-  int n = 0, st = 0, waited;
-  pid_t pid;
-  snprintf(outp, sizeof outp, "%s/out.txt", g_dir);
-  snprintf(errp, sizeof errp, "%s/err.txt", g_dir);
-  argv[n++] = g_tool;
-  while (*args && n < 23) argv[n++] = *args++;
-  argv[n] = NULL;
-  pid = fork();
-  if (pid == 0) {
-    int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core); /* the old tool dumped core here */
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execv(g_tool, (char *const *)argv);
-    _exit(127);
-  }
-  for (waited = 0; waited < 2000; waited++) {
-    if (waitpid(pid, &st, WNOHANG) == pid) break;
-    usleep(10000);
-  }
-  if (waited == 2000) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-  }
-  r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-  r->rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  slurp(outp, r->out, sizeof r->out);
-  slurp(errp, r->err, sizeof r->err);
-}
+/* Runs the tool (NULL-terminated args) as the CLI test does (run_as: at most 20 s). */
+static void run(run_t *r, const char *const *args) { run_as(r, 0, NULL, args); }
 
 static int lines(const char *s) {
   int n = 0;
@@ -142,13 +76,6 @@ static void write_region(const char *path, uint64_t data, int32_t flag, pid_t de
       pwrite(fd, &flag, 4, (off_t)sem_off() + 8) != 4)
     abort();
   close(fd);
-}
-
-static pid_t dead_pid(void) {
-  pid_t p = fork();
-  if (p == 0) _exit(0);
-  waitpid(p, NULL, 0);
-  return p;
 }
 
 static const struct {
@@ -280,6 +207,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_tool = argv[1];
+  snprintf(g_dir, sizeof g_dir, "%s", "/tmp/shrreg-sem.XXXXXX");
   if (mkdtemp(g_dir) == NULL) return 2;
   test_every_locking_command_refuses();
   test_inspect_reports();

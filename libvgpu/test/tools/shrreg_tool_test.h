@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,8 +45,9 @@ extern char g_dir[256];
   } while (0)
 
 typedef struct {
-  int rc;
-  int signaled;
+  int rc;       /* exit status, -1 when killed */
+  int signaled; /* killed by a signal */
+  int sig;      /* that signal, 0 when none */
   char out[65536];
   char err[8192];
 } run_t;

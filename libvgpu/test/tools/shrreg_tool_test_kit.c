@@ -35,6 +35,8 @@ void run_as(run_t *r, uid_t uid, const char *env_cache, const char *const *args)
   if (pid == 0) {
     int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* a tool killed by a signal leaves no core file behind */
     dup2(fo, 1);
     dup2(fe, 2);
     if (env_cache) setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", env_cache, 1);
@@ -52,6 +54,7 @@ void run_as(run_t *r, uid_t uid, const char *env_cache, const char *const *args)
     waitpid(pid, &st, 0);
   }
   r->signaled = WIFSIGNALED(st);
+  r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   r->rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   slurp(outp, r->out, sizeof r->out);
   slurp(errp, r->err, sizeof r->err);
