@@ -19,6 +19,16 @@ AR := $(CROSS)ar
 ifneq ($(origin BUILD),command line)
 BUILD := build-arm64
 endif
+# test/arm64/run.sh's own programs, built with the rest: the probe of qemu-user's robust-mutex
+# emulation, and an empty x86_64 libvgpu.so, the x86 half of the preload path (see run.sh).
+ARM64_TEST_PROGS := $(BUILD)/arm64-probe/robust_probe $(BUILD)/lib/x86_64-linux-gnu/libvgpu.so
+all: $(ARM64_TEST_PROGS)
+$(BUILD)/arm64-probe/robust_probe: test/arm64/robust_probe.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -o $@ $< -lpthread
+$(BUILD)/lib/x86_64-linux-gnu/libvgpu.so:
+	@mkdir -p $(@D)
+	gcc -shared -o $@ -x c /dev/null
 endif
 
 .DEFAULT_GOAL := all

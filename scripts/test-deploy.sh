@@ -111,9 +111,10 @@ else
 fi
 rm -rf "$t"
 
-# vgpu-install (the installer DaemonSet's process): atomic replacement and refusals.
+# vgpu-install (the installer DaemonSet's process): atomic replacement and refusals, on the binary
+# the image ships (make image-progs).
 t="$(mktemp -d)"
-if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.c; then
+if make -s image-progs && cp deploy/image/target/bin/vgpu-install "$t/vgpu-install"; then
   ok
   mkdir -p "$t/src" "$t/host"
   head -c 1048576 /dev/urandom >"$t/src/libvgpu.so"
@@ -139,7 +140,7 @@ if gcc -O2 -Wall -Wextra -Werror -o "$t/vgpu-install" deploy/image/vgpu-install.
   "$t/vgpu-install" --to="$t/host" "$t/src/missing.so" >/dev/null 2>&1; [ $? -eq 1 ] && ok || bad "vgpu-install: missing file not an I/O error"
   [ "$(ls -A "$t" | tr '\n' ' ')" = "host old src vgpu-install " ] && ok || bad "vgpu-install: wrote outside --to: $(ls -A "$t")"
 else
-  bad "vgpu-install does not compile"
+  bad "vgpu-install does not build (make image-progs)"
 fi
 rm -rf "$t"
 

@@ -34,6 +34,7 @@ if [ -z "${VGPU_ARM64_INNER:-}" ]; then
   [ -n "$QEMU" ] || why="qemu-aarch64 not installed (apt-get install qemu-user)"
   [ -e "$PREFIX/lib/ld-linux-aarch64.so.1" ] || why="${why:+$why; }$PREFIX/lib/ld-linux-aarch64.so.1 missing (apt-get install libc6-dev-arm64-cross; ln -s /usr/aarch64-linux-gnu $PREFIX)"
   [ -f "$BUILD/libvgpu.so" ] || why="${why:+$why; }$BUILD/libvgpu.so missing (make ARCH=arm64 all)"
+  [ -f "$BUILD/lib/x86_64-linux-gnu/libvgpu.so" ] || why="${why:+$why; }$BUILD/lib/x86_64-linux-gnu/libvgpu.so missing (make ARCH=arm64 all)"
   if [ -n "$why" ]; then
     echo "FAIL $why"; echo "libvgpu-arm64: 0 passed, 1 failed"; exit 1
   fi
@@ -72,7 +73,7 @@ mount --make-rprivate / &&
 mkdir -p "$BUILD/lib/aarch64-linux-gnu" "$BUILD/lib/x86_64-linux-gnu"
 ln -sfn ../../libvgpu.so "$BUILD/lib/aarch64-linux-gnu/libvgpu.so"
 ln -sfn lib/aarch64-linux-gnu "$BUILD/\$LIB" # for the scripts' own [ -r "$LIB" ] checks
-gcc -shared -o "$BUILD/lib/x86_64-linux-gnu/libvgpu.so" -x c /dev/null
+# ("$BUILD/lib/x86_64-linux-gnu/libvgpu.so": the empty x86_64 one, built by arm64.mk.)
 export VGPU_LIB="$ROOT/$BUILD/\$LIB/libvgpu.so"
 export CC=aarch64-linux-gnu-gcc
 
@@ -114,8 +115,7 @@ suite_hooks() {
 # SM-throttle timing cases (throttle, switch, streams); `make test-arm64` runs them.
 robust_ok=1
 probe_emulation() {
-  mkdir -p "$BUILD/arm64-probe"
-  "$CC" -O2 -o "$BUILD/arm64-probe/robust_probe" test/arm64/robust_probe.c -lpthread || return 1
+  [ -x "$BUILD/arm64-probe/robust_probe" ] || { echo "FAIL $BUILD/arm64-probe/robust_probe not built (make ARCH=arm64 all)"; return 1; }
   local out rc
   out=$(timeout 30 "$BUILD/arm64-probe/robust_probe" 2>&1); rc=$?
   echo "note: $out"

@@ -60,13 +60,13 @@ cgroups=()
 trap cleanup EXIT
 
 log "building workload and nvml_probe in $work"
-gcc -std=c11 -O2 -Wall -c -I "$repo/libvgpu/include" -o "$work/proof_region.o" "$here/proof_region.c"
+# The programs: this directory's Makefile.
 if [ -n "${PROOF_WORKLOAD_BIN:-}" ]; then
   cp "$PROOF_WORKLOAD_BIN" "$work/workload" # dry_run.sh: a CPU stand-in, no CUDA
+  make -s -C "$here" W="$work" nvml-probe
 else
-  nvcc -O2 -I "$repo/libvgpu/include" -I "$here" -o "$work/workload" "$here/workload.cu" "$work/proof_region.o"
+  make -s -C "$here" W="$work" nvml-probe workload
 fi
-gcc -std=c11 -O2 -Wall -o "$work/nvml_probe" "$here/nvml_probe.c" -ldl
 
 total=$((2 * WINDOW + 15 + SCRAPES * GAP + 30))
 "$work/nvml_probe" "$out/probe.log" "$total" 100 2>"$out/probe.err" &

@@ -11,10 +11,10 @@ repo="$(cd "$here/../../../.." && pwd)"
 work="$(mktemp -d /tmp/vgpu-usage-dry.XXXXXX)"
 fakedir="$work/fake"
 mkdir -p "$fakedir" "$work/out"
-gcc -std=c11 -O2 -shared -fPIC -fvisibility=hidden -o "$fakedir/libnvidia-ml.so.1" \
-  "$repo/libvgpu/test/fake/fake_nvml.c" -lpthread
-gcc -std=c11 -O2 -Wall -I "$repo/libvgpu/include" -I "$here" -o "$work/cpu_workload" \
-  "$here/cpu_workload.c" "$here/proof_region.c"
+# The fake NVML (libvgpu's Makefile) and the CPU stand-in (this directory's).
+make -s -C "$repo/libvgpu" fakes
+cp "$repo/libvgpu/build/fake/libnvidia-ml.so.1" "$fakedir/"
+make -s -C "$here" W="$work" cpu-workload
 uuid="GPU-dry00000-0000-0000-0000-000000000000"
 conf="$work/fake-nvml.conf"
 echo "device 0 uuid=$uuid name=Dry_Run total=85899345920 used=0 util=0 memutil=0" >"$conf"
