@@ -57,7 +57,7 @@ await_http() {
       echo "await_http: $url: the server (pid $pid) exited" >&2
       return 1
     fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
+    if [ "$SECONDS" -gt "$deadline" ]; then # whole seconds: -gt waits the full bound at least
       echo "await_http: $url: no 2xx answer within ${seconds}s" >&2
       return 1
     fi
