@@ -269,6 +269,42 @@ static int case_ipc_export(void) {
   return 0;
 }
 
+/* Item 11, VMM memory: a dmabuf of a cuMemMap range keeps the physical allocation alive after
+ * cuMemUnmap and cuMemRelease until its fd is closed (fake_cuda_handles.inc, the real driver's
+ * rule); the creator stays charged until it exits (a close is invisible to a hook). Limit 64 MiB.
+ * (Without the VMM marking: released at unmap+release, the device held 32 MiB with 0 counted.) */
+static int case_dmabuf_vmm(void) {
+  setup();
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr va;
+  CHECK(cuMemCreate(&h, 32 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 32 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 32 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  int fd = -1;
+  CHECK(cuMemGetHandleForAddressRange(&fd, va, 32 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) == CUDA_SUCCESS);
+  CHECK(fd >= 0);
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK(cuMemAddressFree(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB); /* the fd keeps it */
+  CHECK(cuMemCreate(&h, 40 * MiB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(32 * MiB);
+  /* Not exported: released at unmap + release, as before. */
+  CHECK(cuMemCreate(&h, 16 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 16 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 16 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK_EXACT(48 * MiB);
+  CHECK(cuMemUnmap(va, 16 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  return 0;
+}
+
 /* ---- SM routes: a launch loop through one entry point; the share of the fake GPU's time it gets
  * (kernels of FAKE_CUDA_KERNEL_US on a serial engine) must stay near CUDA_DEVICE_SM_LIMIT (30 %;
  * unthrottled the loop takes ~100 %). */
@@ -474,6 +510,7 @@ static const struct {
     {"copies_ungated", case_copies_ungated},
     {"dlvsym", case_dlvsym},
     {"ipc_export", case_ipc_export},
+    {"dmabuf_vmm", case_dmabuf_vmm},
 };
 
 int main(int argc, char **argv) {
