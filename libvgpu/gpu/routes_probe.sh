@@ -12,8 +12,8 @@
 # Routes 9, 10, 11, 14 (raw_symbol ipc dmabuf dmabuf_vmm opencl) are memory routes like the others,
 # with their own figures appended (the probe's INFO line); routes 17, 20, 21 (sm_ctx5 sm_persistent
 # sm_opencl) print a `none` row too, whose rate is the solo rate of that route's share (sm_ctx5: five
-# contexts unlimited; sm_opencl: the OpenCL kernel unlimited; sm_persistent: after_3s is the short
-# kernels' rate in the 3 s after the 3 s kernel ended, share of the sm_plain solo rate).
+# contexts unlimited; sm_opencl: the OpenCL kernel unlimited; sm_persistent: the saturating loop's
+# rate in the 3 s after the 3 s kernel ended, share of the sm_plain solo rate).
 # A route the machine cannot run prints skipped=<why> (no libOpenCL, no NVIDIA ICD, no dmabuf).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
