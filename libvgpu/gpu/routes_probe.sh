@@ -44,7 +44,7 @@ if [ $sm_wanted = 1 ]; then
 fi
 info() { grep '^INFO ' <<< "$1" | sed -E 's/^INFO route=[^ ]* ?//' | tr '\n' ' '; }
 if wanted opencl || wanted sm_opencl; then # what the machine has for route 14/21
-  echo "OpenCL: ICD files: $(ls /etc/OpenCL/vendors 2> /dev/null | tr '\n' ' ')libOpenCL: $(ldconfig -p | grep -c 'libOpenCL\.so')"
+  echo "OpenCL: ICD files: $(ls /etc/OpenCL/vendors 2> /dev/null | tr '\n' ' ')libOpenCL: $(ldconfig -p | grep -c 'libOpenCL\.so') libnvidia-opencl: $(ldconfig -p | grep -c 'libnvidia-opencl\.so')"
 fi
 for route in granularity small pools async_noctx graph_v1 module lmem arrays managed_pool child raw_symbol ipc dmabuf dmabuf_vmm opencl; do
   wanted $route || continue
