@@ -217,6 +217,11 @@ def region_rows(region, cuda_uuids):
     return rows
 
 
+def pid_peaks(peaks, pid):
+    """{uuid: peak bytes} of one pid from the monitor's peaks."""
+    return {k.split("@", 1)[1]: v for k, v in peaks.items() if k.split("@", 1)[0] == str(pid)}
+
+
 def report(outdir, limit_mib, sm_limit):
     rows = []  # (job, check, verdict, detail)
 
@@ -237,9 +242,11 @@ def report(outdir, limit_mib, sm_limit):
               f"{lim['loss_first']:.3f} -> {lim['loss_last']:.3f} (without the library "
               f"{base['loss_first']:.3f} -> {base['loss_last']:.3f})")
         ctx = base.get("context_bytes") or 0
-        peak = peaks.get(f"{lim['pid']}@{lim['uuids'][0]}", 0)
-        check("train", "NVML peak <= limit + context", peak <= limit + ctx,
-              f"peak {peak / MiB:.0f} MiB, limit {limit_mib} + context {ctx / MiB:.0f} MiB")
+        mine = pid_peaks(peaks, lim["pid"])
+        peak = max(mine.values(), default=0)
+        check("train", "NVML peak <= limit + context", bool(mine) and peak <= limit + ctx,
+              f"peak {peak / MiB:.0f} MiB, limit {limit_mib} + context {ctx / MiB:.0f} MiB" if mine
+              else f"NVML never listed pid {lim['pid']} (monitor: {len(peaks)} pid/GPU pairs)")
         share = 100 * lim["steps_per_s"] / base["steps_per_s"]
         check("train", f"SM share within 5 pp of {sm_limit} %", abs(share - sm_limit) <= 5,
               f"{share:.1f} % ({lim['steps_per_s']:.1f} vs {base['steps_per_s']:.1f} steps/s)")
@@ -268,16 +275,22 @@ def report(outdir, limit_mib, sm_limit):
         check(run, "loss falls", all(r["loss_last"] < 0.5 * r["loss_first"] for r in res),
               ", ".join(f"rank {r['rank']} {r['loss_first']:.3f} -> {r['loss_last']:.3f}" for r in res))
         peaks = (load(f"{outdir}/{run}/monitor.json") or {}).get("peak", {})
-        worst = []
+        worst, unseen = [], []
         for r in res:
             ctx = ((ddp_base[r["rank"]] or {}).get("context_bytes") or 0)
-            for u in r["uuids"]:
-                p = peaks.get(f"{r['pid']}@{u}", 0)
+            mine = pid_peaks(peaks, r["pid"])
+            if not mine:
+                unseen.append(r["rank"])
+            for u, p in mine.items():
                 worst.append((p - ctx, p, ctx, r["rank"], u))
-        w = max(worst)
-        check(run, "NVML peak <= limit + context (each rank, each GPU)", w[0] <= limit,
-              f"worst: rank {w[3]} on {w[4][:12]}: {w[1] / MiB:.0f} MiB, limit {limit_mib} + context "
-              f"{w[2] / MiB:.0f} MiB")
+        if unseen or not worst:
+            check(run, "NVML peak <= limit + context (each rank, each GPU)", False,
+                  f"NVML never listed rank(s) {unseen} (monitor: {len(peaks)} pid/GPU pairs)")
+        else:
+            w = max(worst)
+            check(run, "NVML peak <= limit + context (each rank, each GPU)", w[0] <= limit,
+                  f"worst: rank {w[3]} on {w[4][:12]}: {w[1] / MiB:.0f} MiB, limit {limit_mib} + context "
+                  f"{w[2] / MiB:.0f} MiB")
         r0 = res[0]
         reg, nv = r0.get("region"), (r0.get("nvml") or {}).get("now", {})
         if not reg or not nv:
@@ -287,7 +300,11 @@ def report(outdir, limit_mib, sm_limit):
             rr = region_rows(reg, r0["uuids"])
             pids = {str(r["pid"]) for r in res}
             detail, ok = [], True
-            for u in sorted({u for r in res for u in r["uuids"]}):
+            gpus = {uu for (pid, uu) in rr if pid in pids} | {u for u, procs in nv.items() if pids & set(procs)}
+            if not gpus:
+                ok = False
+                detail.append("neither the region nor NVML shows the ranks on any GPU")
+            for u in sorted(gpus):
                 counted = sum(v[0] for (pid, uu), v in rr.items() if uu == u and pid in pids)
                 held = sum(used for pid, used in nv.get(u, {}).items() if pid in pids)
                 per = "; ".join(f"pid {pid}: counted {v[0] / MiB:.0f} (ctx {v[1] / MiB:.0f}, module "
