@@ -103,6 +103,7 @@ PROG=$ROUTES run graph_v1 FAKE_CUDA_GRAPH_GRANULE=2097152
 PROG=$ROUTES run dlvsym
 PROG=$ROUTES run ipc_export
 PROG=$ROUTES run dmabuf_vmm
+PROG=$ROUTES run dmabuf_interior
 PROG=$ROUTES run granularity FAKE_CUDA_ALLOC_GRANULE=2097152
 cp "$NV" "$TMP/nvml-mod.conf"
 PROG=$ROUTES run module_refuse FAKE_CUDA_MODULE_BYTES=41943040 FAKE_CUDA_CONTEXT_BYTES=8388608 \
