@@ -96,10 +96,11 @@ def region_and_nvml():
     return out
 
 
-def make_task(torch, dev, in_dim, classes, batches, batch, seed):
-    """A fixed synthetic task a network can learn: labels of a random linear teacher."""
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    teacher = torch.randn(in_dim, classes, generator=g)
+def make_task(torch, dev, in_dim, classes, batches, batch, data_seed):
+    """A fixed synthetic task a network can learn: labels of one random linear teacher (the same
+    for every rank), inputs drawn from data_seed (each rank its own)."""
+    teacher = torch.randn(in_dim, classes, generator=torch.Generator(device="cpu").manual_seed(12345))
+    g = torch.Generator(device="cpu").manual_seed(data_seed)
     xs, ys = [], []
     for _ in range(batches):
         x = torch.randn(batch, in_dim, generator=g)
@@ -138,10 +139,14 @@ def train_loop(torch, model, opt, xs, ys, steps):
 
 
 def uuids(torch):
+    """The CUDA devices' uuids in NVML's form (only a fallback for a region that names none)."""
     out = []
-    for d in range(torch.cuda.device_count()):
-        u = str(torch.cuda.get_device_properties(d).uuid)
-        out.append(u if u.startswith("GPU-") else "GPU-" + u)
+    try:
+        for d in range(torch.cuda.device_count()):
+            u = str(torch.cuda.get_device_properties(d).uuid)
+            out.append(u if u.startswith("GPU-") else "GPU-" + u)
+    except (AttributeError, RuntimeError) as e:
+        print(f"device uuids not read: {e}", file=sys.stderr)
     return out
 
 
