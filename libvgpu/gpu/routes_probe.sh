@@ -9,12 +9,18 @@
 # Prints one line per route and library: route lib ok refused held_MiB tracked_MiB [share_%].
 #   degraded (route 12): three processes at once on a region path that is a symlink, each taking
 #   3 x 1 GiB and holding it 5 s: ok = GiB the three got together, held = their NVML sum.
+# Routes 9, 10, 11, 14 (raw_symbol ipc dmabuf dmabuf_vmm opencl) are memory routes like the others,
+# with their own figures appended (the probe's INFO line); routes 17, 20, 21 (sm_ctx5 sm_persistent
+# sm_opencl) print a `none` row too, whose rate is the solo rate of that route's share (sm_ctx5: five
+# contexts unlimited; sm_opencl: the OpenCL kernel unlimited; sm_persistent: the saturating loop's
+# rate in the 3 s after the 3 s kernel ended, share of the sm_plain solo rate).
+# A route the machine cannot run prints skipped=<why> (no libOpenCL, no NVIDIA ICD, no dmabuf).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OLD=$1 NEW=$2 OUT=$3
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
-cc -std=gnu11 -O2 -Wall -I"$HERE/../include" -I/usr/local/cuda/include -o "$OUT/routes_probe" "$HERE/routes_probe.c" \
+cc -std=gnu11 -O2 -Wall -pthread -I"$HERE/../include" -I/usr/local/cuda/include -o "$OUT/routes_probe" "$HERE/routes_probe.c" \
   -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
 nvcc -cubin -arch=sm_90 -o "$OUT/routes.cubin" "$HERE/routes_kernels.cu" || exit 102
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0
@@ -29,20 +35,26 @@ probe() { # lib route [env...]
     "$OUT/routes.cubin" 2> "$OUT/$route.$(basename "$lib").err" | grep -E '^(RESULT|INFO) ' || echo "RESULT route=$route failed=$(tail -1 "$OUT/$route.$(basename "$lib").err")"
 }
 wanted() { [ -z "${ROUTES_ONLY:-}" ] || [[ " $ROUTES_ONLY " == *" $1 "* ]]; }
-sm_wanted=0
-for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset; do wanted $route && sm_wanted=1; done
+sm_wanted=0 solo="" solo_memset=""
+for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset sm_persistent; do wanted $route && sm_wanted=1; done
 if [ $sm_wanted = 1 ]; then
   solo=$(field rate "$(probe none sm_plain)")
   solo_memset=$(field rate "$(probe none sm_memset)")
   echo "solo rate: $solo kernels/s, $solo_memset memsets/s"
 fi
-for route in granularity small pools async_noctx graph_v1 module lmem arrays managed_pool child; do
+info() { grep '^INFO ' <<< "$1" | sed -E 's/^INFO route=[^ ]* ?//' | tr '\n' ' '; }
+if wanted opencl || wanted sm_opencl; then # what the machine has for route 14/21
+  echo "OpenCL: ICD files: $(ls /etc/OpenCL/vendors 2> /dev/null | tr '\n' ' ')libOpenCL: $(ldconfig -p | grep -c 'libOpenCL\.so') libnvidia-opencl: $(ldconfig -p | grep -c 'libnvidia-opencl\.so')"
+fi
+for route in granularity small pools async_noctx graph_v1 module lmem arrays managed_pool child raw_symbol ipc dmabuf dmabuf_vmm opencl; do
   wanted $route || continue
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
     r=$(probe "$l" $route CUDA_DEVICE_MEMORY_LIMIT=4g)
     extra=$(grep -o 'req_size=[0-9]* req_align=[0-9]*\|child_held=[-0-9]*' <<< "$r" | tr '\n' ' ')
-    echo "$route $lib ok=$(field ok "$r") refused=$(field refused "$r") held=$(mib "$(field held "$r")") tracked=$(mib "$(field tracked "$r")") $extra$(field failed "$r")"
+    skip=$(field skipped "$r")
+    if [ -n "$skip" ]; then echo "$route $lib skipped=$skip $(info "$r")"; continue; fi
+    echo "$route $lib ok=$(field ok "$r") refused=$(field refused "$r") held=$(mib "$(field held "$r")") tracked=$(mib "$(field tracked "$r")") $extra$(info "$r")$(field failed "$r")"
   done
 done
 if wanted degraded; then
@@ -61,13 +73,22 @@ if wanted degraded; then
       END { printf "degraded %s processes=%d ok_GiB=%d held=%.0f\n", lib, n, ok, held / 1048576 }'
   done
 fi
-for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset; do
+for route in sm_plain sm_noctx sm_legacy sm_otherctx sm_memset sm_ctx5 sm_persistent sm_opencl; do
   wanted $route || continue
+  base=$solo
+  [ $route = sm_memset ] && base=$solo_memset
+  case $route in sm_ctx5 | sm_persistent | sm_opencl) # the unlimited row: this route's own solo rate
+    r=$(probe none $route)
+    skip=$(field skipped "$r")
+    if [ -n "$skip" ]; then echo "$route none skipped=$skip $(info "$r")"; continue; fi
+    [ $route != sm_persistent ] && base=$(field rate "$r")
+    echo "$route none rate=$(field rate "$r") $(info "$r")$(field failed "$r")"
+    ;;
+  esac
   for lib in old new; do
     l=$OLD; [ $lib = new ] && l=$NEW
     r=$(probe "$l" $route CUDA_DEVICE_SM_LIMIT=25)
     rate=$(field rate "$r")
-    base=$solo; [ $route = sm_memset ] && base=$solo_memset
-    echo "$route $lib rate=$rate share=$(awk -v a="${rate:-0}" -v b="${base:-1}" 'BEGIN { printf "%.1f", 100 * a / b }') $(field failed "$r")"
+    echo "$route $lib rate=$rate share=$(awk -v a="${rate:-0}" -v b="${base:-1}" 'BEGIN { printf "%.1f", 100 * a / b }') $(info "$r")$(field skipped "$r")$(field failed "$r")"
   done
 done

@@ -60,9 +60,11 @@ bool vgpu_lmem_before_launch(CUfunction f);
 /* Threads a device holds at once (multiprocessors x max threads per multiprocessor) for the
  * current context's device; 0 when the driver cannot tell (hook_cuda_limits.c). */
 uint64_t vgpu_resident_threads(void);
-/* VMM (hook_cuda_vmm.c): the handle mapped at ptr was exported another way (dmabuf): counted until
- * the process exits, like a handle exported with cuMemExportToShareableHandle. */
-void vgpu_vmm_mark_exported(CUdeviceptr ptr);
+/* VMM (hook_cuda_vmm.c): every handle mapped in [ptr, ptr + size) (size 0: the one at ptr) was
+ * exported another way (dmabuf, CUDA IPC): counted until the process exits, like a handle exported
+ * with cuMemExportToShareableHandle. granule: the device's allocation granularity (mappings are
+ * whole granules; the caller asks vgpu_alloc_granule, which lives on the allocation side). */
+void vgpu_vmm_mark_exported(CUdeviceptr ptr, size_t size, uint64_t granule);
 /* The current device's allocation granularity (cuMemGetAllocationGranularity, minimum; 2 MiB when
  * the driver cannot tell), asked once per device (hook_cuda_mem.c). */
 uint64_t vgpu_alloc_granule(void);

@@ -143,21 +143,29 @@ VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 
 /* Virtual memory management (cuMemCreate & co.): hook_cuda_vmm.c. Graph memory: hook_cuda_graph.c. */
 
-/* Marks the allocation at dptr exported; VMM memory (a mapping) goes to hook_cuda_vmm.c. */
-static void mark_exported(CUdeviceptr dptr) {
+/* Marks the allocation that holds [dptr, dptr + size) exported (size 0: the one at dptr). A range
+ * may start inside an allocation (a dmabuf of part of it keeps all of it alive): the driver names
+ * the allocation's base (cuMemGetAddressRange). VMM memory (mappings) goes to hook_cuda_vmm.c. */
+static void mark_exported(CUdeviceptr dptr, size_t size) {
   struct vgpu_track_rec rec;
-  if (vgpu_track_get(VGPU_TRACK_PTR, (uint64_t)dptr, &rec)) {
+  bool found = vgpu_track_get(VGPU_TRACK_PTR, (uint64_t)dptr, &rec);
+  CUdeviceptr base = 0;
+  size_t len = 0;
+  if (!found && vgpu_cuda.cuMemGetAddressRange_v2 &&
+      VGPU_CALL_REAL(cuMemGetAddressRange_v2, (&base, &len, dptr)) == CUDA_SUCCESS && base && base != dptr)
+    found = vgpu_track_get(VGPU_TRACK_PTR, (uint64_t)base, &rec);
+  if (found) {
     rec.aux |= PTR_EXPORTED;
     if (!vgpu_track_put(&rec)) VGPU_LOG_ERROR("out of host memory tracking an exported allocation");
   } else {
-    vgpu_vmm_mark_exported(dptr);
+    vgpu_vmm_mark_exported(dptr, size, vgpu_alloc_granule());
   }
 }
 
 VGPU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   VGPU_HOOK_BEGIN(cuIpcGetMemHandle, (pHandle, dptr));
   CUresult rc = VGPU_CALL_REAL(cuIpcGetMemHandle, (pHandle, dptr));
-  if (rc == CUDA_SUCCESS) mark_exported(dptr);
+  if (rc == CUDA_SUCCESS) mark_exported(dptr, 0);
   return rc;
 }
 
@@ -165,7 +173,7 @@ VGPU_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
                                                    CUmemRangeHandleType handleType, unsigned long long flags) {
   VGPU_HOOK_BEGIN(cuMemGetHandleForAddressRange, (handle, dptr, size, handleType, flags));
   CUresult rc = VGPU_CALL_REAL(cuMemGetHandleForAddressRange, (handle, dptr, size, handleType, flags));
-  if (rc == CUDA_SUCCESS) mark_exported(dptr);
+  if (rc == CUDA_SUCCESS) mark_exported(dptr, size);
   return rc;
 }
 

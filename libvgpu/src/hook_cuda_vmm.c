@@ -173,13 +173,43 @@ VGPU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGe
   return rc;
 }
 
-void vgpu_vmm_mark_exported(CUdeviceptr ptr) {
-  pthread_mutex_lock(&g_vmm_mu);
-  struct vgpu_track_rec m, r;
-  if (vgpu_track_get(VGPU_TRACK_VMM_MAP, (uint64_t)ptr, &m) && vgpu_track_get(VGPU_TRACK_VMM, m.aux, &r) &&
-      !(r.aux & VMM_STICKY)) {
+/* Caller holds g_vmm_mu. */
+static void vmm_mark_sticky_locked(uint64_t handle) {
+  struct vgpu_track_rec r;
+  if (vgpu_track_get(VGPU_TRACK_VMM, handle, &r) && !(r.aux & VMM_STICKY)) {
     r.aux |= VMM_STICKY;
     vmm_settle(&r);
+  }
+}
+
+/* The mapping that starts at ptr is found in the table. A range that starts inside a mapping, or
+ * runs past the first one, is walked one allocation granule at a time, asking the driver which
+ * handle is mapped there: cuMemRetainAllocationHandle answers for any address inside a mapping
+ * (the reference it takes is dropped at once), and mappings are whole granules, so none is
+ * skipped. A dmabuf of the upper half of a mapping kept the whole allocation alive uncounted. */
+void vgpu_vmm_mark_exported(CUdeviceptr ptr, size_t size, uint64_t granule) {
+  if (granule == 0) granule = 2ull << 20;
+  uint64_t start = (uint64_t)ptr;
+  uint64_t end = size == 0 ? start + 1 : start + size < start ? UINT64_MAX : start + size;
+  pthread_mutex_lock(&g_vmm_mu);
+  struct vgpu_track_rec m;
+  if (vgpu_track_get(VGPU_TRACK_VMM_MAP, start, &m)) {
+    vmm_mark_sticky_locked(m.aux);
+    start = m.bytes && start + m.bytes > start ? start + m.bytes : end; /* what is left of the range */
+  }
+  if (start < end && vgpu_cuda.cuMemRetainAllocationHandle && vgpu_cuda.cuMemRelease) {
+    CUmemGenericAllocationHandle prev = 0;
+    for (uint64_t va = start; va < end;) {
+      CUmemGenericAllocationHandle h = 0;
+      if (VGPU_CALL_REAL(cuMemRetainAllocationHandle, (&h, (void *)(uintptr_t)va)) == CUDA_SUCCESS) {
+        VGPU_CALL_REAL(cuMemRelease, (h));
+        if (h != prev) vmm_mark_sticky_locked((uint64_t)h);
+        prev = h;
+      }
+      uint64_t next = (va / granule + 1) * granule;
+      if (next <= va) break; /* the top of the address space */
+      va = next;
+    }
   }
   pthread_mutex_unlock(&g_vmm_mu);
 }

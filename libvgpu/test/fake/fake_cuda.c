@@ -534,5 +534,6 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
   return CUDA_SUCCESS;
 }
 
+#include "fake_cuda_handles.inc" /* IPC import, dmabuf of VMM memory */
 #include "fake_cuda_routes.inc"
 #include "fake_cuda_arrays.inc"

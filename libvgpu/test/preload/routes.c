@@ -240,6 +240,94 @@ static int case_ipc_export(void) {
   return 0;
 }
 
+/* Item 11, VMM memory: a dmabuf of a cuMemMap range keeps the physical allocation alive after
+ * cuMemUnmap and cuMemRelease until its fd is closed (fake_cuda_handles.inc, the real driver's
+ * rule); the creator stays charged until it exits (a close is invisible to a hook). Limit 64 MiB.
+ * (Without the VMM marking: released at unmap+release, the device held 32 MiB with 0 counted.) */
+static int case_dmabuf_vmm(void) {
+  setup();
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr va;
+  CHECK(cuMemCreate(&h, 32 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 32 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 32 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  int fd = -1;
+  CHECK(cuMemGetHandleForAddressRange(&fd, va, 32 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) == CUDA_SUCCESS);
+  CHECK(fd >= 0);
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK(cuMemAddressFree(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB); /* the fd keeps it */
+  CHECK(cuMemCreate(&h, 40 * MiB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EXACT(32 * MiB);
+  /* Not exported: released at unmap + release, as before. */
+  CHECK(cuMemCreate(&h, 16 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 16 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 16 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK_EXACT(48 * MiB);
+  CHECK(cuMemUnmap(va, 16 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(32 * MiB);
+  return 0;
+}
+
+/* Item 11, part of an allocation: a dmabuf of an interior range keeps the whole allocation alive
+ * (cuMemAlloc memory, and every VMM allocation mapped in the range, also across two mappings).
+ * Limit 64 MiB. (Before: only a range starting at an allocation's or mapping's start was marked
+ * exported; here the device held 56 MiB with 0 counted.) */
+static int case_dmabuf_interior(void) {
+  setup();
+  CUdeviceptr a;
+  int fd = -1;
+  CHECK(cuMemAlloc(&a, 16 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemGetHandleForAddressRange(&fd, a + 4 * MiB, 4 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) ==
+        CUDA_SUCCESS);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS);
+  CHECK_EXACT(16 * MiB);
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  /* The upper half of one mapping. */
+  CUmemGenericAllocationHandle h, h2;
+  CUdeviceptr va;
+  CHECK(cuMemCreate(&h, 32 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 32 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 32 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK(cuMemGetHandleForAddressRange(&fd, va + 16 * MiB, 16 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) ==
+        CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(48 * MiB);
+  /* A range across two adjacent mappings, starting inside the first. */
+  CHECK(cuMemCreate(&h, 4 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemCreate(&h2, 4 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 8 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 4 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va + 4 * MiB, 4 * MiB, 0, h2, 0) == CUDA_SUCCESS);
+  CHECK(cuMemGetHandleForAddressRange(&fd, va + 2 * MiB, 4 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) ==
+        CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 8 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h2) == CUDA_SUCCESS);
+  CHECK_EXACT(56 * MiB);
+  CHECK(cuMemAlloc(&a, 16 * MiB) == CUDA_ERROR_OUT_OF_MEMORY);
+  /* A mapping outside any exported range is released at unmap + release, as before. */
+  CHECK(cuMemCreate(&h, 4 * MiB, &prop, 0) == CUDA_SUCCESS);
+  CHECK(cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+  CHECK(cuMemMap(va, 4 * MiB, 0, h, 0) == CUDA_SUCCESS);
+  CHECK(cuMemUnmap(va, 4 * MiB) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(h) == CUDA_SUCCESS);
+  CHECK_EXACT(56 * MiB);
+  return 0;
+}
+
 /* ---- SM routes: a launch loop through one entry point; the share of the fake GPU's time it gets
  * (kernels of FAKE_CUDA_KERNEL_US on a serial engine) must stay near CUDA_DEVICE_SM_LIMIT (30 %;
  * unthrottled the loop takes ~100 %). */
@@ -436,6 +524,8 @@ static const test_case_t cases[] = {
     {"copies_ungated", case_copies_ungated},
     {"dlvsym", case_dlvsym},
     {"ipc_export", case_ipc_export},
+    {"dmabuf_vmm", case_dmabuf_vmm},
+    {"dmabuf_interior", case_dmabuf_interior},
 };
 
 int main(int argc, char **argv) {
