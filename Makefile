@@ -12,7 +12,7 @@ define need_jdk
 	@[ -n "$(JDK25)" ] || { echo "error: JDK 25 not found: set JAVA_HOME to a JDK 25 (e.g. /usr/lib/jvm/temurin-25-jdk-amd64)"; exit 1; }
 endef
 
-.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-progs image-test
+.PHONY: help deps build test test-java test-c test-arm64 test-scripts demo bench bench-fleet bench-footprint fmt lint clean libvgpu soak soak-apiserver stress image image-progs image-progs-arm64 image-test image-arm64 image-test-arm64
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -111,10 +111,25 @@ image-progs: $(IMAGE_PROGS)
 deploy/image/target/bin/%: deploy/image/%.c
 	@mkdir -p $(@D)
 	gcc -O2 -Wall -Wextra -Werror -static -o $@ $<
+# The same two for the linux/arm64 image (ARCH=arm64 deploy/image/build.sh), by the cross compiler.
+image-progs-arm64: $(IMAGE_PROGS:deploy/image/target/bin/%=deploy/image/target/bin-arm64/%)
+deploy/image/target/bin-arm64/%: deploy/image/%.c
+	@mkdir -p $(@D)
+	aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -static -o $@ $<
 
 image-test: ## build the container image offline with docker, run it on a fixture node, scrape it (also run by test)
 	$(need_jdk)
 	@deploy/image/image-test.sh
+
+image-arm64: ## build the linux/arm64 image vgpu-exporter:0.1.0-arm64 here (Debian's aarch64 Java 25 and glibc, fetched and verified; docs/arm64.md)
+	$(need_jdk)
+	@$(MAKE) -s -C libvgpu ARCH=arm64 all >/dev/null
+	@ARCH=arm64 deploy/image/build.sh $(DOCKER)
+
+image-test-arm64: ## build the linux/arm64 image and run it under qemu-user on a fixture node, plus a multi-arch manifest (~8 min; docs/arm64.md)
+	$(need_jdk)
+	@$(MAKE) -s -C libvgpu ARCH=arm64 all >/dev/null
+	@deploy/image/image-test-arm64.sh
 
 clean:
 	$(MVN) -q clean

@@ -11,6 +11,7 @@ declare -A want=(
   [debootstrap]=debootstrap  # libvgpu/test/oldglibc: the glibc-floor run in an older userland
   [node]=nodejs [npm]=npm  # scripts/test-deploy.sh: dashboard type-check against @grafana/schema
   [aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu [qemu-aarch64]=qemu-user  # make -C libvgpu test-arm64
+  [qemu-aarch64-static]=qemu-user-static [gpgv]=gpgv  # make image-test-arm64 (chrooted image, Debian's signatures)
 )
 missing=()
 for cmd in "${!want[@]}"; do

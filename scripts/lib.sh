@@ -4,7 +4,8 @@
 # Makefile finds the JDK that way).
 #
 #   jdk25               prints the home of a JDK 25 or newer: $JAVA_HOME if it is one, else the
-#                       first /usr/lib/jvm/temurin-25*; status 1 (nothing printed) when none is
+#                       first /usr/lib/jvm/temurin-25*, else Debian/Ubuntu's java-25-openjdk-<arch> or
+#                       newer (any architecture); status 1 (nothing printed) when none is
 #   need_jdk25          exports JAVA_HOME as jdk25 finds it, or says how to get one and exits 1
 #   free_port           prints a TCP port free on 127.0.0.1 now (the kernel's pick)
 #   await_http URL SECONDS [PID] [INTERVAL]
@@ -14,7 +15,7 @@
 
 jdk25() {
   local j
-  for j in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25*; do
+  for j in "${JAVA_HOME:-}" /usr/lib/jvm/temurin-25* /usr/lib/jvm/java-2[5-9]-openjdk-*; do
     [ -n "$j" ] && [ -x "$j/bin/java" ] || continue
     if "$j/bin/java" -version 2>&1 | grep -qE 'version "(2[5-9]|[3-9][0-9])'; then
       echo "$j"

@@ -4,8 +4,14 @@
 # and /etc/group with root and nobody, and /tmp; then `docker import`s it.
 #   deploy/image/build-base.sh DOCKER_CMD... (e.g. docker -H unix:///run/vgpu-docker.sock)
 # Needs deploy/image/target/context staged by build.sh (its binaries decide which libraries).
+# ARCH=arm64: the same for deploy/image/target/context-arm64, with the libraries taken from the
+# aarch64 sysroot arm64-runtime.sh fetched (readelf's NEEDED entries instead of ldd, which cannot
+# run aarch64 programs here) and imported as a linux/arm64 image.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+if [ "${ARCH:-amd64}" = arm64 ]; then
+  exec "$here/build-base-arm64.sh" "$@"
+fi
 ctx="$here/target/context"
 root="$here/target/base-rootfs"
 tag="${BASE_TAG:-vgpu-base:local}"

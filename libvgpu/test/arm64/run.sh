@@ -26,7 +26,7 @@ SELF=$(readlink -f "$0")
 cd "$(dirname "$0")/../.."
 export BUILD=${BUILD:-build-arm64}
 ROOT=$PWD
-QEMU=$(command -v qemu-aarch64 || true)
+QEMU=${ARM64_QEMU:-$(command -v qemu-aarch64 || true)}
 PREFIX=/etc/qemu-binfmt/aarch64
 
 if [ -z "${VGPU_ARM64_INNER:-}" ]; then

@@ -212,12 +212,15 @@ public final class NativeFs {
 
   /**
    * Whether {@code f} means on this kernel what we think: {@code O_NOFOLLOW} must refuse the magic
-   * link {@code /proc/self/exe} (a wrong value is {@code O_LARGEFILE} or {@code O_DIRECT} there and
-   * the open succeeds) and {@code O_DIRECTORY} must refuse a regular file.
+   * link {@code /proc/self/cwd} (a wrong value is {@code O_LARGEFILE} or {@code O_DIRECT} there and
+   * the open succeeds) and {@code O_DIRECTORY} must refuse the regular file {@code
+   * /proc/self/status}. Not {@code /proc/self/exe} or {@code /proc/self/stat}: qemu-user answers
+   * opens of those two itself (the guest's program, a made-up stat) whatever the flags, so under
+   * emulation, the only way an aarch64 JVM runs here, no table would ever be confirmed.
    */
   private boolean confirm(Flags f) {
     try {
-      int fd = rawOpenat(AT_FDCWD, "/proc/self/exe", O_RDONLY | O_CLOEXEC | f.noFollow());
+      int fd = rawOpenat(AT_FDCWD, "/proc/self/cwd", O_RDONLY | O_CLOEXEC | f.noFollow());
       closeQuietly(fd);
       return false;
     } catch (Errno e) {
@@ -226,7 +229,7 @@ public final class NativeFs {
       }
     }
     try {
-      int fd = rawOpenat(AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC | f.directory());
+      int fd = rawOpenat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC | f.directory());
       closeQuietly(fd);
       return false;
     } catch (Errno e) {
