@@ -25,10 +25,12 @@ import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
 import io.vgpu.exporter.kubelet.PodResourcesLimits;
 import io.vgpu.exporter.kubelet.PodResourcesSource;
+import io.vgpu.exporter.kubelet.PodResourcesState;
 import io.vgpu.exporter.metrics.BuildInfo;
 import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
+import io.vgpu.exporter.metrics.HolderSource;
 import io.vgpu.exporter.node.DeviceIdentities;
 import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.EvidencePass;
@@ -157,7 +159,20 @@ public final class ExporterApp implements AutoCloseable {
     this.page =
         Collectors.register(
             new CollectorContext(
-                config, states, errors, stats, build, nvml, attribution, Optional.of(evidence)),
+                config,
+                states,
+                errors,
+                stats,
+                build,
+                nvml,
+                attribution,
+                Optional.of(evidence),
+                new HolderSource(
+                    attribution,
+                    podResources
+                        .<Supplier<PodResourcesState>>map(p -> p::state)
+                        .orElse(() -> PodResourcesState.DISABLED),
+                    metadata::pods)),
             registry);
 
     this.readiness = new Readiness();

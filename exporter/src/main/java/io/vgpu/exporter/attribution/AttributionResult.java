@@ -22,6 +22,7 @@ public final class AttributionResult {
   private final List<GpuAttribution> gpus;
   private final History history;
   private final Map<ContainerKey, ContainerAttribution> byKey;
+  private final List<GpuProcessOwner> gpuProcesses;
 
   /**
    * @param at when it ran
@@ -36,6 +37,22 @@ public final class AttributionResult {
       List<ContainerAttribution> containers,
       List<GpuAttribution> gpus,
       History history) {
+    this(at, nvml, containers, gpus, history, List.of());
+  }
+
+  /**
+   * As above, with every GPU process and its owner ({@link #gpuProcesses}).
+   *
+   * @param gpuProcesses every GPU process NVML mentioned, with its pod by cgroup
+   */
+  public AttributionResult(
+      Instant at,
+      NvmlSnapshot nvml,
+      List<ContainerAttribution> containers,
+      List<GpuAttribution> gpus,
+      History history,
+      List<GpuProcessOwner> gpuProcesses) {
+    this.gpuProcesses = List.copyOf(gpuProcesses);
     this.at = Objects.requireNonNull(at, "at");
     this.nvml = Objects.requireNonNull(nvml, "nvml");
     this.containers = List.copyOf(containers);
@@ -70,6 +87,11 @@ public final class AttributionResult {
 
   public List<GpuAttribution> gpus() {
     return gpus;
+  }
+
+  /** Every GPU process NVML mentioned, with its pod by cgroup and whether a region holds it. */
+  public List<GpuProcessOwner> gpuProcesses() {
+    return gpuProcesses;
   }
 
   public History history() {

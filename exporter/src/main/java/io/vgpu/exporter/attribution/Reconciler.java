@@ -144,12 +144,15 @@ public final class Reconciler {
     }
 
     List<GpuAttribution> gpus = new ArrayList<>();
+    List<GpuProcessOwner> owners = new ArrayList<>();
     for (GpuSnapshot gpu : nvml.gpus()) {
       String uuid = gpu.identity().uuid();
       List<GpuProcess> procs = gpuProcesses.get(uuid);
       int unattributed = 0;
       long unattributedBytes = 0;
       for (GpuProcess p : procs) {
+        owners.add(
+            new GpuProcessOwner(uuid, p.hostPid(), p.owner(), attributed.contains(p.hostPid())));
         if (!attributed.contains(p.hostPid())) {
           unattributed++;
           unattributedBytes += gpu.memoryOf(p.hostPid()).orElse(0);
@@ -164,7 +167,7 @@ public final class Reconciler {
               unattributedBytes));
     }
     History next = new History(Optional.of(now), unresolvedSince, nextContainers);
-    return new AttributionResult(now, nvml, out, gpus, next);
+    return new AttributionResult(now, nvml, out, gpus, next, owners);
   }
 
   private ContainerAttribution container(

@@ -212,8 +212,8 @@ public final class Flags {
           "discovery.max-containers",
           "At most this many container directories are read (the first by name); the rest are"
               + " skipped and named in /readyz, so thousands of leftover directories cannot exhaust"
-              + " the heap (2 000 fit the default -Xmx48m; README: Footprint).",
-          "2000",
+              + " the heap (1 000 fit the default -Xmx48m with room for a render; docs/fleet.md).",
+          "1000",
           List.of(),
           raw -> {
             int n = Integer.parseInt(raw.strip());

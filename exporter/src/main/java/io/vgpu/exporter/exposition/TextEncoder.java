@@ -90,11 +90,15 @@ public final class TextEncoder {
   private final Map<String, Positions> positions = new HashMap<>();
 
   /**
-   * Encoded label blocks kept at most (bytes): a 200-container node needs ~3 MB; a node of 10 000
-   * directories would otherwise keep most of its page on the heap between scrapes. Label sets past
-   * the budget are encoded per render (same bytes, more CPU).
+   * Encoded label blocks kept at most (bytes): 8 MiB, and no more than a sixteenth of the heap. A
+   * 200-container node needs ~3 MB; a node of 10 000 directories would otherwise keep most of its
+   * page on the heap between scrapes. Under the launcher's 48 MiB heap a fixed 8 MiB, with the
+   * label sets and node state of 2 000 region containers beside it, left no room for one more
+   * render (the process ended on OutOfMemoryError: BoundedCostTest). Label sets past the budget are
+   * encoded per render (same bytes, more CPU).
    */
-  static final long MAX_CACHED_LABEL_BYTES = 8L << 20;
+  static final long MAX_CACHED_LABEL_BYTES =
+      Math.min(8L << 20, Runtime.getRuntime().maxMemory() / 16);
 
   private long cachedLabelBytes;
   private long render;

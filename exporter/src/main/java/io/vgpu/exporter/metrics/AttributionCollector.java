@@ -9,6 +9,9 @@ import io.vgpu.exporter.attribution.AttributionResult;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.attribution.ContainerAttribution;
 import io.vgpu.exporter.attribution.DeviceAttribution;
+import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
+import io.vgpu.exporter.attribution.DeviceHolders.Holders;
+import io.vgpu.exporter.attribution.DeviceHolders.UnattributedReason;
 import io.vgpu.exporter.attribution.GpuAttribution;
 import io.vgpu.exporter.attribution.MismatchReason;
 import io.vgpu.exporter.attribution.UnknownReason;
@@ -46,6 +49,9 @@ public final class AttributionCollector extends VgpuCollector {
   private static final String[] C = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID};
   private static final String[] CR = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, "reason"};
   private static final String[] G = {L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL};
+  private static final String[] GR_SORTED = {
+    L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL, L_NODE, "reason"
+  };
 
   private static final List<MetricFamilyDescriptor> DESCRIPTORS =
       List.of(
@@ -139,13 +145,38 @@ public final class AttributionCollector extends VgpuCollector {
               "Region writes that failed, by reason (fault: the store hit SIGBUS, e.g. a hole of a"
                   + " sparse file on a full filesystem)",
               L_NODE,
+              "reason"),
+          Families.describe(
+              MetricType.GAUGE,
+              GPU_UNATTRIBUTED_PROCESSES_BY_REASON,
+              "GPU processes no container holds, by reason: not_in_a_pod (a host process, or"
+                  + " gone), pod_unknown (a pod the metadata does not know), container_unknown,"
+                  + " no_claim (the kubelet answered and the container holds no claim on this"
+                  + " GPU); they sum to vgpu_gpu_unattributed_processes",
+              L_NODE,
+              L_DEVICE_INDEX,
+              L_DEVICE_UUID,
+              L_MODEL,
               "reason"));
 
   private final AttributionService service;
 
+  private final HolderSource holders;
+
   public AttributionCollector(NodeStateProvider states, AttributionService service) {
+    this(states, service, HolderSource.NONE);
+  }
+
+  /**
+   * @param holders containers without a region: their reconciled SM utilization (or why it is
+   *     unknown) per device they hold; GPU processes they hold leave the unattributed counts, and
+   *     those that stay are counted by reason
+   */
+  public AttributionCollector(
+      NodeStateProvider states, AttributionService service, HolderSource holders) {
     super(states);
     this.service = service;
+    this.holders = holders;
   }
 
   public AttributionService service() {
@@ -222,6 +253,20 @@ public final class AttributionCollector extends VgpuCollector {
       utilSwitch.add(a.utilizationSwitch(), cl);
     }
 
+    Holders held = holders.get(state);
+    for (var e : HolderLabels.indexed(held.held())) {
+      HeldDevice h = e.getKey();
+      if (h.smUtilization().isPresent()) {
+        util.add(
+            h.smUtilization().getAsDouble(), HolderLabels.device(labels, node, h, e.getValue()));
+      } else {
+        unknown.add(
+            1,
+            HolderLabels.deviceWith(
+                labels, node, h, e.getValue(), "reason", h.unknown().orElseThrow().label()));
+      }
+    }
+    var byReason = families.gauge(GPU_UNATTRIBUTED_PROCESSES_BY_REASON, help(18));
     var gpuContainers = families.gauge(GPU_CONTAINERS, help(12));
     var gpuProcesses = families.gauge(GPU_PROCESSES, help(13));
     var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES, help(14));
@@ -234,8 +279,31 @@ public final class AttributionCollector extends VgpuCollector {
       Labels gl = NvmlCollector.gpuLabels(labels, node, g);
       gpuContainers.add(ga.get().containers(), gl);
       gpuProcesses.add(ga.get().processes(), gl);
-      unattributed.add(ga.get().unattributedProcesses(), gl);
-      unattributedMem.add(ga.get().unattributedBytes(), gl);
+      if (holders == HolderSource.NONE) {
+        unattributed.add(ga.get().unattributedProcesses(), gl);
+        unattributedMem.add(ga.get().unattributedBytes(), gl);
+        continue;
+      }
+      Map<UnattributedReason, Integer> reasons =
+          held.unattributed().getOrDefault(g.identity().uuid(), Map.of());
+      int sum = 0;
+      for (UnattributedReason r : UnattributedReason.values()) {
+        int n = reasons.getOrDefault(r, 0);
+        sum += n;
+        byReason.add(
+            n,
+            labels.of(
+                GR_SORTED,
+                new String[] {
+                  LabelSets.index(g.identity().index()),
+                  g.identity().uuid(),
+                  g.identity().name(),
+                  node,
+                  r.label()
+                }));
+      }
+      unattributed.add(sum, gl);
+      unattributedMem.add(held.unattributedBytes().getOrDefault(g.identity().uuid(), 0L), gl);
     }
     var writes = families.counter(EXPORTER_REGION_WRITES, help(16));
     service.regionWrites().forEach((f, n) -> writes.add(n, labels.nodeWith(node, "field", f)));
@@ -261,6 +329,9 @@ public final class AttributionCollector extends VgpuCollector {
             unattributed,
             unattributedMem)) {
       out.add(f.build());
+    }
+    if (holders != HolderSource.NONE) {
+      out.add(byReason.build());
     }
     out.add(overLimit.build());
     out.add(blockedSeconds.build());

@@ -17,6 +17,8 @@ import java.util.Optional;
  * @param attribution the attribution service; empty when the app runs without it (regions only, or
  *     {@code --collectors.disabled=attribution})
  * @param evidence the background evidence pass; empty in tests that run without one
+ * @param holders containers that hold a device without a region ({@link HolderSource#NONE} when the
+ *     app has no attribution or kubelet answer to find them with)
  */
 public record CollectorContext(
     ExporterConfig config,
@@ -26,7 +28,8 @@ public record CollectorContext(
     BuildInfo build,
     Optional<NvmlSampler> nvml,
     Optional<AttributionService> attribution,
-    Optional<EvidencePass> evidence) {
+    Optional<EvidencePass> evidence,
+    HolderSource holders) {
   public CollectorContext {
     Objects.requireNonNull(config, "config");
     Objects.requireNonNull(states, "states");
@@ -36,6 +39,20 @@ public record CollectorContext(
     Objects.requireNonNull(nvml, "nvml");
     Objects.requireNonNull(attribution, "attribution");
     Objects.requireNonNull(evidence, "evidence");
+    Objects.requireNonNull(holders, "holders");
+  }
+
+  /** Without containers that hold a device without a region (tests, benchmarks). */
+  public CollectorContext(
+      ExporterConfig config,
+      NodeStateProvider states,
+      ParseErrors parseErrors,
+      CollectorStats stats,
+      BuildInfo build,
+      Optional<NvmlSampler> nvml,
+      Optional<AttributionService> attribution,
+      Optional<EvidencePass> evidence) {
+    this(config, states, parseErrors, stats, build, nvml, attribution, evidence, HolderSource.NONE);
   }
 
   /** Without a background evidence pass (tests, benchmarks). */

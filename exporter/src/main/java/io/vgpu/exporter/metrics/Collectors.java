@@ -50,14 +50,21 @@ public final class Collectors {
               "region",
               "per container x device memory, limits and region-claimed utilization",
               c -> true,
-              ctx -> Optional.of(new RegionUsageCollector(ctx.states()))),
+              ctx -> Optional.of(new RegionUsageCollector(ctx.states(), ctx.holders()))),
           new Entry(
               "container",
               "per container processes, last kernel, layout, stale/finished state",
               c -> true,
               ctx ->
                   Optional.of(
-                      new ContainerCollector(ctx.states(), ctx.config().get(Flags.POD_LABELS)))),
+                      new ContainerCollector(
+                          ctx.states(), ctx.config().get(Flags.POD_LABELS), ctx.holders()))),
+          new Entry(
+              "device",
+              "per container x device: how the container holds it (vgpu, whole, mig, timeslice,"
+                  + " mps, dra; regions and the kubelet's pod-resources API)",
+              c -> true,
+              ctx -> Optional.of(new DeviceHoldingCollector(ctx.states(), ctx.holders()))),
           new Entry(
               "node",
               "HAMi node annotations (handshake age, registered devices, mutex)",
@@ -94,7 +101,9 @@ public final class Collectors {
               c -> true,
               ctx ->
                   ctx.attribution()
-                      .map(service -> new AttributionCollector(ctx.states(), service))),
+                      .map(
+                          service ->
+                              new AttributionCollector(ctx.states(), service, ctx.holders()))),
           new Entry(
               "evidence",
               "what the evidence pass could not judge (budgets, deadlines, stalls) and GPU processes of limited pods without a slot",

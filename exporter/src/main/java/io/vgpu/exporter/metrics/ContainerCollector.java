@@ -5,6 +5,7 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
 import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.node.ContainerState;
@@ -90,8 +91,20 @@ public final class ContainerCollector extends VgpuCollector {
    * @param states the scrape state
    * @param podLabelKeys allow-listed pod label keys (exported as {@code label_<sanitized key>})
    */
+  private final HolderSource holders;
+
   public ContainerCollector(NodeStateProvider states, List<String> podLabelKeys) {
+    this(states, podLabelKeys, HolderSource.NONE);
+  }
+
+  /**
+   * @param holders containers without a region: {@code vgpu_container_processes} counts their GPU
+   *     processes as running (NVML lists them; the other states are a region's and read 0)
+   */
+  public ContainerCollector(
+      NodeStateProvider states, List<String> podLabelKeys, HolderSource holders) {
     super(states);
+    this.holders = holders;
     Map<String, String> names = new java.util.LinkedHashMap<>();
     for (String k : podLabelKeys) {
       names.put(k, "label_" + k.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_"));
@@ -183,6 +196,16 @@ public final class ContainerCollector extends VgpuCollector {
       }
       stale.add(c.stale() ? 1 : 0, l);
       finished.add(c.finished() ? 1 : 0, l);
+    }
+    for (List<HeldDevice> held : HolderLabels.byContainer(holders.get(state).held()).values()) {
+      java.util.Set<Integer> pids = new java.util.HashSet<>();
+      held.forEach(h -> pids.addAll(h.hostPids()));
+      HeldDevice h = held.get(0);
+      String node = state.node();
+      processes.add(pids.size(), HolderLabels.containerWith(labels, node, h, "state", "running"));
+      processes.add(0, HolderLabels.containerWith(labels, node, h, "state", "suspended"));
+      processes.add(0, HolderLabels.containerWith(labels, node, h, "state", "gone"));
+      processes.add(0, HolderLabels.containerWith(labels, node, h, "state", "unknown"));
     }
     RegionUsageCollector.addIf(out, CONTAINER_PROCESSES, processes.build());
     RegionUsageCollector.addIf(out, CONTAINER_LAST_KERNEL_TIMESTAMP, lastKernel.build());

@@ -58,6 +58,13 @@ public final class MetricNames {
   /** Info (exposed with {@code _info}), extra labels qos_class, container_kind, label_*. */
   public static final String CONTAINER_INFO = "vgpu_container_pod";
 
+  /** How a container holds a device (info: vgpu_container_device_info). */
+  public static final String CONTAINER_DEVICE_INFO = "vgpu_container_device";
+
+  /** GPU processes no container holds, by reason (not_in_a_pod, pod_unknown, …). */
+  public static final String GPU_UNATTRIBUTED_PROCESSES_BY_REASON =
+      "vgpu_gpu_unattributed_processes_by_reason";
+
   public static final String CONTAINER_STALE = "vgpu_container_stale";
 
   /** 1 when the pod Succeeded/Failed (or an init container completed): nothing runs. */

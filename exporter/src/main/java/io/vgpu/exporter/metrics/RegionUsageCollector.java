@@ -87,8 +87,20 @@ public final class RegionUsageCollector extends VgpuCollector {
               "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
               with(DEVICE, "reason")));
 
+  private final HolderSource holders;
+
   public RegionUsageCollector(NodeStateProvider states) {
+    this(states, HolderSource.NONE);
+  }
+
+  /**
+   * @param holders containers without a region: their memory on each device they hold is NVML's
+   *     per-process memory (0 while no process runs there), the only family of this collector they
+   *     have (no limit, no region)
+   */
+  public RegionUsageCollector(NodeStateProvider states, HolderSource holders) {
     super(states);
+    this.holders = holders;
   }
 
   static String[] with(String[] base, String extra) {
@@ -149,6 +161,11 @@ public final class RegionUsageCollector extends VgpuCollector {
           busy.add(d.busyNanos() / 1e9, l);
         }
       }
+    }
+    for (var e : HolderLabels.indexed(holders.get(state).held())) {
+      used.add(
+          e.getKey().memoryBytes(),
+          HolderLabels.device(labels, state.node(), e.getKey(), e.getValue()));
     }
     addIf(out, CONTAINER_MEMORY_USED, used.build());
     addIf(out, CONTAINER_MEMORY_LIMIT, limit.build());

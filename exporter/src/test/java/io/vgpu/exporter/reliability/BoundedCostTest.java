@@ -241,12 +241,15 @@ class BoundedCostTest {
           });
       for (int i = 0; i < 3; i++) {
         HttpResponse<byte[]> r =
-            http.send(
+            send(
+                http,
+                p,
+                log,
                 HttpRequest.newBuilder(base.resolve("/metrics"))
                     .header("Accept-Encoding", i == 1 ? "gzip" : "identity")
                     .timeout(Duration.ofSeconds(120))
                     .build(),
-                HttpResponse.BodyHandlers.ofByteArray());
+                i);
         assertThat(r.statusCode())
             .as("scrape %d; log: %s", i, Files.readString(log))
             .isEqualTo(200);
@@ -272,6 +275,28 @@ class BoundedCostTest {
       if (!p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
         p.destroyForcibly();
       }
+    }
+  }
+
+  /**
+   * One scrape; a connection the exporter drops (the process died) fails with the exporter's log
+   * and exit status, which the temp dir would otherwise take with it.
+   */
+  private static HttpResponse<byte[]> send(
+      HttpClient http, Process p, Path log, HttpRequest request, int scrape) throws Exception {
+    try {
+      return http.send(request, HttpResponse.BodyHandlers.ofByteArray());
+    } catch (IOException e) {
+      p.waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
+      throw new AssertionError(
+          "scrape %d: %s; exporter alive: %s%s; log: %s"
+              .formatted(
+                  scrape,
+                  e,
+                  p.isAlive(),
+                  p.isAlive() ? "" : ", exit status " + p.exitValue(),
+                  Files.readString(log)),
+          e);
     }
   }
 

@@ -1,0 +1,186 @@
+package io.vgpu.exporter.attribution;
+
+import static io.vgpu.exporter.attribution.World.GIB;
+import static io.vgpu.exporter.attribution.World.GPU0;
+import static io.vgpu.exporter.attribution.World.key;
+import static io.vgpu.exporter.attribution.World.spec;
+import static io.vgpu.exporter.attribution.World.usage;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import io.vgpu.exporter.ExporterApp;
+import io.vgpu.exporter.config.ExporterConfig;
+import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.k8s.ContainerMeta;
+import io.vgpu.exporter.k8s.NodeMeta;
+import io.vgpu.exporter.k8s.PodMeta;
+import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.exporter.nvml.FakeNvml;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 28 item 2 through the whole exporter (fake NVML, a procfs fixture, pod metadata, no
+ * kubelet): a container whose GPU process runs in its kubepods cgroup without a region gets the
+ * per-container series a region container gets, as {@code sharing="whole"}, beside a vGPU
+ * container; processes of no pod and of an unknown pod stay unattributed with their reasons.
+ */
+class DeviceHoldersEndToEndTest {
+  @TempDir Path dir;
+  private World w;
+  private ExporterApp app;
+
+  @AfterEach
+  void close() {
+    if (app != null) {
+      app.close();
+    }
+    if (w != null) {
+      w.close();
+    }
+  }
+
+  private static PodMeta pod(int n, String name, String container) {
+    return new PodMeta(
+        World.podUid(n),
+        "team",
+        name,
+        "Running",
+        Optional.empty(),
+        Map.of(),
+        Map.of(
+            container,
+            new ContainerMeta(
+                container,
+                ContainerMeta.Kind.REGULAR,
+                Optional.of(World.containerId(n)),
+                ContainerMeta.State.RUNNING)));
+  }
+
+  @Test
+  void wholeGpuPodBesideAVgpuPod_sameSeries_unattributedByReason() throws Exception {
+    w = new World(dir);
+    w.advance(Duration.between(World.START, Instant.now()));
+    ContainerKey vgpu = key(1, "train");
+    w.podProcess(4001, 777, 1, 1, 1);
+    w.region(vgpu, spec(GPU0).slot(1, 4001, 1, usage(0, 2 * GIB, 30)).build());
+    w.podProcess(4501, 778, 5, 5, 1); // the whole-GPU pod: no region, no library
+    w.hostProcess(4601, 779); // a host daemon on the GPU
+    w.podProcess(4701, 780, 7, 7, 1); // a pod the metadata does not know
+    w.gpu(0, GPU0, 90)
+        .gpuProcess(0, 4001, 2 * GIB)
+        .gpuProcess(0, 4501, 3 * GIB)
+        .gpuProcess(0, 4601, GIB)
+        .gpuProcess(0, 4701, GIB)
+        .busyUntil(0, 4501, 40, Duration.ofMinutes(2))
+        .busyUntil(0, 4001, 30, Duration.ofMinutes(2));
+    w.poll();
+    w.fake.write(Files.readAllLines(w.fake.config()).toArray(String[]::new));
+
+    Map<String, String> flags = new HashMap<>();
+    flags.put("path.cache-root", dir.resolve("containers").toString());
+    flags.put("path.procfs", w.proc.toString());
+    flags.put("node-name", "n1");
+    flags.put("kubernetes", "false");
+    flags.put("nvml.library", FakeNvml.library().toString());
+    flags.put("nvml.sample-interval", "100ms");
+    flags.put("attribution.feedback", "false");
+    flags.put("web.listen-address", "127.0.0.1");
+    flags.put("web.listen-port", "0");
+    app =
+        ExporterApp.builder(ExporterConfig.resolve(flags, Map.of()))
+            .metadata(
+                StaticMetadataSource.of(
+                    List.of(pod(1, "vgpu-0", "train"), pod(5, "whole-0", "torch")),
+                    NodeMeta.unknown()))
+            .build()
+            .start();
+
+    String whole = "pod=\"whole-0\"";
+    String text = awaitValue("vgpu_container_sm_utilization_ratio", 0.40, whole);
+    assertThat(value(text, "vgpu_container_device_info", whole, "sharing=\"whole\"", GPU0))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_container_device_info", "pod=\"vgpu-0\"", "sharing=\"vgpu\""))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_container_memory_used_bytes", whole, "container=\"torch\""))
+        .isEqualTo(3.0 * GIB);
+    assertThat(value(text, "vgpu_container_processes", whole, "state=\"running\"")).isEqualTo(1);
+    String gpu = "device_uuid=\"" + GPU0 + "\"";
+    assertThat(value(text, "vgpu_gpu_unattributed_processes", gpu)).isEqualTo(2);
+    assertThat(value(text, "vgpu_gpu_unattributed_memory_bytes", gpu)).isEqualTo(2.0 * GIB);
+    assertThat(value(text, "vgpu_gpu_unattributed_processes_by_reason", gpu, "\"not_in_a_pod\""))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_gpu_unattributed_processes_by_reason", gpu, "\"pod_unknown\""))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_gpu_unattributed_processes_by_reason", gpu, "\"no_claim\""))
+        .isZero();
+    // The vGPU container keeps its own (region) series and is not reported twice.
+    assertThat(
+            text.lines()
+                .filter(l -> l.startsWith("vgpu_container_memory_used_bytes{"))
+                .filter(l -> l.contains("pod=\"vgpu-0\""))
+                .count())
+        .isEqualTo(1);
+  }
+
+  private String awaitValue(String family, double want, String... parts) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    String text = "";
+    double got = Double.NaN;
+    while (System.nanoTime() < deadline) {
+      text = scrape();
+      try {
+        got = value(text, family, parts);
+        if (Math.abs(got - want) <= 0.05) {
+          assertThat(got).isCloseTo(want, within(0.05));
+          return text;
+        }
+      } catch (AssertionError e) {
+        // not there yet
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError(family + " stayed " + got + ", want " + want + " in\n" + text);
+  }
+
+  private String scrape() throws Exception {
+    try (HttpClient http = HttpClient.newHttpClient()) {
+      HttpResponse<String> r =
+          http.send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + app.port() + "/metrics"))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(200);
+      return r.body();
+    }
+  }
+
+  private static double value(String text, String name, String... labelParts) {
+    for (String line : text.lines().toList()) {
+      if (line.startsWith(name + "{")) {
+        boolean all = true;
+        for (String p : labelParts) {
+          all &= line.contains(p);
+        }
+        if (all) {
+          return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+        }
+      }
+    }
+    throw new AssertionError("no " + name + " with " + List.of(labelParts) + " in\n" + text);
+  }
+}
