@@ -218,7 +218,7 @@ final class DemoContainer {
    */
   void write(double t, long nowMillis, long startEpochSeconds, boolean namespaces)
       throws IOException {
-    advanceCounters(t, nowMillis);
+    advanceCounters(t);
     if (!running()) {
       return;
     }
@@ -247,7 +247,7 @@ final class DemoContainer {
   }
 
   /** Counters grow with the clock: launches while busy, throttling only at the SM limit. */
-  private void advanceCounters(double t, long nowMillis) {
+  private void advanceCounters(double t) {
     double dt = Double.isNaN(lastCounterSeconds) ? 0 : Math.max(0, t - lastCounterSeconds);
     lastCounterSeconds = t;
     if (!running() || behavior == Behavior.IDLE) {

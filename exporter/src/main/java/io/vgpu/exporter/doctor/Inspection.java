@@ -42,7 +42,7 @@ public final class Inspection {
       cm.put("findings", findings(judged.problems()));
       List<Object> regions = new ArrayList<>();
       for (Judgment.Region r : judged.regions()) {
-        regions.add(region(e, r));
+        regions.add(region(r));
       }
       cm.put("regions", regions);
       containers.add(cm);
@@ -69,7 +69,7 @@ public final class Inspection {
     return out;
   }
 
-  private static Map<String, Object> region(NodeEvidence e, Judgment.Region judged) {
+  private static Map<String, Object> region(Judgment.Region judged) {
     NodeEvidence.Region r = judged.region();
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("file", r.path().toString());

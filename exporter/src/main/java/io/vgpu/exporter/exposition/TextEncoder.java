@@ -60,7 +60,7 @@ public final class TextEncoder {
     }
   }
 
-  private final Map<Labels, Block> blocks = new IdentityHashMap<>();
+  private final IdentityHashMap<Labels, Block> blocks = new IdentityHashMap<>();
 
   /**
    * Each family's label sets and blocks by position, as of the last render: a family's points come
@@ -139,6 +139,7 @@ public final class TextEncoder {
    * label set object and value bits as when its segment was made is not encoded again: its segment
    * is replayed. {@code segments} null: no segments.
    */
+  @SuppressWarnings("ReferenceEquality") // blocks are reused for the very same Labels object
   void encode(
       List<? extends Family> families,
       ExpositionFormat format,
@@ -243,6 +244,7 @@ public final class TextEncoder {
    * help and unit, and every point's label set the very object at its index with the same value
    * bits (the same bits print the same text). Marks the blocks it checks as used by this render.
    */
+  @SuppressWarnings("ReferenceEquality") // blocks are reused for the very same Labels object
   private boolean unchanged(
       Family f, int n, Positions at, ExpositionFormat format, MetricMetadata meta) {
     if (at.segment == null

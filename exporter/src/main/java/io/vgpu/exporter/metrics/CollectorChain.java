@@ -105,11 +105,6 @@ final class CollectorChain implements MultiCollector, FamilySource {
     return descriptors;
   }
 
-  @Override
-  public List<String> getPrometheusNames() {
-    return descriptors.stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
-  }
-
   /** Identity of one scrape that arrived without an HTTP request: no path, no parameters. */
   private static final class UnnamedScrape implements PrometheusScrapeRequest {
     @Override

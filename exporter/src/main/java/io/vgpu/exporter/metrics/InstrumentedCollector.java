@@ -1,15 +1,12 @@
 package io.vgpu.exporter.metrics;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
-import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.exposition.TextEncoder;
 import java.util.List;
-import java.util.Set;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -111,25 +108,5 @@ final class InstrumentedCollector implements MultiCollector {
   @Override
   public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
     return delegate.getMetricFamilyDescriptors();
-  }
-
-  @Override
-  public List<String> getPrometheusNames() {
-    return delegate.getPrometheusNames();
-  }
-
-  @Override
-  public MetricType getMetricType(String prometheusName) {
-    return delegate.getMetricType(prometheusName);
-  }
-
-  @Override
-  public Set<String> getLabelNames(String prometheusName) {
-    return delegate.getLabelNames(prometheusName);
-  }
-
-  @Override
-  public MetricMetadata getMetadata(String prometheusName) {
-    return delegate.getMetadata(prometheusName);
   }
 }

@@ -113,6 +113,7 @@ public final class JudgmentCollector extends VgpuCollector {
   }
 
   /** The latest finished judgment; starts judging a newer pass in the background. */
+  @SuppressWarnings("ReferenceEquality") // a pass is judged once: "this very pass"
   private Optional<Judged> judged() {
     Optional<EvidencePass.Pass> p = passes.get();
     Judged l = last;

@@ -28,9 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Each of the fifteen checks against a healthy node (passes) and against that node with exactly one
- * thing broken (fails). The node is real files: regions written by the codec's writer and a procfs
- * tree; evidence comes from the real collector.
+ * Each of the seventeen checks against a healthy node (passes) and against that node with exactly
+ * one thing broken (fails). The node is real files: regions written by the codec's writer and a
+ * procfs tree; evidence comes from the real collector.
  */
 class DoctorChecksTest {
   static final long GIB = 1L << 30;

@@ -194,7 +194,7 @@ class OpsParserProperties {
       Arrays.stream(Layout.values()).map(Layout::label).collect(Collectors.toSet());
 
   /**
-   * Every one of the fifteen checks ran to a verdict (a check that throws is reported as "check
+   * Every one of the seventeen checks ran to a verdict (a check that throws is reported as "check
    * could not run", which hostile bytes must never cause), findings are ordered, and the JSON
    * parses back to the same verdict.
    */

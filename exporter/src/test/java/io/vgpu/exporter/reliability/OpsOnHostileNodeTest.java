@@ -67,7 +67,7 @@ class OpsOnHostileNodeTest {
     Files.write(evil.resolve("junk.cache"), junk);
     Files.createSymbolicLink(root.resolve("ffffffff-0000-4000-8000-00000000000f_linked"), outside);
 
-    try (HostileFilesTest.OutsideWatch watch = new HostileFilesTest.OutsideWatch(outside)) {
+    try (HostileDirFixture.OutsideWatch watch = new HostileDirFixture.OutsideWatch(outside)) {
       for (List<String> args :
           List.of(
               List.of("doctor", "--no-nvml", "--window", "0s"),
