@@ -138,8 +138,7 @@ public final class ExporterApp implements AutoCloseable {
             ? Optional.of(
                 new AttributionService(
                     latestNvml,
-                    new HostPidResolver(
-                        new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime),
+                    new HostPidResolver(procFs, PROC_SCAN_INTERVAL, System::nanoTime),
                     settings,
                     clock,
                     states::build,

@@ -2,7 +2,6 @@ package io.vgpu.regioncodec;
 
 import io.vgpu.regioncodec.RegionException.Reason;
 import io.vgpu.regioncodec.internal.NativeFs;
-import io.vgpu.regioncodec.internal.Opener;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -290,7 +289,7 @@ public final class SafeOpen {
     } catch (IOException | UnsupportedOperationException e) {
       throw new RegionIoException(Reason.IO_ERROR, "cannot stat " + shown + ": " + e, e);
     }
-    long nanos = Opener.epochNanos((FileTime) a.get("lastModifiedTime"));
+    long nanos = NativeFs.epochNanos((FileTime) a.get("lastModifiedTime"));
     return new Stat(
         ((Number) a.get("dev")).longValue(),
         ((Number) a.get("ino")).longValue(),

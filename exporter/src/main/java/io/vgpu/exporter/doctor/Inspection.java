@@ -33,7 +33,7 @@ public final class Inspection {
   public static Map<String, Object> model(NodeEvidence e, DoctorReport report) {
     List<Object> containers = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
-      Judgment.Container judged = Judgment.container(e, c, report);
+      Judgment.Container judged = Judgment.container(e, c, report.findings());
       Map<String, Object> cm = new LinkedHashMap<>();
       cm.put("pod_uid", c.key().podUid());
       cm.put("container", c.key().containerName());
@@ -156,7 +156,7 @@ public final class Inspection {
   public static String text(NodeEvidence e, DoctorReport report) {
     StringBuilder b = new StringBuilder();
     for (NodeEvidence.Container c : e.containers()) {
-      Judgment.Container judged = Judgment.container(e, c, report);
+      Judgment.Container judged = Judgment.container(e, c, report.findings());
       b.append("== pod ")
           .append(TenantText.clean(c.key().podUid()))
           .append(" container ")

@@ -204,7 +204,7 @@ public final class ExpositionCache {
             compressor.finish();
             result =
                 new Rendition(
-                    this,
+                    this::release,
                     format,
                     compressor.array(),
                     compressor.length(),
@@ -214,7 +214,7 @@ public final class ExpositionCache {
             compressor.clear();
           }
         }
-      } catch (TextEncoder.Unsupported e) {
+      } catch (UnsupportedFamilyException e) {
         result = new Exposition.Fallback(e.getMessage());
       } catch (ExpositionBuffer.PageTooLarge | ArithmeticException e) {
         synchronized (lock) {
@@ -275,7 +275,7 @@ public final class ExpositionCache {
           slots.get(format).streaming = false;
         }
       }
-    } catch (TextEncoder.Unsupported e) {
+    } catch (UnsupportedFamilyException e) {
       throw new IOException("streamed exposition aborted: " + e.getMessage(), e);
     } catch (java.io.UncheckedIOException e) {
       throw e.getCause();

@@ -145,7 +145,7 @@ public final class JudgmentCollector extends VgpuCollector {
             .filter(f -> f.subject().equals(Checks.NODE))
             .filter(JudgmentCollector::problem)
             .toList();
-    return new Judged(pass, Judgment.containers(pass.evidence(), report), node);
+    return new Judged(pass, Judgment.containers(pass.evidence(), report.findings()), node);
   }
 
   private static boolean problem(Finding f) {
