@@ -140,8 +140,7 @@ public final class ExporterApp implements AutoCloseable {
             ? Optional.of(
                 new AttributionService(
                     latestNvml,
-                    new HostPidResolver(
-                        new ProcFs(config.procfs()), PROC_SCAN_INTERVAL, System::nanoTime),
+                    new HostPidResolver(procFs, PROC_SCAN_INTERVAL, System::nanoTime),
                     settings,
                     clock,
                     states::build,
@@ -199,7 +198,7 @@ public final class ExporterApp implements AutoCloseable {
                 config.port(),
                 config.metricsMaxAge(),
                 webConfig(config),
-                HttpServer.StatusPages.parse(config.get(Flags.WEB_STATUS_PAGES)),
+                config.get(Flags.WEB_STATUS_PAGES),
                 config.get(Flags.WEB_STATUS_MAX_AGE),
                 new NetworkLimits(
                     config.get(Flags.WEB_MAX_CONNECTIONS),
@@ -297,8 +296,7 @@ public final class ExporterApp implements AutoCloseable {
   }
 
   private static WebConfig webConfig(ExporterConfig config) {
-    String file = config.get(Flags.WEB_CONFIG_FILE);
-    return file.isEmpty() ? WebConfig.none() : WebConfig.load(java.nio.file.Path.of(file));
+    return config.get(Flags.WEB_CONFIG_FILE).map(WebConfig::load).orElseGet(WebConfig::none);
   }
 
   private static PodMetadataSource metadataFrom(ExporterConfig config) {
@@ -306,13 +304,13 @@ public final class ExporterApp implements AutoCloseable {
       return StaticMetadataSource.disabled();
     }
     Config kc;
-    String kubeconfig = config.get(Flags.KUBECONFIG);
-    if (!kubeconfig.isEmpty()) {
+    java.util.Optional<java.nio.file.Path> kubeconfig = config.get(Flags.KUBECONFIG);
+    if (kubeconfig.isPresent()) {
       try {
-        kc = Config.fromKubeconfig(Files.readString(java.nio.file.Path.of(kubeconfig)));
+        kc = Config.fromKubeconfig(Files.readString(kubeconfig.get()));
       } catch (IOException e) {
         throw new io.vgpu.exporter.config.ConfigException(
-            "cannot read --kubeconfig " + kubeconfig + ": " + e.getMessage());
+            "cannot read --kubeconfig " + kubeconfig.get() + ": " + e.getMessage());
       }
     } else {
       kc = Config.autoConfigure(null);

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.testing.Await;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -74,12 +74,14 @@ class ExporterAppWiringTest {
    */
   @Test
   void statusPage_readsTheAppsProcfsAndNvmlSampler() throws Exception {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(1L << 30, 50).slot(7, 1007, 1, OpsFixture.usage(1L << 20, 10)).build());
+            OperatorFixture.v12(1L << 30, 50)
+                .slot(7, 1007, 1, OperatorFixture.usage(1L << 20, 10))
+                .build());
     fx.process(1007, 7).gpu(region).write();
     try (ExporterApp app = build(flags(fx.cacheRoot, fx.proc), false).start()) {
       Await.until(Duration.ofSeconds(10), () -> app.discovery().current().generation() > 0);

@@ -4,7 +4,5 @@ package io.vgpu.hostpid;
 public sealed interface PidResolution permits Resolved, Unresolved {
 
   /** True for {@link Resolved}. */
-  default boolean isResolved() {
-    return this instanceof Resolved;
-  }
+  boolean isResolved();
 }

@@ -7,6 +7,10 @@ package io.vgpu.hostpid;
  * @param startTimeTicks its start time; pass both to {@link HostPidResolver#isAlive} later
  */
 public record Resolved(int hostPid, long startTimeTicks) implements PidResolution {
+  @Override
+  public boolean isResolved() {
+    return true;
+  }
 
   public Resolved {
     if (hostPid <= 0 || startTimeTicks < 0) {

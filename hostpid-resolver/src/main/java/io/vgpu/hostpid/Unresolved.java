@@ -2,6 +2,10 @@ package io.vgpu.hostpid;
 
 /** The in-container pid maps to no single live process of the pod. */
 public record Unresolved(Reason reason) implements PidResolution {
+  @Override
+  public boolean isResolved() {
+    return false;
+  }
 
   /** Why; a small fixed set, fit for a metric label. */
   public enum Reason {

@@ -201,7 +201,7 @@ class ParserProperties {
     if (line.isEmpty()) {
       return null;
     }
-    String[] fields = line.split("[ \t]+");
+    String[] fields = line.split("[ \t]+", -1);
     if (fields.length > 33) {
       return null;
     }

@@ -255,7 +255,9 @@ public final class RegionFile implements AutoCloseable {
     if (!writable) {
       throw new IllegalStateException(path + " was opened read-only; use openReadWrite");
     }
-    return new RegionWriter(this);
+    return new RegionWriter(
+        new RegionWriter.Target(
+            segment, geometry, extensionMapped, this::checkSize, this::truncated));
   }
 
   MemorySegment segment() {

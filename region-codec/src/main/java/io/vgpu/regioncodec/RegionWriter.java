@@ -14,6 +14,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * Creates region files and updates single fields of an open read-write {@link RegionFile}.
@@ -29,11 +30,23 @@ import java.util.Objects;
  * recent_kernel} are meant for production write-back; the slot methods are for fixtures and demos.
  */
 public final class RegionWriter {
-  private final RegionFile file;
+  private final Target file;
   private final MemorySegment segment;
   private final Geometry geometry;
 
-  RegionWriter(RegionFile file) {
+  /**
+   * What a writer needs of the open file it writes (given by {@link RegionFile#writer()}, so this
+   * class never refers back to the file's class): its mapping and layout, whether the extension
+   * block is mapped, and the file's own size check and fault message.
+   */
+  record Target(
+      MemorySegment segment,
+      Geometry geometry,
+      boolean extensionMapped,
+      Runnable checkSize,
+      Function<InternalError, RegionIoException> truncated) {}
+
+  RegionWriter(Target file) {
     this.file = file;
     this.segment = file.segment();
     this.geometry = file.geometry();
@@ -87,7 +100,7 @@ public final class RegionWriter {
 
   /** Stores {@code procs[slot].hostpid}. */
   public void setHostPid(int slot, int hostPid) {
-    Checks.index(slot, RegionFile.MAX_PROCESSES, "slot");
+    Checks.index(slot, Geometry.MAX_PROCS, "slot");
     store(
         () ->
             Access.setIntRelease(
@@ -96,7 +109,7 @@ public final class RegionWriter {
 
   /** Stores {@code procs[slot].status}. */
   public void setStatus(int slot, int status) {
-    Checks.index(slot, RegionFile.MAX_PROCESSES, "slot");
+    Checks.index(slot, Geometry.MAX_PROCS, "slot");
     store(
         () ->
             Access.setIntRelease(
@@ -105,14 +118,14 @@ public final class RegionWriter {
 
   /** Stores {@code limit[device]} in bytes (0 = unlimited). */
   public void setMemoryLimit(int device, long bytes) {
-    Checks.index(device, RegionFile.MAX_DEVICES, "device");
+    Checks.index(device, Geometry.MAX_DEVICES, "device");
     Checks.nonNegative(bytes, "bytes");
     store(() -> Access.setLongRelease(segment, geometry.limit(device), bytes));
   }
 
   /** Stores {@code sm_limit[device]} in percent (0 or at least 100 = unlimited). */
   public void setSmLimit(int device, int percent) {
-    Checks.index(device, RegionFile.MAX_DEVICES, "device");
+    Checks.index(device, Geometry.MAX_DEVICES, "device");
     Checks.nonNegative(percent, "percent");
     store(() -> Access.setLongRelease(segment, geometry.smLimit(device), percent));
   }
@@ -120,6 +133,40 @@ public final class RegionWriter {
   /** Stores {@code utilization_switch}. */
   public void setUtilizationSwitch(int value) {
     store(() -> Access.setIntRelease(segment, geometry.utilizationSwitchOffset, value));
+  }
+
+  /**
+   * Stores {@code last_kernel_time} (epoch seconds).
+   *
+   * @throws IllegalStateException for the L0 layouts, which have no such field
+   */
+  public void setLastKernelTime(long epochSeconds) {
+    if (geometry.lastKernelTimeOffset < 0) {
+      throw new IllegalStateException(geometry.layout + " has no last_kernel_time");
+    }
+    store(() -> Access.setLongRelease(segment, geometry.lastKernelTimeOffset, epochSeconds));
+  }
+
+  /**
+   * Stores the first word of {@code sem}: 1 is free (as {@code sem_init} leaves it), 0 is taken by
+   * a {@code sem_wait} that has not posted. For fixtures and demos of a dead lock holder.
+   */
+  public void setSemaphoreValue(int value) {
+    Checks.nonNegative(value, "value");
+    store(() -> Access.setIntRelease(segment, geometry.semOffset, value));
+  }
+
+  /**
+   * Stores every counter of one device in libvgpu's extension block.
+   *
+   * @throws IllegalStateException when the file has no extension block mapped
+   */
+  public void setExtensionDevice(ExtensionDevice device) {
+    Objects.requireNonNull(device, "device");
+    if (!file.extensionMapped()) {
+      throw new IllegalStateException("no extension block mapped");
+    }
+    store(() -> Encoder.writeExtensionDevice(segment, device));
   }
 
   /** Stores {@code recent_kernel}. */
@@ -137,14 +184,14 @@ public final class RegionWriter {
    * increments, then hostpid, status and pid. Does not change {@code proc_num}.
    */
   public void putSlot(int slot, RegionSpec.SlotSpec spec) {
-    Checks.index(slot, RegionFile.MAX_PROCESSES, "slot");
+    Checks.index(slot, Geometry.MAX_PROCS, "slot");
     Objects.requireNonNull(spec, "spec");
     store(() -> Encoder.writeSlot(segment, geometry, slot, spec, file.extensionMapped(), true));
   }
 
   /** Replaces one device's usage of a slot under the slot's seqlock (when the layout has one). */
   public void updateUsage(int slot, DeviceUsage usage) {
-    Checks.index(slot, RegionFile.MAX_PROCESSES, "slot");
+    Checks.index(slot, Geometry.MAX_PROCS, "slot");
     Objects.requireNonNull(usage, "usage");
     if (geometry.slotDeviceUtilOffset < 0 && usage.smUtilPercent() != 0) {
       throw new IllegalArgumentException(
@@ -165,11 +212,11 @@ public final class RegionWriter {
   }
 
   private void store(Runnable write) {
-    file.checkSize();
+    file.checkSize().run();
     try {
       write.run();
     } catch (InternalError e) {
-      throw file.truncated(e);
+      throw file.truncated().apply(e);
     }
   }
 }

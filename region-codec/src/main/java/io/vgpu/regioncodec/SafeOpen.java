@@ -2,7 +2,6 @@ package io.vgpu.regioncodec;
 
 import io.vgpu.regioncodec.RegionException.Reason;
 import io.vgpu.regioncodec.internal.NativeFs;
-import io.vgpu.regioncodec.internal.Opener;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -201,12 +200,28 @@ public final class SafeOpen {
   }
 
   /**
-   * Either the bytes or why there are none.
-   *
-   * @param bytes the content (empty array when {@code why} is set)
-   * @param why why nothing was read, or null
+   * Either the bytes or why there are none. A class, not a record: a record of an array would
+   * compare by the array's identity, and the bytes are a fresh copy no one else holds.
    */
-  public record Small(byte[] bytes, Unread why) {
+  public static final class Small {
+    private final byte[] bytes;
+    private final Unread why;
+
+    Small(byte[] bytes, Unread why) {
+      this.bytes = bytes;
+      this.why = why;
+    }
+
+    /** The content (an empty array when {@link #why} is set); the caller's own copy. */
+    public byte[] bytes() {
+      return bytes;
+    }
+
+    /** Why nothing was read, or null. */
+    public Unread why() {
+      return why;
+    }
+
     public boolean read() {
       return why == null;
     }
@@ -274,7 +289,7 @@ public final class SafeOpen {
     } catch (IOException | UnsupportedOperationException e) {
       throw new RegionIoException(Reason.IO_ERROR, "cannot stat " + shown + ": " + e, e);
     }
-    long nanos = Opener.epochNanos((FileTime) a.get("lastModifiedTime"));
+    long nanos = NativeFs.epochNanos((FileTime) a.get("lastModifiedTime"));
     return new Stat(
         ((Number) a.get("dev")).longValue(),
         ((Number) a.get("ino")).longValue(),

@@ -136,6 +136,59 @@ class RegionWriterTest {
   }
 
   @Test
+  void setLastKernelTimeSemaphoreAndExtensionDevice_landAtTheirOffsetsAndReadBack() {
+    Path path = dir.resolve("w.cache");
+    RegionWriter.create(path, Fixtures.withExtension());
+    byte[] before = readAll(path);
+    ExtensionDevice counters = new ExtensionDevice(1, 3, 4, 5, 6, 7, 8, 9);
+    try (RegionFile rw = RegionFile.openReadWrite(path)) {
+      RegionWriter w = rw.writer();
+      w.setLastKernelTime(1_700_000_123L);
+      w.setSemaphoreValue(0);
+      w.setExtensionDevice(counters);
+      RegionSnapshot s = rw.snapshot();
+      assertThat(s.lastKernelTimeEpochSeconds()).isEqualTo(1_700_000_123L);
+      assertThat(s.extension().orElseThrow().devices()).contains(counters);
+    }
+    ByteBuffer after = ByteBuffer.wrap(readAll(path)).order(ByteOrder.LITTLE_ENDIAN);
+    assertThat(after.getLong(2_008_912)).isEqualTo(1_700_000_123L);
+    assertThat(after.getInt(24)).isZero();
+    long device1 = 2_008_960L + 448 + 64;
+    for (int f = 0; f < 7; f++) {
+      assertThat(after.getLong((int) device1 + 8 * f)).as("field %d", f).isEqualTo(3L + f);
+    }
+    // nothing else moved
+    int changed = 0;
+    byte[] now = after.array();
+    for (int i = 0; i < before.length; i++) {
+      if (before[i] != now[i]) {
+        changed++;
+        assertThat(
+                (i >= 2_008_912 && i < 2_008_920)
+                    || (i >= 24 && i < 28)
+                    || (i >= device1 && i < device1 + 56))
+            .as("byte %d changed", i)
+            .isTrue();
+      }
+    }
+    assertThat(changed).isPositive();
+  }
+
+  @Test
+  void setLastKernelTime_onL0_andExtensionDevice_withoutExtension_throwIllegalState() {
+    Path l0 = dir.resolve("l0.cache");
+    RegionWriter.create(l0, Fixtures.typical(Layout.L0B));
+    try (RegionFile rw = RegionFile.openReadWrite(l0)) {
+      assertThatThrownBy(() -> rw.writer().setLastKernelTime(1))
+          .isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> rw.writer().setExtensionDevice(ExtensionDevice.zero(0)))
+          .isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> rw.writer().setSemaphoreValue(-1))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+  }
+
+  @Test
   void writer_onReadOnlyFile_throwsIllegalState() {
     Path path = dir.resolve("w.cache");
     RegionWriter.create(path, Fixtures.typical(Layout.V1_2));

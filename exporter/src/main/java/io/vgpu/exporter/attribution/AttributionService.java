@@ -28,8 +28,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Runs attribution in the background: every {@code interval} it reads the node's regions (through
@@ -46,7 +44,6 @@ import org.slf4j.LoggerFactory;
  * from any thread; {@link #runOnce()} runs on one thread at a time.
  */
 public final class AttributionService implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(AttributionService.class);
 
   /**
    * @param interval time between reconciliations (default 2 s)
@@ -201,8 +198,12 @@ public final class AttributionService implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    executor.scheduleWithFixedDelay(
-        () -> health.run(this::runOnce), 0, settings.interval().toNanos(), TimeUnit.NANOSECONDS);
+    var _ =
+        executor.scheduleWithFixedDelay(
+            () -> health.run(this::runOnce),
+            0,
+            settings.interval().toNanos(),
+            TimeUnit.NANOSECONDS);
   }
 
   /**
@@ -325,7 +326,7 @@ public final class AttributionService implements AutoCloseable {
         int lines = 0;
         while ((line = in.readLine()) != null && lines++ < 64) {
           if (line.startsWith("Uid:")) {
-            for (String f : line.substring(4).trim().split("\\s+")) {
+            for (String f : line.substring(4).trim().split("\\s+", -1)) {
               out.add(Integer.parseUnsignedInt(f));
             }
             break;

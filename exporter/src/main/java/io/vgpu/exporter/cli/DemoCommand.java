@@ -231,24 +231,25 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
       throw new io.vgpu.exporter.config.ConfigException(
           "cannot serve on " + bind + ":" + port + ": " + rootMessage(e));
     }
-    ticker.scheduleAtFixedRate(
-        () -> {
-          try {
-            node.tick();
-            if (fakeNvmlConfig != null) {
-              node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
-            }
-          } catch (java.io.IOException | RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
-                .atWarn()
-                .setMessage("demo tick failed")
-                .addKeyValue("error", e.toString())
-                .log();
-          }
-        },
-        tickMillis,
-        tickMillis,
-        TimeUnit.MILLISECONDS);
+    var _ =
+        ticker.scheduleAtFixedRate(
+            () -> {
+              try {
+                node.tick();
+                if (fakeNvmlConfig != null) {
+                  node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
+                }
+              } catch (java.io.IOException | RuntimeException e) {
+                org.slf4j.LoggerFactory.getLogger(DemoCommand.class)
+                    .atWarn()
+                    .setMessage("demo tick failed")
+                    .addKeyValue("error", e.toString())
+                    .log();
+              }
+            },
+            tickMillis,
+            tickMillis,
+            TimeUnit.MILLISECONDS);
     spec.commandLine()
         .getOut()
         .print(

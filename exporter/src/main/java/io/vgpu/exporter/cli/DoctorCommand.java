@@ -132,7 +132,8 @@ public final class DoctorCommand implements Callable<Integer>, FlagOptions.Host 
     }
     DoctorReport report = Doctor.standard().run(e);
     var out = spec.commandLine().getOut();
-    List<Judgment.Container> judged = List.copyOf(Judgment.containers(e, report).values());
+    List<Judgment.Container> judged =
+        List.copyOf(Judgment.containers(e, report.findings()).values());
     out.print(node.json ? report.toJson(judged) : report.toText(judged, problemsOnly));
     out.flush();
     return report.exitCode();

@@ -40,6 +40,7 @@ final class FlagOptions {
 
   private FlagOptions() {}
 
+  @SuppressWarnings("ReferenceEquality") // each Flag is one constant: identity is its equality
   static void addTo(CommandSpec spec, Host host) {
     boolean includeListen = host.includeListenFlags();
     for (Flag<?> f : host.flags()) {

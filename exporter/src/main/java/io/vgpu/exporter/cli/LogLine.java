@@ -154,7 +154,7 @@ final class LogLine {
     StringBuilder b = new StringBuilder(k.length());
     for (int i = 0; i < k.length(); i++) {
       char c = k.charAt(i);
-      b.append(Character.isLetterOrDigit(c) && c < 0x7f || c == '_' || c == '.' ? c : '_');
+      b.append((Character.isLetterOrDigit(c) && c < 0x7f) || c == '_' || c == '.' ? c : '_');
     }
     return b.isEmpty() ? "_" : b.toString();
   }

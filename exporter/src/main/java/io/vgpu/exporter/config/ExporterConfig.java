@@ -18,10 +18,11 @@ import java.util.Optional;
  * then the default. Immutable and thread-safe.
  */
 public final class ExporterConfig {
-  private final Map<Flag<?>, Object> values;
-  private final Map<Flag<?>, String> sources;
+  private final IdentityHashMap<Flag<?>, Object> values;
+  private final IdentityHashMap<Flag<?>, String> sources;
 
-  private ExporterConfig(Map<Flag<?>, Object> values, Map<Flag<?>, String> sources) {
+  private ExporterConfig(
+      IdentityHashMap<Flag<?>, Object> values, IdentityHashMap<Flag<?>, String> sources) {
     this.values = values;
     this.sources = sources;
   }
@@ -34,8 +35,8 @@ public final class ExporterConfig {
    * @throws ConfigException listing every bad value, each with flag, source and what is expected
    */
   public static ExporterConfig resolve(Map<String, String> commandLine, Map<String, String> env) {
-    Map<Flag<?>, Object> values = new IdentityHashMap<>();
-    Map<Flag<?>, String> sources = new IdentityHashMap<>();
+    IdentityHashMap<Flag<?>, Object> values = new IdentityHashMap<>();
+    IdentityHashMap<Flag<?>, String> sources = new IdentityHashMap<>();
     List<String> problems = new ArrayList<>();
     for (String name : commandLine.keySet()) {
       if (Flags.ALL.stream().noneMatch(f -> f.name().equals(name))) {
@@ -80,8 +81,8 @@ public final class ExporterConfig {
   /** A copy with one flag replaced by an already-typed value (tests, demo). */
   public <T> ExporterConfig with(Flag<T> flag, T value) {
     Objects.requireNonNull(value, "value");
-    Map<Flag<?>, Object> copy = new IdentityHashMap<>(values);
-    Map<Flag<?>, String> src = new IdentityHashMap<>(sources);
+    IdentityHashMap<Flag<?>, Object> copy = new IdentityHashMap<>(values);
+    IdentityHashMap<Flag<?>, String> src = new IdentityHashMap<>(sources);
     copy.put(flag, value);
     src.put(flag, "override");
     return new ExporterConfig(copy, src);

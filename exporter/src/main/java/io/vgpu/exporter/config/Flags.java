@@ -3,6 +3,7 @@ package io.vgpu.exporter.config;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Every flag the exporter reads, in one place. Each flag also reads {@code VGPU_EXPORTER_<NAME>}
@@ -38,7 +39,7 @@ public final class Flags {
           Parsers::duration,
           "DURATION");
 
-  public static final Flag<String> WEB_CONFIG_FILE =
+  public static final Flag<Optional<Path>> WEB_CONFIG_FILE =
       new Flag<>(
           "web.config.file",
           "Prometheus exporter-toolkit web configuration (YAML): tls_server_config (cert_file,"
@@ -46,17 +47,17 @@ public final class Flags {
               + " empty serves plain HTTP without authentication.",
           "",
           List.of(),
-          Parsers::string,
+          Parsers::optionalPath,
           "FILE");
 
-  public static final Flag<String> WEB_STATUS_PAGES =
+  public static final Flag<StatusPages> WEB_STATUS_PAGES =
       new Flag<>(
           "web.status-pages",
           "Who may see / and /api/v1/containers (every pod's names, uids and pids): all (as"
               + " /metrics), loopback (only clients on 127.0.0.1/::1) or off (404).",
           "all",
           List.of(),
-          Parsers.oneOf("all", "loopback", "off"),
+          StatusPages::parse,
           "all|loopback|off");
 
   public static final Flag<Duration> WEB_STATUS_MAX_AGE =
@@ -150,13 +151,13 @@ public final class Flags {
           Parsers::bool,
           "BOOL");
 
-  public static final Flag<String> KUBECONFIG =
+  public static final Flag<Optional<Path>> KUBECONFIG =
       new Flag<>(
           "kubeconfig",
           "Kubeconfig file; empty means in-cluster service account, then ~/.kube/config.",
           "",
           List.of("KUBECONFIG"),
-          Parsers::string,
+          Parsers::optionalPath,
           "FILE");
 
   public static final Flag<List<String>> POD_LABELS =

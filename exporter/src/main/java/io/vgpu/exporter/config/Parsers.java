@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -115,6 +116,11 @@ public final class Parsers {
     } catch (InvalidPathException e) {
       throw new IllegalArgumentException("not a valid path: " + e.getReason(), e);
     }
+  }
+
+  /** A path as {@link #path}; empty means none. */
+  public static Optional<Path> optionalPath(String raw) {
+    return raw.isEmpty() ? Optional.empty() : Optional.of(path(raw));
   }
 
   public static String string(String raw) {

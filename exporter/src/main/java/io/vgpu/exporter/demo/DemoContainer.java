@@ -1,16 +1,13 @@
 package io.vgpu.exporter.demo;
 
 import io.vgpu.regioncodec.DeviceUsage;
+import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSpec;
 import io.vgpu.regioncodec.RegionWriter;
 import io.vgpu.regioncodec.SlotExtension;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -27,8 +24,6 @@ final class DemoContainer {
   static final long MIB = 1L << 20;
   private static final long CONTEXT_BYTES = 300 * MIB;
   private static final long MODULE_BYTES = 20 * MIB;
-  private static final long LAST_KERNEL_OFFSET = 2_008_912L;
-  private static final long EXT_DEVICES_OFFSET = 2_008_960L + 448L;
 
   /** How the container behaves. */
   enum Behavior {
@@ -218,7 +213,7 @@ final class DemoContainer {
    */
   void write(double t, long nowMillis, long startEpochSeconds, boolean namespaces)
       throws IOException {
-    advanceCounters(t, nowMillis);
+    advanceCounters(t);
     if (!running()) {
       return;
     }
@@ -227,27 +222,29 @@ final class DemoContainer {
       for (int s = 0; s < children.size(); s++) {
         w.putSlot(s, slotSpec(s, children.get(s), t, nowMillis, namespaces));
       }
-    }
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-      ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
       long lastKernel = behavior == Behavior.IDLE ? startEpochSeconds - 7200 : nowMillis / 1000;
-      ch.write(b.putLong(0, lastKernel).rewind(), LAST_KERNEL_OFFSET);
+      w.setLastKernelTime(lastKernel);
       if (hamiCore) {
         return;
       }
       for (int d = 0; d < devices.size(); d++) {
-        long base = EXT_DEVICES_OFFSET + d * 64L;
-        ch.write(b.putLong(0, oomRejections).rewind(), base);
-        ch.write(b.putLong(0, (long) throttledNanos).rewind(), base + 16);
-        ch.write(b.putLong(0, (long) launchesDelayed).rewind(), base + 24);
-        ch.write(b.putLong(0, (long) launchesTotal).rewind(), base + 32);
-        ch.write(b.putLong(0, (long) limiterBusyNanos).rewind(), base + 40);
+        // The demo's library never rejects bytes or reports a window share: those stay zero.
+        w.setExtensionDevice(
+            new ExtensionDevice(
+                d,
+                oomRejections,
+                0,
+                (long) throttledNanos,
+                (long) launchesDelayed,
+                (long) launchesTotal,
+                (long) limiterBusyNanos,
+                0));
       }
     }
   }
 
   /** Counters grow with the clock: launches while busy, throttling only at the SM limit. */
-  private void advanceCounters(double t, long nowMillis) {
+  private void advanceCounters(double t) {
     double dt = Double.isNaN(lastCounterSeconds) ? 0 : Math.max(0, t - lastCounterSeconds);
     lastCounterSeconds = t;
     if (!running() || behavior == Behavior.IDLE) {

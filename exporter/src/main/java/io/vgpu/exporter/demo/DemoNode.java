@@ -7,15 +7,12 @@ import io.vgpu.exporter.k8s.StaticMetadataSource;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionExtension;
+import io.vgpu.regioncodec.RegionFile;
 import io.vgpu.regioncodec.RegionSpec;
 import io.vgpu.regioncodec.RegionWriter;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -55,9 +52,6 @@ public final class DemoNode implements AutoCloseable {
   /** NVML's per-process sampling period on current drivers. */
   private static final long NVML_SAMPLE_PERIOD_MICROS = 200_000;
 
-  /** Where HAMi-core's semaphore (sem_t) starts in a v1.2 region. */
-  private static final long SEM_OFFSET = 24;
-
   /** Most GPUs a demo node can have (the fake NVML's device limit). */
   public static final int MAX_GPUS = 16;
 
@@ -71,7 +65,7 @@ public final class DemoNode implements AutoCloseable {
 
   /** The stable pod UID the demo gives the pod named {@code pod}. */
   public static String podUid(String pod) {
-    return UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(StandardCharsets.UTF_8)).toString();
+    return DemoProblem.podUidOf(pod);
   }
 
   private final Path root;
@@ -332,8 +326,8 @@ public final class DemoNode implements AutoCloseable {
     RegionWriter.create(file, spec.build());
     if (deadHolder != 0) {
       // sem_wait took the semaphore; the holder died before its sem_post.
-      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-        ch.write(ByteBuffer.allocate(4), SEM_OFFSET);
+      try (RegionFile rf = RegionFile.openReadWrite(file)) {
+        rf.writer().setSemaphoreValue(0);
       }
     }
     sims.add(sim);

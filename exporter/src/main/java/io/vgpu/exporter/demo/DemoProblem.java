@@ -1,15 +1,12 @@
 package io.vgpu.exporter.demo;
 
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+
 /**
  * The demo's deliberate problems, one pod each, so every surface has something real to show and the
  * operator tools something to fix. Everything else on the demo node is healthy and stays so. The
  * pod carries the label {@value #LABEL}{@code =<id>}.
- *
- * @param id the label value and the doctor check it trips
- * @param namespace the pod's namespace
- * @param pod the pod's name
- * @param container the container's name
- * @param what one line for the banner: what is wrong and what fixes it
  */
 public enum DemoProblem {
   /** HAMi-core recorded the container pid as host pid (the zero-utilization bug). */
@@ -81,6 +78,11 @@ public enum DemoProblem {
 
   /** The pod UID the demo gives this problem's pod (stable across runs). */
   public String podUid() {
-    return DemoNode.podUid(pod);
+    return podUidOf(pod);
+  }
+
+  /** The stable pod UID the demo gives the pod named {@code pod}. */
+  static String podUidOf(String pod) {
+    return UUID.nameUUIDFromBytes(("demo-" + pod).getBytes(StandardCharsets.UTF_8)).toString();
   }
 }

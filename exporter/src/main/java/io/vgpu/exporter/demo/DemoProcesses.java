@@ -71,7 +71,7 @@ final class DemoProcesses {
     try {
       for (String line : Files.readAllLines(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/status"))) {
         if (line.startsWith("NSpid:")) {
-          String[] f = line.substring(6).trim().split("\\s+");
+          String[] f = line.substring(6).trim().split("\\s+", -1);
           return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
         }
       }

@@ -93,7 +93,7 @@ final class FakeProcfs {
   private static long startTicks(int hostPid) {
     try {
       String stat = Files.readString(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/stat"));
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ", -1);
       return Long.parseLong(f[19]);
     } catch (IOException | RuntimeException e) {
       return 4242;

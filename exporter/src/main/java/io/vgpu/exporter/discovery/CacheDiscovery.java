@@ -185,8 +185,9 @@ public final class CacheDiscovery implements AutoCloseable {
         Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("vgpu-discovery").unstarted(r));
     watcher.start(root);
-    executor.scheduleWithFixedDelay(
-        this::safeRescan, 0, rescanInterval.toMillis(), TimeUnit.MILLISECONDS);
+    var _ =
+        executor.scheduleWithFixedDelay(
+            this::safeRescan, 0, rescanInterval.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   /** Asks for a pass soon (coalesces bursts of events into one pass). */
@@ -194,13 +195,14 @@ public final class CacheDiscovery implements AutoCloseable {
     ScheduledExecutorService ex = executor;
     if (ex != null && rescanPending.compareAndSet(false, true)) {
       try {
-        ex.schedule(
-            () -> {
-              rescanPending.set(false);
-              safeRescan();
-            },
-            DEBOUNCE_MILLIS,
-            TimeUnit.MILLISECONDS);
+        var _ =
+            ex.schedule(
+                () -> {
+                  rescanPending.set(false);
+                  safeRescan();
+                },
+                DEBOUNCE_MILLIS,
+                TimeUnit.MILLISECONDS);
       } catch (java.util.concurrent.RejectedExecutionException e) {
         rescanPending.set(false);
       }

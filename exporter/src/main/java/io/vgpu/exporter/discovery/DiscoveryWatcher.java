@@ -78,6 +78,7 @@ final class DiscoveryWatcher {
     }
   }
 
+  @SuppressWarnings("ReferenceEquality") // WatchEvent kinds are singletons (OVERFLOW)
   private void watchLoop() {
     WatchService ws = watcher;
     while (true) {

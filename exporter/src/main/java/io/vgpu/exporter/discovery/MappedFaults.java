@@ -20,6 +20,6 @@ public final class MappedFaults {
    * {@link InternalError} from an earlier faulting access of this thread, if any.
    */
   public static void deliverPending() {
-    long unused = Runtime.getRuntime().freeMemory();
+    var _ = Runtime.getRuntime().freeMemory();
   }
 }

@@ -18,6 +18,7 @@ public interface SideFileReader {
     record Refused(String why) implements Result {}
 
     /** The whole file (at most the bound). */
+    @SuppressWarnings("ArrayRecordComponent") // never compared; the caller owns the bytes
     record Content(byte[] bytes) implements Result {}
   }
 

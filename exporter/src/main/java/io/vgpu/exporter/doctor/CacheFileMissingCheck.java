@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** 2: a container directory without a cache file while the pod's processes use the GPU. */
-public final class CacheFileMissingCheck implements DoctorCheck {
+final class CacheFileMissingCheck implements DoctorCheck {
   @Override
   public int number() {
     return 2;

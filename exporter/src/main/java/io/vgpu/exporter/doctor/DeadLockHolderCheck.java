@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** 5: the slot-table lock is recorded as held by a process that no longer exists. */
-public final class DeadLockHolderCheck implements DoctorCheck {
+final class DeadLockHolderCheck implements DoctorCheck {
   @Override
   public int number() {
     return 5;

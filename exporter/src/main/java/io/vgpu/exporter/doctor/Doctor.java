@@ -6,8 +6,8 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * Runs the fifteen checks over the node's evidence. Stateless and thread-safe; the status page runs
- * it on every render, the {@code doctor} command once.
+ * Runs the seventeen checks over the node's evidence. Stateless and thread-safe; the status page
+ * runs it on every render, the {@code doctor} command once.
  */
 public final class Doctor {
   private final List<DoctorCheck> checks;
@@ -16,7 +16,7 @@ public final class Doctor {
     this.checks = List.copyOf(checks);
   }
 
-  /** The fifteen checks, in the order of the debugging guides' leaves. */
+  /** The seventeen checks, in the order of the debugging guides' leaves. */
   public static Doctor standard() {
     return new Doctor(
         List.of(
@@ -51,7 +51,7 @@ public final class Doctor {
       try {
         found = check.evaluate(evidence);
       } catch (RuntimeException e) {
-        // A check that trips over unexpected evidence must not hide the other fourteen.
+        // A check that trips over unexpected evidence must not hide the other sixteen.
         found =
             List.of(
                 check.finding(

@@ -8,7 +8,7 @@ import java.util.Optional;
 /**
  * 14: HAMi's node handshake annotation is missing, undecodable or older than the scheduler accepts.
  */
-public final class HandshakeStaleCheck implements DoctorCheck {
+final class HandshakeStaleCheck implements DoctorCheck {
   @Override
   public int number() {
     return 14;

@@ -9,7 +9,7 @@ import java.util.List;
  * 9: the host pid the library recorded differs from the process's real host pid: HAMi's "hostpid ==
  * pid" bug makes its utilization 0 and silently disables the SM limiter.
  */
-public final class HostPidWrongCheck implements DoctorCheck {
+final class HostPidWrongCheck implements DoctorCheck {
   @Override
   public int number() {
     return 9;

@@ -33,7 +33,7 @@ public final class Inspection {
   public static Map<String, Object> model(NodeEvidence e, DoctorReport report) {
     List<Object> containers = new ArrayList<>();
     for (NodeEvidence.Container c : e.containers()) {
-      Judgment.Container judged = Judgment.container(e, c, report);
+      Judgment.Container judged = Judgment.container(e, c, report.findings());
       Map<String, Object> cm = new LinkedHashMap<>();
       cm.put("pod_uid", c.key().podUid());
       cm.put("container", c.key().containerName());
@@ -42,7 +42,7 @@ public final class Inspection {
       cm.put("findings", findings(judged.problems()));
       List<Object> regions = new ArrayList<>();
       for (Judgment.Region r : judged.regions()) {
-        regions.add(region(e, r));
+        regions.add(region(r));
       }
       cm.put("regions", regions);
       containers.add(cm);
@@ -69,7 +69,7 @@ public final class Inspection {
     return out;
   }
 
-  private static Map<String, Object> region(NodeEvidence e, Judgment.Region judged) {
+  private static Map<String, Object> region(Judgment.Region judged) {
     NodeEvidence.Region r = judged.region();
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("file", r.path().toString());
@@ -156,7 +156,7 @@ public final class Inspection {
   public static String text(NodeEvidence e, DoctorReport report) {
     StringBuilder b = new StringBuilder();
     for (NodeEvidence.Container c : e.containers()) {
-      Judgment.Container judged = Judgment.container(e, c, report);
+      Judgment.Container judged = Judgment.container(e, c, report.findings());
       b.append("== pod ")
           .append(TenantText.clean(c.key().podUid()))
           .append(" container ")

@@ -17,7 +17,7 @@ import java.util.Optional;
  * whether a region can be read, who holds its slot-table lock, and each container's verdict. The
  * doctor's checks, {@code inspect}, {@code cleanup}/{@code unlock}, the status page and {@code
  * /api/v1/containers} all render these values; none of them judges on its own, so they cannot
- * disagree. Pure functions of {@link NodeEvidence} (and the {@link DoctorReport} made from it).
+ * disagree. Pure functions of {@link NodeEvidence} (and the doctor's findings on it).
  */
 public final class Judgment {
   private Judgment() {}
@@ -283,20 +283,21 @@ public final class Judgment {
   }
 
   /** One container of the evidence, with the report's verdict about it. */
-  public static Container container(NodeEvidence e, NodeEvidence.Container c, DoctorReport report) {
+  public static Container container(
+      NodeEvidence e, NodeEvidence.Container c, List<Finding> findings) {
     List<Region> regions = new ArrayList<>();
     for (NodeEvidence.Region r : c.regions()) {
       regions.add(region(e, c, r));
     }
-    List<Finding> mine = report.findings().stream().filter(f -> about(f, c.key())).toList();
+    List<Finding> mine = findings.stream().filter(f -> about(f, c.key())).toList();
     return new Container(c.key(), regions, worst(mine), mine);
   }
 
   /** Every container of the evidence, in the evidence's order. */
-  public static Map<ContainerKey, Container> containers(NodeEvidence e, DoctorReport report) {
+  public static Map<ContainerKey, Container> containers(NodeEvidence e, List<Finding> findings) {
     Map<ContainerKey, Container> out = new LinkedHashMap<>();
     for (NodeEvidence.Container c : e.containers()) {
-      out.put(c.key(), container(e, c, report));
+      out.put(c.key(), container(e, c, findings));
     }
     return out;
   }

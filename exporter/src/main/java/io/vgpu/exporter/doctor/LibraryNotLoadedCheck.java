@@ -10,7 +10,7 @@ import java.util.List;
  * CUDA_DISABLE_CONTROL=true} (HAMi then skips the preload mount). Reports facts about the tenant's
  * files and environment (names libvgpu: yes, no, unreadable), never their contents.
  */
-public final class LibraryNotLoadedCheck implements DoctorCheck {
+final class LibraryNotLoadedCheck implements DoctorCheck {
   @Override
   public int number() {
     return 1;

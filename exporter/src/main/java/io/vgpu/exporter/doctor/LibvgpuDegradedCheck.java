@@ -13,7 +13,7 @@ import java.util.List;
  * enforces its limits for its own process tree only. Judged like the metric (see {@link
  * DegradedPolicy}); the content of a malformed file is never shown.
  */
-public final class LibvgpuDegradedCheck implements DoctorCheck {
+final class LibvgpuDegradedCheck implements DoctorCheck {
   @Override
   public int number() {
     return 16;

@@ -12,7 +12,7 @@ import java.util.Optional;
  * 12: the limiter delayed launches during the window while utilization stayed far below the limit.
  * Needs libvgpu's extension counters in both samples.
  */
-public final class LimiterMisfiringCheck implements DoctorCheck {
+final class LimiterMisfiringCheck implements DoctorCheck {
   @Override
   public int number() {
     return 12;

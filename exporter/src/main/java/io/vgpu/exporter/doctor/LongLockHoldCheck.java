@@ -9,7 +9,7 @@ import java.util.List;
  * 6: a live process has held the slot-table lock too long: from the extension's timestamp, or (for
  * HAMi-core regions, which record no time) held by the same pid at both samples.
  */
-public final class LongLockHoldCheck implements DoctorCheck {
+final class LongLockHoldCheck implements DoctorCheck {
   @Override
   public int number() {
     return 6;

@@ -13,7 +13,7 @@ import java.util.Optional;
  * allocations the library does not intercept (NCCL, cuDNN workspaces, non-primary contexts), or
  * accounting left behind.
  */
-public final class MemoryGapCheck implements DoctorCheck {
+final class MemoryGapCheck implements DoctorCheck {
   @Override
   public int number() {
     return 10;

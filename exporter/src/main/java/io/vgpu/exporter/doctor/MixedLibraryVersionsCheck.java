@@ -9,7 +9,7 @@ import java.util.TreeSet;
  * 4: one pod loads several different libvgpu files, or its regions were created by different
  * versions.
  */
-public final class MixedLibraryVersionsCheck implements DoctorCheck {
+final class MixedLibraryVersionsCheck implements DoctorCheck {
   @Override
   public int number() {
     return 4;

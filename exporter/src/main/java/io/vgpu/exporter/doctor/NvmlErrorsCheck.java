@@ -4,7 +4,7 @@ import io.vgpu.exporter.node.NodeEvidence;
 import java.util.List;
 
 /** 13: NVML could not be initialised or the driver answered with errors. */
-public final class NvmlErrorsCheck implements DoctorCheck {
+final class NvmlErrorsCheck implements DoctorCheck {
   @Override
   public int number() {
     return 13;

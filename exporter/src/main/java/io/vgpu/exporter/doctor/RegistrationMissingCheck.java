@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 /** 15: the device registration annotation is missing or undecodable (or disagrees with NVML). */
-public final class RegistrationMissingCheck implements DoctorCheck {
+final class RegistrationMissingCheck implements DoctorCheck {
   @Override
   public int number() {
     return 15;

@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** 7: the region's 1024-entry slot table is (nearly) full: new processes fail to register. */
-public final class SlotTableFullCheck implements DoctorCheck {
+final class SlotTableFullCheck implements DoctorCheck {
   @Override
   public int number() {
     return 7;

@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Optional;
 
 /** 11: the container's SM utilization (NVML, over the sampler's window) is above its SM limit. */
-public final class SmLimitNotEnforcedCheck implements DoctorCheck {
+final class SmLimitNotEnforcedCheck implements DoctorCheck {
   @Override
   public int number() {
     return 11;

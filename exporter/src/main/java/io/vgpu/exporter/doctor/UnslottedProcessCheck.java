@@ -12,7 +12,7 @@ import java.util.Map;
  * clears it, Docker-in-Docker) or without libvgpu. The same processes {@code
  * vgpu_container_unslotted_processes} counts and {@code VgpuProcessUnlimited} alerts on.
  */
-public final class UnslottedProcessCheck implements DoctorCheck {
+final class UnslottedProcessCheck implements DoctorCheck {
   @Override
   public int number() {
     return 17;

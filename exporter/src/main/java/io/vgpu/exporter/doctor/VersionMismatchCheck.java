@@ -12,7 +12,7 @@ import java.util.List;
  * a FAIL with the codec's reason, the same reason {@code vgpu_container_region_unreadable} carries:
  * its limits and usage are invisible to the exporter.
  */
-public final class VersionMismatchCheck implements DoctorCheck {
+final class VersionMismatchCheck implements DoctorCheck {
   @Override
   public int number() {
     return 3;

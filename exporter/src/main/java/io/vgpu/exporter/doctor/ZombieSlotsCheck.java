@@ -6,7 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** 8: slots of processes that are gone (SIGKILLed) still count memory against the limit. */
-public final class ZombieSlotsCheck implements DoctorCheck {
+final class ZombieSlotsCheck implements DoctorCheck {
   @Override
   public int number() {
     return 8;

@@ -63,6 +63,7 @@ public final class ExpositionBuffer {
   }
 
   /** Whether this buffer writes itself to {@code s} as it fills. */
+  @SuppressWarnings("ReferenceEquality") // the question is "this very stream"
   boolean streamsTo(OutputStream s) {
     return sink == s;
   }

@@ -161,17 +161,18 @@ public final class ExpositionCache {
     if (mine) {
       render(format, pending);
     }
-    pending.whenComplete(
-        (result, failure) -> {
-          if (failure != null) {
-            claimed.completeExceptionally(failure);
-          } else if (result instanceof Rendition r && !claim(r)) {
-            // A newer render retired this one and reused its array before we could read it.
-            acquireInto(format, claimed);
-          } else {
-            hand(claimed, result);
-          }
-        });
+    var _ =
+        pending.whenComplete(
+            (result, failure) -> {
+              if (failure != null) {
+                claimed.completeExceptionally(failure);
+              } else if (result instanceof Rendition r && !claim(r)) {
+                // A newer render retired this one and reused its array before we could read it.
+                acquireInto(format, claimed);
+              } else {
+                hand(claimed, result);
+              }
+            });
   }
 
   private boolean claim(Rendition r) {
@@ -203,7 +204,7 @@ public final class ExpositionCache {
             compressor.finish();
             result =
                 new Rendition(
-                    this,
+                    this::release,
                     format,
                     compressor.array(),
                     compressor.length(),
@@ -213,7 +214,7 @@ public final class ExpositionCache {
             compressor.clear();
           }
         }
-      } catch (TextEncoder.Unsupported e) {
+      } catch (UnsupportedFamilyException e) {
         result = new Exposition.Fallback(e.getMessage());
       } catch (ExpositionBuffer.PageTooLarge | ArithmeticException e) {
         synchronized (lock) {
@@ -274,7 +275,7 @@ public final class ExpositionCache {
           slots.get(format).streaming = false;
         }
       }
-    } catch (TextEncoder.Unsupported e) {
+    } catch (UnsupportedFamilyException e) {
       throw new IOException("streamed exposition aborted: " + e.getMessage(), e);
     } catch (java.io.UncheckedIOException e) {
       throw e.getCause();
@@ -319,7 +320,7 @@ public final class ExpositionCache {
         return gz;
       }
       long want = slot.lastGzipSize + (slot.lastGzipSize >> 1) + 256L;
-      long floor = PageCompressor.GZIP_HEADER.length + PageCompressor.TRAILER;
+      long floor = (long) PageCompressor.GZIP_HEADER.length + PageCompressor.TRAILER;
       return new byte[(int) Math.min(want, Math.max(pageLimit, floor))];
     }
   }

@@ -45,9 +45,9 @@ public interface Family {
    * A client_java snapshot as a family, when the fast encoder writes it exactly as client_java
    * would: a gauge, counter or info family without exemplars or timestamps.
    *
-   * @throws TextEncoder.Unsupported otherwise
+   * @throws UnsupportedFamilyException otherwise
    */
-  static Family of(MetricSnapshot snapshot) throws TextEncoder.Unsupported {
+  static Family of(MetricSnapshot snapshot) throws UnsupportedFamilyException {
     String name = snapshot.getMetadata().getName();
     Kind kind =
         switch (snapshot) {
@@ -55,15 +55,15 @@ public interface Family {
           case CounterSnapshot c -> Kind.COUNTER;
           case InfoSnapshot i -> Kind.INFO;
           default ->
-              throw new TextEncoder.Unsupported("type " + snapshot.getClass().getSimpleName());
+              throw new UnsupportedFamilyException("type " + snapshot.getClass().getSimpleName());
         };
     List<? extends DataPointSnapshot> points = snapshot.getDataPoints();
     for (DataPointSnapshot p : points) {
       if (p.hasScrapeTimestamp() || p.hasCreatedTimestamp()) {
-        throw new TextEncoder.Unsupported("timestamps in " + name);
+        throw new UnsupportedFamilyException("timestamps in " + name);
       }
       if (p instanceof CounterSnapshot.CounterDataPointSnapshot c && c.getExemplar() != null) {
-        throw new TextEncoder.Unsupported("exemplar in " + name);
+        throw new UnsupportedFamilyException("exemplar in " + name);
       }
     }
     return new Family() {

@@ -10,10 +10,10 @@ import java.util.function.Supplier;
 @FunctionalInterface
 public interface FamilySource {
   /**
-   * @throws TextEncoder.Unsupported when the page holds something only client_java's writers write
-   *     (the scrape then goes to client_java's handler)
+   * @throws UnsupportedFamilyException when the page holds something only client_java's writers
+   *     write (the scrape then goes to client_java's handler)
    */
-  List<? extends Family> families() throws TextEncoder.Unsupported;
+  List<? extends Family> families() throws UnsupportedFamilyException;
 
   /** Families of client_java snapshots (a registry's scrape, tests). */
   static FamilySource of(Supplier<MetricSnapshots> snapshots) {

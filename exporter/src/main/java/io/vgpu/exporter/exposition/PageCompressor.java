@@ -44,6 +44,7 @@ final class PageCompressor extends OutputStream {
    * whose CRC-32 is {@code crc}, with no reference to anything before them and ending at a byte
    * boundary without a final block, so it may stand between any two boundaries of a page.
    */
+  @SuppressWarnings("ArrayRecordComponent") // never compared; the bytes are owned
   record Segment(byte[] deflated, int crc, long rawLength) {}
 
   /**

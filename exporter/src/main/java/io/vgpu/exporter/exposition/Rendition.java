@@ -2,6 +2,7 @@ package io.vgpu.exporter.exposition;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.function.Consumer;
 import java.util.zip.DataFormatException;
 import java.util.zip.Inflater;
 
@@ -16,7 +17,7 @@ public final class Rendition implements Exposition {
   /** Bytes inflated per write when a scrape does not accept gzip. */
   static final int INFLATE_CHUNK = 32 * 1024;
 
-  private final ExpositionCache owner;
+  private final Consumer<Rendition> release;
   private final ExpositionFormat format;
   private final byte[] gzipped;
   private final int gzippedLength;
@@ -27,13 +28,13 @@ public final class Rendition implements Exposition {
   private boolean recycled; // guarded by owner's lock
 
   Rendition(
-      ExpositionCache owner,
+      Consumer<Rendition> release,
       ExpositionFormat format,
       byte[] gzipped,
       int gzippedLength,
       int size,
       long renderedAtNanos) {
-    this.owner = owner;
+    this.release = release;
     this.format = format;
     this.gzipped = gzipped;
     this.gzippedLength = gzippedLength;
@@ -99,7 +100,7 @@ public final class Rendition implements Exposition {
 
   /** Done sending; the last reader of a retired rendition returns its array. */
   public void release() {
-    owner.release(this);
+    release.accept(this);
   }
 
   /** Called under the owner's lock. Returns true when the array may be reused now. */

@@ -20,8 +20,8 @@ import java.util.Set;
  * Writes client_java snapshots as Prometheus text 0.0.4 or OpenMetrics 1.0.0, byte for byte what
  * client_java's own writers produce (tests compare the two on generated and real snapshots), for
  * the subset this exporter emits: gauges, counters and info families with legacy-valid names, no
- * exemplars, no created or scrape timestamps. Anything else throws {@link Unsupported}, and the
- * caller uses client_java's writer instead.
+ * exemplars, no created or scrape timestamps. Anything else throws {@link
+ * UnsupportedFamilyException}, and the caller uses client_java's writer instead.
  *
  * <p>Why it exists: client_java writes each label value character by character through a
  * BufferedWriter and formats every value with Double.toString; on a node of 100 containers x 8
@@ -32,15 +32,6 @@ import java.util.Set;
  * <p>Not thread-safe: one encoder per render at a time ({@link ExpositionCache} serializes).
  */
 public final class TextEncoder {
-  /** Thrown when a snapshot needs something only client_java's writers do. */
-  public static final class Unsupported extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    Unsupported(String why) {
-      super(why, null, false, false);
-    }
-  }
-
   private static final byte[] HELP = ascii("# HELP ");
   private static final byte[] TYPE = ascii("# TYPE ");
   private static final byte[] UNIT = ascii("# UNIT ");
@@ -60,7 +51,7 @@ public final class TextEncoder {
     }
   }
 
-  private final Map<Labels, Block> blocks = new IdentityHashMap<>();
+  private final IdentityHashMap<Labels, Block> blocks = new IdentityHashMap<>();
 
   /**
    * Each family's label sets and blocks by position, as of the last render: a family's points come
@@ -108,11 +99,12 @@ public final class TextEncoder {
 
   /**
    * Writes {@code snapshots} to {@code out} in {@code format}, checking as it goes that each is one
-   * this encoder writes exactly as client_java would; anything else throws {@link Unsupported} with
-   * {@code out} partly written (the caller discards it and uses client_java's writer).
+   * this encoder writes exactly as client_java would; anything else throws {@link
+   * UnsupportedFamilyException} with {@code out} partly written (the caller discards it and uses
+   * client_java's writer).
    */
   public void encode(MetricSnapshots snapshots, ExpositionFormat format, ExpositionBuffer out)
-      throws Unsupported {
+      throws UnsupportedFamilyException {
     List<Family> families = new ArrayList<>(snapshots.size());
     for (MetricSnapshot s : snapshots) {
       families.add(Family.of(s));
@@ -122,11 +114,11 @@ public final class TextEncoder {
 
   /**
    * Writes {@code families} (in exposition order, points in label order) to {@code out} in {@code
-   * format}; a name client_java would quote or escape throws {@link Unsupported} with {@code out}
-   * partly written.
+   * format}; a name client_java would quote or escape throws {@link UnsupportedFamilyException}
+   * with {@code out} partly written.
    */
   public void encode(List<? extends Family> families, ExpositionFormat format, ExpositionBuffer out)
-      throws Unsupported {
+      throws UnsupportedFamilyException {
     encode(families, format, out, null);
   }
 
@@ -143,12 +135,13 @@ public final class TextEncoder {
    * label set object and value bits as when its segment was made is not encoded again: its segment
    * is replayed. {@code segments} null: no segments.
    */
+  @SuppressWarnings("ReferenceEquality") // blocks are reused for the very same Labels object
   void encode(
       List<? extends Family> families,
       ExpositionFormat format,
       ExpositionBuffer out,
       PageCompressor segments)
-      throws Unsupported {
+      throws UnsupportedFamilyException {
     if (segments != null && !out.streamsTo(segments)) {
       throw new IllegalArgumentException("segments need a buffer streaming to their compressor");
     }
@@ -160,10 +153,10 @@ public final class TextEncoder {
       MetricMetadata meta = f.metadata();
       String name = meta.getName();
       if (!isLegacyName(name, false)) {
-        throw new Unsupported("metric name " + name);
+        throw new UnsupportedFamilyException("metric name " + name);
       }
       if (!names.add(name)) {
-        throw new Unsupported("duplicate family " + name);
+        throw new UnsupportedFamilyException("duplicate family " + name);
       }
       int n = f.size();
       if (n == 0) {
@@ -183,7 +176,7 @@ public final class TextEncoder {
           metadata(out, om, name, om ? null : INFO, om ? "info" : "gauge", meta);
           prefix = ascii(name + "_info");
         }
-        default -> throw new Unsupported("kind " + f.kind());
+        default -> throw new UnsupportedFamilyException("kind " + f.kind());
       }
       boolean info = f.kind() == Family.Kind.INFO;
       Positions at = positions(name, n);
@@ -247,6 +240,7 @@ public final class TextEncoder {
    * help and unit, and every point's label set the very object at its index with the same value
    * bits (the same bits print the same text). Marks the blocks it checks as used by this render.
    */
+  @SuppressWarnings("ReferenceEquality") // blocks are reused for the very same Labels object
   private boolean unchanged(
       Family f, int n, Positions at, ExpositionFormat format, MetricMetadata meta) {
     if (at.segment == null
@@ -362,7 +356,7 @@ public final class TextEncoder {
    * The cached block of {@code labels}, encoded and cached now if new; when the cache is full, one
    * encoded for this point only.
    */
-  private Block block(Labels labels) throws Unsupported {
+  private Block block(Labels labels) throws UnsupportedFamilyException {
     Block b = blocks.get(labels);
     if (b == null) {
       byte[] encoded = encodeLabels(labels);
@@ -380,7 +374,7 @@ public final class TextEncoder {
     return b;
   }
 
-  private byte[] encodeLabels(Labels labels) throws Unsupported {
+  private byte[] encodeLabels(Labels labels) throws UnsupportedFamilyException {
     if (labels.isEmpty()) {
       return new byte[0];
     }
@@ -390,7 +384,7 @@ public final class TextEncoder {
     for (int i = 0; i < labels.size(); i++) {
       String n = labels.getName(i);
       if (!isLegacyName(n, true) || !n.equals(labels.getPrometheusName(i))) {
-        throw new Unsupported("label name " + n);
+        throw new UnsupportedFamilyException("label name " + n);
       }
       if (i > 0) {
         o.write((byte) ',');

@@ -5,6 +5,7 @@ import io.javalin.compression.CompressionStrategy;
 import io.javalin.http.Context;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.config.Endpoints;
+import io.vgpu.exporter.config.StatusPages;
 import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.node.NodeStateProvider;
@@ -25,17 +26,6 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  * reasons.
  */
 public final class HttpServer implements AutoCloseable {
-  /** Who may see the status views ({@code --web.status-pages}). */
-  public enum StatusPages {
-    ALL,
-    LOOPBACK,
-    OFF;
-
-    public static StatusPages parse(String s) {
-      return valueOf(s.toUpperCase(java.util.Locale.ROOT));
-    }
-  }
-
   /**
    * How the server listens and what it shows.
    *
@@ -177,7 +167,7 @@ public final class HttpServer implements AutoCloseable {
     }
     BasicAuth.Outcome outcome = auth.check(ctx.header("Authorization"));
     if (outcome == BasicAuth.Outcome.ALLOWED) {
-      ctx.attribute(AUTHENTICATED, Boolean.TRUE);
+      ctx.attribute(AUTHENTICATED, true);
       return;
     }
     if (path.equals(Endpoints.READYZ)) {

@@ -55,7 +55,7 @@ final class MetricsEndpoint {
    */
   static int fallbackPermits(long maxHeap, int cpus) {
     long byHeap = maxHeap / FALLBACK_HEAP_SHARE;
-    return (int) Math.clamp(Math.min(byHeap, cpus), 1, MAX_CONCURRENT_FALLBACK_SCRAPES);
+    return Math.clamp(Math.min(byHeap, cpus), 1, MAX_CONCURRENT_FALLBACK_SCRAPES);
   }
 
   /**
@@ -162,30 +162,31 @@ final class MetricsEndpoint {
     AtomicBoolean ended = new AtomicBoolean();
     suspended.addListener(new EndedListener(ended));
     CompletableFuture<Void> answered = new CompletableFuture<>();
-    page.whenCompleteAsync(
-        (exposition, failure) -> {
-          waiting.decrementAndGet();
-          try {
-            if (failure != null) {
-              answered.completeExceptionally(failure);
-              return;
-            }
-            if (ended.get()) {
-              if (exposition instanceof Rendition r) {
-                r.release();
+    var _ =
+        page.whenCompleteAsync(
+            (exposition, failure) -> {
+              waiting.decrementAndGet();
+              try {
+                if (failure != null) {
+                  answered.completeExceptionally(failure);
+                  return;
+                }
+                if (ended.get()) {
+                  if (exposition instanceof Rendition r) {
+                    r.release();
+                  }
+                  answered.complete(null);
+                  return;
+                }
+                answer(ctx, exposition);
+                answered.complete(null);
+              } catch (Throwable t) { // a client that went away mid-send: Javalin ends the request
+                answered.completeExceptionally(t);
+              } finally {
+                stats.recordScrape(System.nanoTime() - start);
               }
-              answered.complete(null);
-              return;
-            }
-            answer(ctx, exposition);
-            answered.complete(null);
-          } catch (Throwable t) { // a client that went away mid-send: Javalin ends the request
-            answered.completeExceptionally(t);
-          } finally {
-            stats.recordScrape(System.nanoTime() - start);
-          }
-        },
-        serverThread);
+            },
+            serverThread);
     return answered;
   }
 
@@ -321,7 +322,7 @@ final class MetricsEndpoint {
   static boolean acceptsGzip(Context ctx) {
     Enumeration<String> headers = ctx.req().getHeaders("Accept-Encoding");
     while (headers != null && headers.hasMoreElements()) {
-      for (String token : headers.nextElement().split(",")) {
+      for (String token : headers.nextElement().split(",", -1)) {
         if (token.trim().equalsIgnoreCase("gzip")) {
           return true;
         }

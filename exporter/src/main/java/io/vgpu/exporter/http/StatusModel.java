@@ -144,7 +144,7 @@ public record StatusModel(
       String version,
       List<String> writes) {
     Map<io.vgpu.exporter.discovery.ContainerKey, Judgment.Container> judged =
-        Judgment.containers(evidence, report);
+        Judgment.containers(evidence, report.findings());
     List<Row> rows = new ArrayList<>();
     for (ContainerState c : state.containers()) {
       Judgment.Container j = judged.get(c.key());

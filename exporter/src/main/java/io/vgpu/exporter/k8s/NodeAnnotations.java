@@ -82,7 +82,7 @@ public final class NodeAnnotations {
       }
     }
     int count = 0;
-    for (String device : v.split(":")) {
+    for (String device : v.split(":", -1)) {
       if (device.isBlank()) {
         continue;
       }

@@ -7,9 +7,10 @@ import io.grpc.MethodDescriptor;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.stub.ClientCalls;
@@ -41,7 +42,9 @@ final class PodResourcesClient implements AutoCloseable {
       throw new IllegalStateException(
           "epoll transport unavailable (unix sockets need it): " + Epoll.unavailabilityCause());
     }
-    this.loop = new EpollEventLoopGroup(1, new DefaultThreadFactory("pod-resources-io", true));
+    this.loop =
+        new MultiThreadIoEventLoopGroup(
+            1, new DefaultThreadFactory("pod-resources-io", true), EpollIoHandler.newFactory());
     this.channel =
         NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
             .eventLoopGroup(loop)
@@ -110,6 +113,6 @@ final class PodResourcesClient implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    var _ = loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
   }
 }

@@ -108,7 +108,7 @@ public final class PodResourcesSource implements AutoCloseable {
       next = backoff();
     }
     if (!closed) {
-      executor.schedule(this::pollAndReschedule, next.toNanos(), TimeUnit.NANOSECONDS);
+      var _ = executor.schedule(this::pollAndReschedule, next.toNanos(), TimeUnit.NANOSECONDS);
     }
   }
 

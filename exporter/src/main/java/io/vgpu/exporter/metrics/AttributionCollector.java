@@ -213,10 +213,10 @@ public final class AttributionCollector extends VgpuCollector {
       Labels cl = labels.container(node, c);
       // Liveness is the one judgment's (the evidence pass), not the reconciler's: the same GONE
       // slots the status page, /api and doctor show.
-      zombies.add(c.gone(), cl);
+      zombies.add((double) c.gone(), cl);
       for (DeviceUsageSummary d : c.devices()) {
         Labels dl = labels.device(node, c, d);
-        zombieMem.add(d.goneBytes(), dl);
+        zombieMem.add((double) d.goneBytes(), dl);
         Optional<DeviceAttribution> da =
             a == null ? Optional.empty() : a.device(d.index(), d.uuid());
         if (da.isEmpty()) {
@@ -234,7 +234,7 @@ public final class AttributionCollector extends VgpuCollector {
           unknown.add(1, labels.deviceWith(node, c, d, "reason", x.unknown().get().label()));
         }
         if (x.nvmlMemoryBytes().isPresent()) {
-          nvmlMem.add(x.nvmlMemoryBytes().getAsLong(), dl);
+          nvmlMem.add((double) x.nvmlMemoryBytes().getAsLong(), dl);
         }
         overLimit.add(a.overSmLimitSeconds().getOrDefault(d.index(), 0.0), dl);
       }
@@ -281,7 +281,7 @@ public final class AttributionCollector extends VgpuCollector {
       gpuProcesses.add(ga.get().processes(), gl);
       if (holders == HolderSource.NONE) {
         unattributed.add(ga.get().unattributedProcesses(), gl);
-        unattributedMem.add(ga.get().unattributedBytes(), gl);
+        unattributedMem.add((double) ga.get().unattributedBytes(), gl);
         continue;
       }
       Map<UnattributedReason, Integer> reasons =
@@ -303,7 +303,8 @@ public final class AttributionCollector extends VgpuCollector {
                 }));
       }
       unattributed.add(sum, gl);
-      unattributedMem.add(held.unattributedBytes().getOrDefault(g.identity().uuid(), 0L), gl);
+      unattributedMem.add(
+          (double) held.unattributedBytes().getOrDefault(g.identity().uuid(), 0L), gl);
     }
     var writes = families.counter(EXPORTER_REGION_WRITES, help(16));
     service.regionWrites().forEach((f, n) -> writes.add(n, labels.nodeWith(node, "field", f)));

@@ -7,7 +7,7 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.exposition.FamilySource;
-import io.vgpu.exporter.exposition.TextEncoder;
+import io.vgpu.exporter.exposition.UnsupportedFamilyException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -86,7 +86,7 @@ final class CollectorChain implements MultiCollector, FamilySource {
    * orders a registry's snapshots (so both paths write the families in the same order).
    */
   @Override
-  public List<Family> families() throws TextEncoder.Unsupported {
+  public List<Family> families() throws UnsupportedFamilyException {
     PrometheusScrapeRequest scrape = new UnnamedScrape();
     List<Family> out = new ArrayList<>();
     try {
@@ -103,11 +103,6 @@ final class CollectorChain implements MultiCollector, FamilySource {
   @Override
   public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
     return descriptors;
-  }
-
-  @Override
-  public List<String> getPrometheusNames() {
-    return descriptors.stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
   }
 
   /** Identity of one scrape that arrived without an HTTP request: no path, no parameters. */

@@ -136,12 +136,15 @@ public final class ContainerCollector extends VgpuCollector {
     var unreadable = families.gauge(CONTAINER_REGION_UNREADABLE, help(8));
     for (ContainerState c : state.containers()) {
       Labels l = labels.container(state.node(), c);
-      processes.add(c.running(), labels.containerWith(state.node(), c, "state", "running"));
-      processes.add(c.suspended(), labels.containerWith(state.node(), c, "state", "suspended"));
-      processes.add(c.gone(), labels.containerWith(state.node(), c, "state", "gone"));
-      processes.add(c.unknown(), labels.containerWith(state.node(), c, "state", "unknown"));
+      processes.add(
+          (double) c.running(), labels.containerWith(state.node(), c, "state", "running"));
+      processes.add(
+          (double) c.suspended(), labels.containerWith(state.node(), c, "state", "suspended"));
+      processes.add((double) c.gone(), labels.containerWith(state.node(), c, "state", "gone"));
+      processes.add(
+          (double) c.unknown(), labels.containerWith(state.node(), c, "state", "unknown"));
       if (c.lastKernelEpochSeconds() > 0) {
-        lastKernel.add(c.lastKernelEpochSeconds(), l);
+        lastKernel.add((double) c.lastKernelEpochSeconds(), l);
       }
       Set<String> seen = new HashSet<>();
       Set<String> unreadableReasons = new java.util.TreeSet<>();

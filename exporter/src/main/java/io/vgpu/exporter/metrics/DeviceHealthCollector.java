@@ -128,7 +128,7 @@ public final class DeviceHealthCollector extends VgpuCollector {
       DeviceHealth h = g.health();
       Labels l = NvmlCollector.gpuLabels(labels, node, g);
       h.powerMilliwatts().ifPresent(mw -> power.add(mw / 1000.0, l));
-      h.temperatureCelsius().ifPresent(c -> temperature.add(c, l));
+      h.temperatureCelsius().ifPresent(c -> temperature.add((double) c, l));
       h.clockEventReasons()
           .ifPresent(
               mask -> {
@@ -142,8 +142,8 @@ public final class DeviceHealthCollector extends VgpuCollector {
       h.remappedRows()
           .ifPresent(
               r -> {
-                rows.add(r.correctable(), l.add("cause", "correctable"));
-                rows.add(r.uncorrectable(), l.add("cause", "uncorrectable"));
+                rows.add((double) r.correctable(), l.add("cause", "correctable"));
+                rows.add((double) r.uncorrectable(), l.add("cause", "uncorrectable"));
                 pending.add(r.pending() ? 1 : 0, l);
                 failure.add(r.failure() ? 1 : 0, l);
               });
@@ -165,13 +165,13 @@ public final class DeviceHealthCollector extends VgpuCollector {
     long unmatched = sampler.unmatchedXidEvents();
     var unmatchedFamily = families.counter(EXPORTER_XID_EVENTS_UNMATCHED, help(10));
     if (unmatched > 0) {
-      unmatchedFamily.add(unmatched, labels.node(node));
+      unmatchedFamily.add((double) unmatched, labels.node(node));
     }
     out.add(unmatchedFamily.build());
   }
 
   private static void ecc(Families.Counter c, Labels l, EccCounts e) {
-    c.add(e.corrected(), l.add("error", "corrected"));
-    c.add(e.uncorrected(), l.add("error", "uncorrected"));
+    c.add((double) e.corrected(), l.add("error", "corrected"));
+    c.add((double) e.uncorrected(), l.add("error", "uncorrected"));
   }
 }

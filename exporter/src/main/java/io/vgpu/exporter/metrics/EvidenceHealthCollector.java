@@ -119,7 +119,10 @@ public final class EvidenceHealthCollector extends VgpuCollector {
             .add(latest.map(p -> p.evidence().podsNotFullySeen().size()).orElse(0), nodeLabels)
             .build());
     out.add(
-        families.counter(TENANT_READS_GIVEN_UP, help(4)).add(reads.givenUp(), nodeLabels).build());
+        families
+            .counter(TENANT_READS_GIVEN_UP, help(4))
+            .add((double) reads.givenUp(), nodeLabels)
+            .build());
     if (latest.isEmpty()) {
       return;
     }

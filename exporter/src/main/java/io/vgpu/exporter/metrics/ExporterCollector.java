@@ -135,15 +135,16 @@ public final class ExporterCollector extends VgpuCollector {
             .build());
     var parse = families.counter(EXPORTER_PARSE_ERRORS, help(3));
     for (RegionException.Reason r : RegionException.Reason.values()) {
-      parse.add(errors.count(r), labels.nodeWith(nodeName, "reason", r.label()));
+      parse.add((double) errors.count(r), labels.nodeWith(nodeName, "reason", r.label()));
     }
     parse.add(
-        errors.tooManyFiles(), labels.nodeWith(nodeName, "reason", ParseErrors.TOO_MANY_FILES));
+        (double) errors.tooManyFiles(),
+        labels.nodeWith(nodeName, "reason", ParseErrors.TOO_MANY_FILES));
     out.add(parse.build());
     out.add(
         families
             .counter(EXPORTER_BEST_EFFORT_READS, help(4))
-            .add(errors.bestEffortReads(), node)
+            .add((double) errors.bestEffortReads(), node)
             .build());
     out.add(
         families.gauge(EXPORTER_APISERVER_UP, help(5)).add(state.api().up() ? 1 : 0, node).build());
@@ -169,13 +170,14 @@ public final class ExporterCollector extends VgpuCollector {
     out.add(duration.build());
     var rejected = families.counter(HTTP_CONNECTIONS_REJECTED, help(10));
     for (CollectorStats.ConnectionRejection r : CollectorStats.ConnectionRejection.values()) {
-      rejected.add(stats.connectionsRejected(r), labels.nodeWith(nodeName, "reason", r.label()));
+      rejected.add(
+          (double) stats.connectionsRejected(r), labels.nodeWith(nodeName, "reason", r.label()));
     }
     out.add(rejected.build());
     out.add(
         families
             .counter(HTTP_AUTH_THROTTLED, help(11))
-            .add(stats.authThrottledCount(), node)
+            .add((double) stats.authThrottledCount(), node)
             .build());
   }
 }

@@ -45,6 +45,7 @@ public final class Families {
    * {@code input}: the label objects of the build the order was computed for, in the order they
    * were added; {@code sorted}: the permutation into label order, null when already in order.
    */
+  @SuppressWarnings("ArrayRecordComponent") // never compared or hashed; the arrays are owned
   private record Order(Labels[] input, int[] sorted) {}
 
   /** Last build's point count, so the next build's arrays do not grow by copying. */
@@ -89,6 +90,7 @@ public final class Families {
     return computed.sorted();
   }
 
+  @SuppressWarnings("ReferenceEquality") // the same label objects as last build, by design
   private static boolean sameLabels(Labels[] input, Labels[] labels, int n) {
     if (input.length != n) {
       return false;
@@ -162,7 +164,7 @@ public final class Families {
   }
 
   /** A family under construction: points in the order added, sorted once by {@link #finish}. */
-  private abstract class Builder {
+  abstract class Builder {
     private final MetricMetadata meta;
     private Labels[] labels;
     private double[] values;

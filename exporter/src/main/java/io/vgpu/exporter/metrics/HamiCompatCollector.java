@@ -119,16 +119,16 @@ public final class HamiCompatCollector extends VgpuCollector {
         if (!seen.add(l)) {
           continue;
         }
-        used.add(d.usedBytes(), l);
-        limit.add(d.limitBytes(), l);
+        used.add((double) d.usedBytes(), l);
+        limit.add((double) d.limitBytes(), l);
         util.add(u.percent(c, d), l);
-        mem.add(d.usedBytes(), l);
+        mem.add((double) d.usedBytes(), l);
         if (c.lastKernelEpochSeconds() > 0) {
-          elapsed.add(Math.max(0, now - c.lastKernelEpochSeconds()), l);
+          elapsed.add((double) Math.max(0, now - c.lastKernelEpochSeconds()), l);
         }
-        ctx.add(d.contextBytes(), l);
-        module.add(d.moduleBytes(), l);
-        buffer.add(d.dataBytes(), l);
+        ctx.add((double) d.contextBytes(), l);
+        module.add((double) d.moduleBytes(), l);
+        buffer.add((double) d.dataBytes(), l);
       }
     }
     expectedSeries = seen.size();

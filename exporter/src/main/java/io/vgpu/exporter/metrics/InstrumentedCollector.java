@@ -1,15 +1,12 @@
 package io.vgpu.exporter.metrics;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusScrapeRequest;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
-import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.exposition.Family;
-import io.vgpu.exporter.exposition.TextEncoder;
+import io.vgpu.exporter.exposition.UnsupportedFamilyException;
 import java.util.List;
-import java.util.Set;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -76,10 +73,10 @@ final class InstrumentedCollector implements MultiCollector {
    * The render path's families (see {@link VgpuCollector#families}), with the same accounting: a
    * failure is logged, counted and leaves this collector's families out.
    *
-   * @throws TextEncoder.Unsupported when a collector that is not a {@link VgpuCollector} returns a
-   *     snapshot only client_java writes
+   * @throws UnsupportedFamilyException when a collector that is not a {@link VgpuCollector} returns
+   *     a snapshot only client_java writes
    */
-  List<Family> families(PrometheusScrapeRequest request) throws TextEncoder.Unsupported {
+  List<Family> families(PrometheusScrapeRequest request) throws UnsupportedFamilyException {
     long start = System.nanoTime();
     try {
       List<Family> out;
@@ -111,25 +108,5 @@ final class InstrumentedCollector implements MultiCollector {
   @Override
   public List<MetricFamilyDescriptor> getMetricFamilyDescriptors() {
     return delegate.getMetricFamilyDescriptors();
-  }
-
-  @Override
-  public List<String> getPrometheusNames() {
-    return delegate.getPrometheusNames();
-  }
-
-  @Override
-  public MetricType getMetricType(String prometheusName) {
-    return delegate.getMetricType(prometheusName);
-  }
-
-  @Override
-  public Set<String> getLabelNames(String prometheusName) {
-    return delegate.getLabelNames(prometheusName);
-  }
-
-  @Override
-  public MetricMetadata getMetadata(String prometheusName) {
-    return delegate.getMetadata(prometheusName);
   }
 }

@@ -113,6 +113,7 @@ public final class JudgmentCollector extends VgpuCollector {
   }
 
   /** The latest finished judgment; starts judging a newer pass in the background. */
+  @SuppressWarnings("ReferenceEquality") // a pass is judged once: "this very pass"
   private Optional<Judged> judged() {
     Optional<EvidencePass.Pass> p = passes.get();
     Judged l = last;
@@ -144,7 +145,7 @@ public final class JudgmentCollector extends VgpuCollector {
             .filter(f -> f.subject().equals(Checks.NODE))
             .filter(JudgmentCollector::problem)
             .toList();
-    return new Judged(pass, Judgment.containers(pass.evidence(), report), node);
+    return new Judged(pass, Judgment.containers(pass.evidence(), report.findings()), node);
   }
 
   private static boolean problem(Finding f) {

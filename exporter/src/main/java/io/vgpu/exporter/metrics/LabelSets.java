@@ -102,6 +102,7 @@ public final class LabelSets {
   private record Extra(String name, String value, Labels labels) {}
 
   /** A base label set plus several labels (pod info, region info). */
+  @SuppressWarnings("ArrayRecordComponent") // a cache entry found by key, never compared
   private record Multi(String[] names, String[] values, Labels labels) {}
 
   /** Per container, at most this many multi-label sets are cached; more are built per call. */
@@ -245,6 +246,7 @@ public final class LabelSets {
   private static final String[] NODE_NAMES = {L_NODE};
 
   /** A label set of the node, GPU or exporter (outside any container), cached by value. */
+  @SuppressWarnings("ArrayRecordComponent") // a cache entry found by key, never compared
   private record Plain(String[] names, String[] values) {
     @Override
     public boolean equals(Object o) {

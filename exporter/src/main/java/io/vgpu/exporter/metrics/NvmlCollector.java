@@ -112,8 +112,8 @@ public final class NvmlCollector extends VgpuCollector {
       g.memory()
           .ifPresent(
               m -> {
-                used.add(m.usedBytes(), l);
-                total.add(m.totalBytes(), l);
+                used.add((double) m.usedBytes(), l);
+                total.add((double) m.totalBytes(), l);
               });
       g.utilizationRatio().ifPresent(v -> util.add(v, l));
     }
@@ -149,7 +149,7 @@ public final class NvmlCollector extends VgpuCollector {
                   "NVIDIA-" + g.identity().name(),
                   HAMI_ZONE
                 });
-        g.memory().ifPresent(m -> hUsed.add(m.usedBytes(), l));
+        g.memory().ifPresent(m -> hUsed.add((double) m.usedBytes(), l));
         g.utilizationRatio().ifPresent(v -> hUtil.add(v * 100, l));
         g.memoryUtilizationRatio().ifPresent(v -> hMem.add(v * 100, l));
       }

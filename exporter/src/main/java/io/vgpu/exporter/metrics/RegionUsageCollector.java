@@ -140,24 +140,27 @@ public final class RegionUsageCollector extends VgpuCollector {
     for (ContainerState c : state.containers()) {
       for (DeviceUsageSummary d : c.devices()) {
         Labels l = labels.device(state.node(), c, d);
-        used.add(d.usedBytes(), l);
-        limit.add(d.limitBytes(), l);
+        used.add((double) d.usedBytes(), l);
+        limit.add((double) d.limitBytes(), l);
         if (wantBreakdown) {
-          breakdown.add(d.contextBytes(), labels.deviceWith(state.node(), c, d, "kind", "context"));
-          breakdown.add(d.moduleBytes(), labels.deviceWith(state.node(), c, d, "kind", "module"));
-          breakdown.add(d.dataBytes(), labels.deviceWith(state.node(), c, d, "kind", "data"));
+          breakdown.add(
+              (double) d.contextBytes(), labels.deviceWith(state.node(), c, d, "kind", "context"));
+          breakdown.add(
+              (double) d.moduleBytes(), labels.deviceWith(state.node(), c, d, "kind", "module"));
+          breakdown.add(
+              (double) d.dataBytes(), labels.deviceWith(state.node(), c, d, "kind", "data"));
         }
         smLimit.add(d.smLimitRatio(), l);
         smUtil.add(d.regionSmUtilPercent() / 100.0, l);
-        monitor.add(d.monitorUsedBytes(), l);
+        monitor.add((double) d.monitorUsedBytes(), l);
         if (!d.uuidRejected().isEmpty()) {
           rejected.add(1, labels.deviceWith(state.node(), c, d, "reason", d.uuidRejected()));
           anyRejected = true;
         }
         if (d.hasExtension()) {
-          oom.add(d.oomRejections(), l);
+          oom.add((double) d.oomRejections(), l);
           throttled.add(d.throttledNanos() / 1e9, l);
-          delayed.add(d.launchesDelayed(), l);
+          delayed.add((double) d.launchesDelayed(), l);
           busy.add(d.busyNanos() / 1e9, l);
         }
       }

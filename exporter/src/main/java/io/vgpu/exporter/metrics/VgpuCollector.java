@@ -70,11 +70,6 @@ public abstract class VgpuCollector implements MultiCollector {
   }
 
   @Override
-  public List<String> getPrometheusNames() {
-    return descriptors().stream().map(MetricFamilyDescriptor::getPrometheusName).toList();
-  }
-
-  @Override
   public MetricSnapshots collect() {
     return collect(n -> true, null);
   }

@@ -161,7 +161,7 @@ public final class EvidencePass implements AutoCloseable {
           Executors.newSingleThreadScheduledExecutor(
               r -> Thread.ofPlatform().daemon().name("evidence-pass").unstarted(r));
       long every = Math.min(CHECK.toMillis(), interval.toMillis());
-      executor.scheduleWithFixedDelay(this::tick, 0, every, TimeUnit.MILLISECONDS);
+      var _ = executor.scheduleWithFixedDelay(this::tick, 0, every, TimeUnit.MILLISECONDS);
     }
     return this;
   }

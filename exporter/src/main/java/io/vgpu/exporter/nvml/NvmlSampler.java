@@ -172,10 +172,12 @@ public final class NvmlSampler implements AutoCloseable {
               return t;
             });
     long period = settings.interval().toNanos();
-    executor.scheduleWithFixedDelay(this::safePoll, 0, period, TimeUnit.NANOSECONDS);
+    var _ = executor.scheduleWithFixedDelay(this::safePoll, 0, period, TimeUnit.NANOSECONDS);
     long collect = collectionInterval().toNanos();
     if (collect < period) {
-      executor.scheduleWithFixedDelay(this::safeCollect, collect, collect, TimeUnit.NANOSECONDS);
+      var _ =
+          executor.scheduleWithFixedDelay(
+              this::safeCollect, collect, collect, TimeUnit.NANOSECONDS);
     }
   }
 

@@ -67,7 +67,6 @@ class UsageAccountantProperties {
       // which containers exist this pass, their pids (pid = 100 * container + gpu + 1)
       List<UsageAccountant.Seen> seen = new ArrayList<>();
       Map<Integer, ContainerKey> owners = new HashMap<>();
-      List<Key> present = new ArrayList<>();
       for (int c = 0; c < containers; c++) {
         if (r.nextInt(6) == 0) {
           continue; // gone this pass
@@ -83,8 +82,6 @@ class UsageAccountantProperties {
               new UsageAccountant.Seen(
                   key, "ns", "pod-" + c, g, GPUS[g], used, limit, Optional.empty()));
           owners.put(100 * c + g + 1, key);
-          Key k = new Key(key, g, GPUS[g]);
-          present.add(k);
         }
       }
       // NVML: samples of every pid (containers' and strangers') and energy, over the pass

@@ -13,6 +13,7 @@ import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.exposition.FamilySource;
 import io.vgpu.exporter.exposition.Rendition;
 import io.vgpu.exporter.exposition.TextEncoder;
+import io.vgpu.exporter.exposition.UnsupportedFamilyException;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
@@ -93,7 +94,7 @@ public class ScrapeBenchmark {
   private final ExpositionBuffer buffer = new ExpositionBuffer(4 << 20);
 
   @Setup(Level.Trial)
-  public void setUp() throws IOException, TextEncoder.Unsupported {
+  public void setUp() throws IOException, UnsupportedFamilyException {
     Path base =
         Files.isDirectory(Path.of("/dev/shm"))
             ? Path.of("/dev/shm")
@@ -181,7 +182,7 @@ public class ScrapeBenchmark {
    * (label sets cached across calls).
    */
   @Benchmark
-  public int encodeOnly() throws TextEncoder.Unsupported {
+  public int encodeOnly() throws UnsupportedFamilyException {
     buffer.reset();
     encoder.encode(families, ExpositionFormat.OPENMETRICS, buffer);
     return buffer.size();
@@ -189,7 +190,7 @@ public class ScrapeBenchmark {
 
   /** The collect half of a render alone: regions read, families built (the exporter's own cost). */
   @Benchmark
-  public List<? extends Family> collectOnly() throws TextEncoder.Unsupported {
+  public List<? extends Family> collectOnly() throws UnsupportedFamilyException {
     return page.families();
   }
 

@@ -1,9 +1,9 @@
 package io.vgpu.exporter.cli;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.RandomAccessFile;
@@ -60,13 +60,13 @@ class BrokenRegionsGoldenTest {
     }
   }
 
-  private OpsFixture brokenNode() throws IOException {
-    OpsFixture fx = new OpsFixture(tmp);
-    Path v13 = fx.region(V13, "main", OpsFixture.v12(1L << 30, 0).build());
+  private OperatorFixture brokenNode() throws IOException {
+    OperatorFixture fx = new OperatorFixture(tmp);
+    Path v13 = fx.region(V13, "main", OperatorFixture.v12(1L << 30, 0).build());
     patch(v13, MINOR_OFFSET, (byte) 3, (byte) 0, (byte) 0, (byte) 0);
-    Path v22 = fx.region(V22, "main", OpsFixture.v12(1L << 30, 0).build());
+    Path v22 = fx.region(V22, "main", OperatorFixture.v12(1L << 30, 0).build());
     patch(v22, MAJOR_OFFSET, (byte) 2, (byte) 0, (byte) 0, (byte) 0, (byte) 2, (byte) 0, (byte) 0);
-    Path odd = fx.region(ODD_SIZE, "main", OpsFixture.v12(1L << 30, 0).build());
+    Path odd = fx.region(ODD_SIZE, "main", OperatorFixture.v12(1L << 30, 0).build());
     try (RandomAccessFile raf = new RandomAccessFile(odd.toFile(), "rw")) {
       raf.setLength(1_000_000);
     }
@@ -75,14 +75,14 @@ class BrokenRegionsGoldenTest {
         fx.region(
             STUCK_LOCK,
             "main",
-            OpsFixture.v12(1L << 30, 0).slot(7, 2007, 1, usage(1L << 28, 0)).build());
+            OperatorFixture.v12(1L << 30, 0).slot(7, 2007, 1, usage(1L << 28, 0)).build());
     patch(stuck, SEM_OFFSET, (byte) 0, (byte) 0, (byte) 0, (byte) 0);
     fx.process(2007, 7).pod(STUCK_LOCK).gpu(stuck).write();
     Path zombie =
         fx.region(
             ZOMBIE,
             "main",
-            OpsFixture.v12(1L << 30, 0)
+            OperatorFixture.v12(1L << 30, 0)
                 .slot(7, 3007, 1, usage(1L << 28, 0))
                 .slot(8, 3008, 1, usage(1L << 28, 0))
                 .build());
@@ -91,7 +91,7 @@ class BrokenRegionsGoldenTest {
         fx.region(
             HEALTHY,
             "main",
-            OpsFixture.v12(1L << 30, 0).slot(7, 4007, 1, usage(1L << 28, 0)).build());
+            OperatorFixture.v12(1L << 30, 0).slot(7, 4007, 1, usage(1L << 28, 0)).build());
     fx.process(4007, 7).pod(HEALTHY).gpu(healthy).write();
     return fx;
   }
@@ -118,7 +118,7 @@ class BrokenRegionsGoldenTest {
 
   @Test
   void doctorAndInspect_brokenRegions_matchGoldenAndAgreeOnEveryVerdict() throws IOException {
-    OpsFixture fx = brokenNode();
+    OperatorFixture fx = brokenNode();
     String[] node = {"--cache-root", fx.cacheRoot.toString(), "--proc-root", fx.proc.toString()};
 
     Run doctor = run(concat(new String[] {"doctor", "--no-nvml", "--window", "0s"}, node));
@@ -169,7 +169,7 @@ class BrokenRegionsGoldenTest {
   @Test
   void containersApi_servedByTheExporter_carriesTheVerdictInspectGives_andReadyzSaysItOnlyReads()
       throws Exception {
-    OpsFixture fx = brokenNode();
+    OperatorFixture fx = brokenNode();
     Run inspectJson =
         run(
             "inspect",
@@ -270,7 +270,7 @@ class BrokenRegionsGoldenTest {
   @Test
   void unlockAndCleanup_stuckSemaphore_planTheWatchedReleaseAndLeaveTheSlotsForAfter()
       throws IOException {
-    OpsFixture fx = brokenNode();
+    OperatorFixture fx = brokenNode();
     String[] node = {"--cache-root", fx.cacheRoot.toString(), "--proc-root", fx.proc.toString()};
     Run unlock = run(concat(new String[] {"unlock", "--uid", STUCK_LOCK}, node));
     assertThat(unlock.code()).as(unlock.out()).isEqualTo(1);
@@ -295,7 +295,7 @@ class BrokenRegionsGoldenTest {
 
   @Test
   void inspect_bareCacheFileOutsideAContainerDirectory_isJudgedNotIgnored() throws IOException {
-    OpsFixture fx = brokenNode();
+    OperatorFixture fx = brokenNode();
     Path loose = Files.createDirectories(tmp.resolve("copies")).resolve("copy.cache");
     Files.copy(fx.cacheRoot.resolve(V13 + "_main").resolve("vgpu.cache"), loose);
     Run r = run("inspect", "--proc-root", fx.proc.toString(), loose.toString());

@@ -2,7 +2,7 @@ package io.vgpu.exporter.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -41,8 +41,8 @@ class HamiCoreFixtureInspectTest {
   @ParameterizedTest
   @MethodSource("fixtures")
   void inspectJson_hamiWrittenRegion_reportsTheManifestValues(JsonNode fx) throws IOException {
-    OpsFixture ops = new OpsFixture(tmp);
-    Path file = ops.emptyContainer(OpsFixture.UID_A, "main").resolve("hami.cache");
+    OperatorFixture ops = new OperatorFixture(tmp);
+    Path file = ops.emptyContainer(OperatorFixture.UID_A, "main").resolve("hami.cache");
     try (InputStream in =
         new GZIPInputStream(Files.newInputStream(DIR.resolve(fx.get("file").asString())))) {
       Files.write(file, in.readAllBytes());

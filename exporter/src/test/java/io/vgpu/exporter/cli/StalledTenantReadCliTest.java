@@ -1,9 +1,9 @@
 package io.vgpu.exporter.cli;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import io.vgpu.exporter.testing.StallingFuse;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -38,12 +38,12 @@ class StalledTenantReadCliTest {
   @Timeout(value = 180, unit = TimeUnit.SECONDS)
   void doctorInspectCleanup_readThatNeverReturns_givenUpWithOneLine_reportFinishes()
       throws Exception {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(7, 1007, 1, usage(GIB, 30))
                 .slot(8, 1008, 1, usage(GIB, 30))
                 .build());
@@ -82,7 +82,7 @@ class StalledTenantReadCliTest {
         if (cmd.getFirst().equals("cleanup")) {
           assertThat(r.out()).startsWith("nothing to do"); // no slot of a live process freed
         } else {
-          assertThat(r.out()).as("%s reports the pod", cmd).contains(OpsFixture.UID_A);
+          assertThat(r.out()).as("%s reports the pod", cmd).contains(OperatorFixture.UID_A);
         }
         if (cmd.getFirst().equals("inspect")) {
           assertThat(r.out()).containsPattern("slot 1 +pid 8 +hostpid 1008 +real 1008 +ALIVE");

@@ -565,7 +565,7 @@ class ChartRenderTest {
         .as("docs/operate.md is \"Operate: kubectl exec recipes\"")
         .startsWith("# Operate: kubectl exec recipes\n");
     Map<String, List<String>> rows = new java.util.LinkedHashMap<>();
-    for (String line : recipes.split("\n")) {
+    for (String line : recipes.split("\n", -1)) {
       if (!line.startsWith("| ") || line.startsWith("| chart mode")) {
         continue;
       }

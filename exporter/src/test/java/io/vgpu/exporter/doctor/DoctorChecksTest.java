@@ -1,13 +1,13 @@
 package io.vgpu.exporter.doctor;
 
-import static io.vgpu.exporter.testing.OpsFixture.GPU0;
-import static io.vgpu.exporter.testing.OpsFixture.NOW;
-import static io.vgpu.exporter.testing.OpsFixture.UID_A;
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.GPU0;
+import static io.vgpu.exporter.testing.OperatorFixture.NOW;
+import static io.vgpu.exporter.testing.OperatorFixture.UID_A;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.k8s.NodeAnnotations;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionExtension;
@@ -28,9 +28,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Each of the fifteen checks against a healthy node (passes) and against that node with exactly one
- * thing broken (fails). The node is real files: regions written by the codec's writer and a procfs
- * tree; evidence comes from the real collector.
+ * Each of the seventeen checks against a healthy node (passes) and against that node with exactly
+ * one thing broken (fails). The node is real files: regions written by the codec's writer and a
+ * procfs tree; evidence comes from the real collector.
  */
 class DoctorChecksTest {
   static final long GIB = 1L << 30;
@@ -38,16 +38,16 @@ class DoctorChecksTest {
   static final int HPID = 1007;
 
   @TempDir Path tmp;
-  OpsFixture fx;
+  OperatorFixture fx;
 
   @BeforeEach
   void setUp() {
-    fx = new OpsFixture(tmp);
+    fx = new OperatorFixture(tmp);
   }
 
   /** A healthy container: v1.2, 4 GiB / 50 % SM, one process using 1 GiB at 30 %. */
   RegionSpec.Builder healthySpec() {
-    return OpsFixture.v12(4 * GIB, 50)
+    return OperatorFixture.v12(4 * GIB, 50)
         .slot(CPID, HPID, 1, usage(GIB, 30))
         .lastKernelTime(NOW.getEpochSecond());
   }
@@ -246,14 +246,15 @@ class DoctorChecksTest {
     var slot =
         RegionSpec.SlotSpec.of(CPID, HPID, 1, List.of(usage(GIB, 30)))
             .withExtension(new io.vgpu.regioncodec.SlotExtension(1111, 0, 2));
-    healthy(OpsFixture.v12(4 * GIB, 50).slot(slot).extension(ext(0, 0, List.of())).build());
+    healthy(OperatorFixture.v12(4 * GIB, 50).slot(slot).extension(ext(0, 0, List.of())).build());
     assertThat(fx.verdict(8)).isEqualTo(Severity.FAIL);
   }
 
   @Test
   void zombieSlots_noPodProcessesVisibleButVerifiedHostPid_alive() {
     Path region =
-        fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
+        fx.region(
+            UID_A, "main", OperatorFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
     fx.process(2005, 5).outsidePods().write();
     assertThat(fx.verdict(8)).isEqualTo(Severity.OK);
     assertThat(fx.verdict(9)).isEqualTo(Severity.OK);
@@ -262,7 +263,7 @@ class DoctorChecksTest {
 
   @Test
   void zombieSlots_hostPidEqualsPidAndPodInvisible_cannotJudgeWarnsAndCleanupKeepsIt() {
-    fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
+    fx.region(UID_A, "main", OperatorFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
     assertThat(fx.verdict(8)).isEqualTo(Severity.WARN);
     assertThat(fx.findings(8).getFirst().summary()).contains("cannot be judged");
     assertThat(fx.verdict(9)).isEqualTo(Severity.WARN);
@@ -284,7 +285,9 @@ class DoctorChecksTest {
     // HAMi-core leaves proc_num high after a process exits without compaction: inspect printed
     // "2 slot(s) in use" and listed one.
     fx.region(
-        UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).procNum(2).build());
+        UID_A,
+        "main",
+        OperatorFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).procNum(2).build());
     String text = Inspection.text(fx.evidence());
     assertThat(text).contains("1 live slot(s) (proc_num 2)").doesNotContain("2 slot(s) in use");
     assertThat(text.lines().filter(l -> l.trim().startsWith("slot "))).hasSize(1);
@@ -294,7 +297,7 @@ class DoctorChecksTest {
   void fixTexts_tenantNamesThatAreNotOneShellWord_neverBecomePartOfACommand() {
     // The directory and file names are the tenant's; a pasted fix must not run "touch x".
     fx.region(
-        UID_A, "main;touch x", OpsFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
+        UID_A, "main;touch x", OperatorFixture.v12(GIB, 0).slot(5, 2005, 1, usage(GIB, 0)).build());
     String fix = fx.findings(8).getFirst().fix();
     assertThat(fix).contains("cleanup --uid " + UID_A + " --apply").contains("-c CONTAINER ");
     assertThat(fix).doesNotContain("touch");
@@ -304,7 +307,7 @@ class DoctorChecksTest {
   void zombieSlots_hostNamespaceProcessWithSamePid_notMistakenForTheSlot() {
     // pid 5 exists in the host namespace, but a host process never verifies a slot (pid == hostpid
     // trivially).
-    fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
+    fx.region(UID_A, "main", OperatorFixture.v12(GIB, 0).slot(5, 5, 1, usage(GIB, 0)).build());
     fx.process(5, 5).outsidePods().write();
     assertThat(fx.evidence().processes()).isEmpty();
     assertThat(fx.verdict(8)).isEqualTo(Severity.WARN);
@@ -319,7 +322,7 @@ class DoctorChecksTest {
 
   @Test
   void hostPidWrong_hostPidEqualsContainerPid_failsAsZeroUtilBug() {
-    healthy(OpsFixture.v12(4 * GIB, 50).slot(CPID, CPID, 1, usage(GIB, 0)).build());
+    healthy(OperatorFixture.v12(4 * GIB, 50).slot(CPID, CPID, 1, usage(GIB, 0)).build());
     assertThat(fx.verdict(9)).isEqualTo(Severity.FAIL);
     assertThat(fx.findings(9).getFirst().summary()).contains("zero-utilization");
     assertThat(fx.findings(9).getFirst().evidence())
@@ -328,7 +331,7 @@ class DoctorChecksTest {
 
   @Test
   void hostPidWrong_neverDetected_warns() {
-    healthy(OpsFixture.v12(4 * GIB, 50).slot(CPID, 0, 1, usage(GIB, 0)).build());
+    healthy(OperatorFixture.v12(4 * GIB, 50).slot(CPID, 0, 1, usage(GIB, 0)).build());
     assertThat(fx.verdict(9)).isEqualTo(Severity.WARN);
   }
 

@@ -411,7 +411,7 @@ class ExpositionCacheTest {
             List.of(new GaugeDataPointSnapshot(1, Labels.of("v", value), null))));
   }
 
-  static int encodedSize(MetricSnapshots s) throws TextEncoder.Unsupported {
+  static int encodedSize(MetricSnapshots s) throws UnsupportedFamilyException {
     ExpositionBuffer b = new ExpositionBuffer(1024);
     new TextEncoder().encode(s, ExpositionFormat.PROMETHEUS_TEXT, b);
     return b.size();

@@ -298,7 +298,7 @@ class PageSegmentsTest {
                     ExpositionFormat.PROMETHEUS_TEXT,
                     chunks,
                     compressor))
-        .isInstanceOf(TextEncoder.Unsupported.class);
+        .isInstanceOf(UnsupportedFamilyException.class);
     // points 0-38 as the failed render moved them, point 39 as the first render left it
     List<GaugeDataPointSnapshot> moved = new ArrayList<>(gauge("a_bytes", 40, 2).getDataPoints());
     moved.set(39, new GaugeDataPointSnapshot(40, POOL.get(39), null));

@@ -56,7 +56,7 @@ class TextEncoderTest {
   }
 
   static byte[] ours(TextEncoder encoder, MetricSnapshots s, ExpositionFormat f)
-      throws TextEncoder.Unsupported {
+      throws UnsupportedFamilyException {
     ExpositionBuffer b = new ExpositionBuffer(16);
     encoder.encode(s, f, b);
     return b.toByteArray();
@@ -260,7 +260,7 @@ class TextEncoderTest {
 
   // ---- what is left to client_java
 
-  static void encodeText(MetricSnapshots s) throws TextEncoder.Unsupported {
+  static void encodeText(MetricSnapshots s) throws UnsupportedFamilyException {
     new TextEncoder().encode(s, ExpositionFormat.PROMETHEUS_TEXT, new ExpositionBuffer(64));
   }
 
@@ -278,7 +278,7 @@ class TextEncoderTest {
                     .build())
             .build();
     assertThatThrownBy(() -> encodeText(new MetricSnapshots(h)))
-        .isInstanceOf(TextEncoder.Unsupported.class)
+        .isInstanceOf(UnsupportedFamilyException.class)
         .hasMessageContaining("HistogramSnapshot");
   }
 
@@ -291,14 +291,14 @@ class TextEncoderTest {
                 new CounterDataPointSnapshot(
                     1, Labels.EMPTY, Exemplar.builder().value(1).traceId("t").build(), 0L)));
     assertThatThrownBy(() -> encodeText(new MetricSnapshots(withExemplar)))
-        .isInstanceOf(TextEncoder.Unsupported.class)
+        .isInstanceOf(UnsupportedFamilyException.class)
         .hasMessageContaining("exemplar");
     var created =
         new CounterSnapshot(
             new MetricMetadata("c", "h"),
             List.of(new CounterDataPointSnapshot(1, Labels.EMPTY, null, 1_700_000_000_000L)));
     assertThatThrownBy(() -> encodeText(new MetricSnapshots(created)))
-        .isInstanceOf(TextEncoder.Unsupported.class)
+        .isInstanceOf(UnsupportedFamilyException.class)
         .hasMessageContaining("timestamps");
   }
 
@@ -309,7 +309,7 @@ class TextEncoderTest {
             new MetricMetadata("gpu.memory", "h"),
             List.of(new GaugeDataPointSnapshot(1, Labels.EMPTY, null)));
     assertThatThrownBy(() -> encodeText(new MetricSnapshots(g)))
-        .isInstanceOf(TextEncoder.Unsupported.class)
+        .isInstanceOf(UnsupportedFamilyException.class)
         .hasMessageContaining("gpu.memory");
   }
 
@@ -326,7 +326,7 @@ class TextEncoderTest {
                         new MetricSnapshots(g),
                         ExpositionFormat.PROMETHEUS_TEXT,
                         new ExpositionBuffer(64)))
-        .isInstanceOf(TextEncoder.Unsupported.class)
+        .isInstanceOf(UnsupportedFamilyException.class)
         .hasMessageContaining("k8s.pod");
   }
 

@@ -30,7 +30,7 @@ class PrometheusScrapeTest {
   @TempDir Path tmp;
 
   static boolean hasPrometheus() {
-    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin").split(":")) {
+    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin").split(":", -1)) {
       if (Files.isExecutable(Path.of(dir, "prometheus"))) {
         return true;
       }

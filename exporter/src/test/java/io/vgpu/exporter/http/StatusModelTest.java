@@ -1,9 +1,9 @@
 package io.vgpu.exporter.http;
 
-import static io.vgpu.exporter.testing.OpsFixture.GPU0;
-import static io.vgpu.exporter.testing.OpsFixture.UID_A;
-import static io.vgpu.exporter.testing.OpsFixture.UID_B;
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.GPU0;
+import static io.vgpu.exporter.testing.OperatorFixture.UID_A;
+import static io.vgpu.exporter.testing.OperatorFixture.UID_B;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
@@ -12,7 +12,7 @@ import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.node.NodeStateProvider;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import io.vgpu.hostpid.ProcFs;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,13 +31,13 @@ class StatusModelTest {
 
   @Test
   void model_twoContainersOnOneGpu_worstFirstSharedGpuAndNvmlSmOfAliveProcessesOnly() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     // A: two live processes at 20 % and 15 % on GPU0. B: one live at 30 %, one gone.
     Path a =
         fx.region(
             UID_A,
             "train",
-            OpsFixture.v12(4L << 30, 50)
+            OperatorFixture.v12(4L << 30, 50)
                 .slot(7, 1007, 1, usage(1L << 30, 0))
                 .slot(8, 1008, 1, usage(1L << 30, 0))
                 .build());
@@ -45,7 +45,7 @@ class StatusModelTest {
         fx.region(
             UID_B,
             "serve",
-            OpsFixture.v12(4L << 30, 50)
+            OperatorFixture.v12(4L << 30, 50)
                 .slot(5, 2005, 1, usage(1L << 30, 0))
                 .slot(6, 2006, 1, usage(1L << 30, 0))
                 .build());

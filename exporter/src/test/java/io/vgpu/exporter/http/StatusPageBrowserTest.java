@@ -1,7 +1,7 @@
 package io.vgpu.exporter.http;
 
-import static io.vgpu.exporter.testing.OpsFixture.GPU0;
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.GPU0;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 

@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.javalin.Javalin;
 import io.javalin.compression.CompressionStrategy;
 import io.prometheus.metrics.model.registry.Collector;
+import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.vgpu.exporter.exposition.ExpositionCacheProbe;
 import io.vgpu.exporter.exposition.FamilySource;
@@ -15,6 +18,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -25,6 +29,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -79,8 +84,9 @@ class WaitingScrapesTest {
           }
 
           @Override
-          public String getPrometheusName() {
-            return "slow_collections";
+          public MetricFamilyDescriptor getMetricFamilyDescriptor() {
+            return MetricFamilyDescriptor.of(
+                MetricType.GAUGE, new MetricMetadata("slow_collections"), Set.of());
           }
         });
     return registry;
@@ -227,7 +233,7 @@ class WaitingScrapesTest {
     assertThat(collecting.await(20, TimeUnit.SECONDS)).isTrue();
     List<Socket> leaving = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
-      Socket s = new Socket("127.0.0.1", server.port());
+      Socket s = new Socket(InetAddress.getByAddress(new byte[] {127, 0, 0, 1}), server.port());
       OutputStream out = s.getOutputStream();
       out.write(
           ("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n"

@@ -7,6 +7,7 @@ import at.favre.lib.crypto.bcrypt.BCrypt;
 import io.vgpu.exporter.ExporterApp;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.Flags;
+import io.vgpu.exporter.config.StatusPages;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.TestNode;
 import java.io.IOException;
@@ -167,8 +168,8 @@ class WebConfigTest {
     return ExporterApp.builder(
             HttpServerTest.config(root)
                 .with(Flags.PROCFS, node.writeProcfs())
-                .with(Flags.WEB_CONFIG_FILE, webConfig == null ? "" : webConfig.toString())
-                .with(Flags.WEB_STATUS_PAGES, statusPages))
+                .with(Flags.WEB_CONFIG_FILE, java.util.Optional.ofNullable(webConfig))
+                .with(Flags.WEB_STATUS_PAGES, StatusPages.parse(statusPages)))
         .metadata(node.metadata)
         .regionsOnly()
         .build()

@@ -4,7 +4,8 @@ import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ServerCalls;
@@ -31,8 +32,10 @@ final class FakeKubelet implements AutoCloseable {
       new AtomicReference<>(AllocatableResourcesResponse.getDefaultInstance());
   final AtomicInteger listCalls = new AtomicInteger();
   private volatile boolean hang;
-  private final EventLoopGroup boss = new EpollEventLoopGroup(1);
-  private final EventLoopGroup worker = new EpollEventLoopGroup(1);
+  private final EventLoopGroup boss =
+      new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+  private final EventLoopGroup worker =
+      new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
   private final Server server;
 
   FakeKubelet(Path socket) throws IOException {
@@ -93,10 +96,16 @@ final class FakeKubelet implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     server.shutdownNow();
-    server.awaitTermination(5, TimeUnit.SECONDS);
-    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-    worker.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    try {
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while closing", e);
+    } finally {
+      var _ = boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      var _ = worker.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    }
   }
 }

@@ -1,6 +1,7 @@
 package io.vgpu.exporter.kubelet;
 
 import static io.vgpu.exporter.kubelet.FakeKubelet.pod;
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.kubelet.podresources.v1.AllocatableResourcesResponse;
@@ -199,7 +200,7 @@ class PodResourcesSourceTest {
                         byte[] junk = new byte[64 << 10];
                         random.nextBytes(junk);
                         // An HTTP/1 line first, then noise: neither is an HTTP/2 preface.
-                        c.write(ByteBuffer.wrap("HTTP/1.1 200 OK\r\n\r\n".getBytes()));
+                        c.write(ByteBuffer.wrap("HTTP/1.1 200 OK\r\n\r\n".getBytes(UTF_8)));
                         c.write(ByteBuffer.wrap(junk));
                       } catch (java.io.IOException e) {
                         return;
@@ -226,7 +227,7 @@ class PodResourcesSourceTest {
   void tenThousandPodsAreReadInOnePoll() throws Exception {
     Path socket = dir.resolve("kubelet.sock");
     try (var kubelet = new FakeKubelet(socket);
-        var source = source(socket, PodResourcesLimits.DEFAULT)) {
+        var _ = source(socket, PodResourcesLimits.DEFAULT)) {
       var list = ListPodResourcesResponse.newBuilder();
       for (int i = 0; i < 10_000; i++) {
         String uuid = String.format("GPU-%08x-0000-4000-8000-%012x", i / 8, i);

@@ -17,7 +17,7 @@ class PromtoolCheckTest {
   @TempDir Path root;
 
   static boolean hasPromtool() {
-    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin").split(":")) {
+    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin").split(":", -1)) {
       if (Files.isExecutable(Path.of(dir, "promtool"))) {
         return true;
       }

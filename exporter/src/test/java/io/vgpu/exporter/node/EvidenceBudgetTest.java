@@ -1,9 +1,9 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -20,12 +20,12 @@ class EvidenceBudgetTest {
 
   @Test
   void mapsBudgetSpent_laterProcessesAreCountedNotRead() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(7, 1007, 1, usage(GIB, 30))
                 .slot(8, 1008, 1, usage(GIB, 30))
                 .slot(9, 1009, 1, usage(GIB, 30))
@@ -47,7 +47,7 @@ class EvidenceBudgetTest {
     NodeEvidence evidence = bounded.collect(List.of(fx.cacheRoot()));
     assertThat(bounded.lastUninspectedProcesses()).isEqualTo(3);
     assertThat(evidence.unseenProcesses()).containsEntry("pod_budget", 3);
-    assertThat(evidence.podsNotFullySeen()).containsExactly(OpsFixture.UID_A);
+    assertThat(evidence.podsNotFullySeen()).containsExactly(OperatorFixture.UID_A);
     assertThat(evidence.processes()).noneMatch(NodeEvidence.PodProcess::usesGpu);
   }
 }

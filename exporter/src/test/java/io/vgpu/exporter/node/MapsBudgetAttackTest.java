@@ -1,10 +1,10 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.doctor.RepairPlan;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -25,7 +25,7 @@ class MapsBudgetAttackTest {
 
   @TempDir Path tmp;
 
-  private static void pad(OpsFixture.Proc p, int lines) {
+  private static void pad(OperatorFixture.Proc p, int lines) {
     for (int i = 0; i < lines; i++) {
       p.maps.add(PADDING);
     }
@@ -33,16 +33,16 @@ class MapsBudgetAttackTest {
 
   @Test
   void budgetSpentInsideALiveProcessesMaps_itsSlotIsUnknownAndCleanupFreesNothing() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
             // container pid 8 runs as host pid 1008; the slot recorded 5555 (HAMi's wrong host
             // pid), so only its maps tie the slot to the live process
-            OpsFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(3 * GIB, 30)).build());
+            OperatorFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(3 * GIB, 30)).build());
     // A live CUDA process: libcuda first, then many libraries, its region's mapping last.
-    OpsFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
+    OperatorFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
     pad(live, 200);
     live.mapsRegion(region).write();
 
@@ -53,20 +53,20 @@ class MapsBudgetAttackTest {
     NodeEvidence.Region r = c.regions().getFirst();
     var slot = r.latest().orElseThrow().processes().getFirst();
     assertThat(e.fateOf(c, r, slot)).isEqualTo(NodeEvidence.SlotFate.UNKNOWN);
-    assertThat(e.podsNotFullySeen()).containsExactly(OpsFixture.UID_A);
+    assertThat(e.podsNotFullySeen()).containsExactly(OperatorFixture.UID_A);
     assertThat(e.unseenProcesses()).containsEntry("pod_budget", 1);
     assertThat(RepairPlan.cleanup(e).actions()).isEmpty();
   }
 
   @Test
   void mapsLargerThanTheRead_areNotSeenWhole_evenWithBudgetLeft() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(GIB, 30)).build());
-    OpsFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
+            OperatorFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(GIB, 30)).build());
+    OperatorFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
     pad(live, 50_000); // ~4.6 MB: more than one process's 4 MiB bound
     live.mapsRegion(region).write();
 
@@ -83,19 +83,19 @@ class MapsBudgetAttackTest {
 
   @Test
   void oneTenantsHugeMaps_cannotLeaveItsNeighbourUnjudged() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     // The attacker: 20 processes of ~100 KB of maps each, pids before the neighbour's.
     for (int i = 0; i < 20; i++) {
-      OpsFixture.Proc p = fx.process(1001 + i, 1 + i).pod(OpsFixture.UID_B).mapsLibcuda();
+      OperatorFixture.Proc p = fx.process(1001 + i, 1 + i).pod(OperatorFixture.UID_B).mapsLibcuda();
       pad(p, 1000);
       p.write();
     }
     // The neighbour: one live process (slot 8) and one slot whose process is gone (slot 9).
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(8, 2008, 1, usage(GIB, 30))
                 .slot(9, 2009, 1, usage(GIB, 30))
                 .build());
@@ -112,7 +112,7 @@ class MapsBudgetAttackTest {
             .sorted()
             .toList();
     assertThat(fates).containsExactly("8=ALIVE", "9=GONE");
-    assertThat(e.podsNotFullySeen()).containsExactly(OpsFixture.UID_B);
+    assertThat(e.podsNotFullySeen()).containsExactly(OperatorFixture.UID_B);
     assertThat(e.unseenProcesses().get("pod_budget")).isPositive();
   }
 }

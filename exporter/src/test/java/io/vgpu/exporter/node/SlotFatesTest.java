@@ -1,12 +1,12 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -28,12 +28,12 @@ class SlotFatesTest {
 
   @Test
   void nodeView_slotsByTheOneJudgment_goneLeavesUsedAndUnjudgedIsUnknown() throws Exception {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
             UID,
             "main",
-            OpsFixture.v12(1L << 30, 0)
+            OperatorFixture.v12(1L << 30, 0)
                 .slot(7, 3007, 1, usage(QUARTER_GIB, 0))
                 .slot(8, 3008, 1, usage(QUARTER_GIB, 0))
                 .build());
@@ -72,7 +72,7 @@ class SlotFatesTest {
       fx.region(
           UID,
           "main",
-          OpsFixture.v12(1L << 30, 0)
+          OperatorFixture.v12(1L << 30, 0)
               .slot(7, 3007, 1, usage(QUARTER_GIB, 0))
               .slot(9, 3009, 1, usage(QUARTER_GIB, 0))
               .build());

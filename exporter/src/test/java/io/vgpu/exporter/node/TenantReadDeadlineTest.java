@@ -1,10 +1,10 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.doctor.RepairPlan;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -74,12 +74,12 @@ class TenantReadDeadlineTest {
   @Test
   @Timeout(value = 30, unit = TimeUnit.SECONDS)
   void stalledMapsRead_leavesThePodUnknownAndCleanupFreesNothing() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(7, 1007, 1, usage(GIB, 30))
                 // host pid 1008; the slot recorded 5555 (wrong): only its maps tie them
                 .slot(8, 5555, 1, usage(GIB, 30))
@@ -112,7 +112,7 @@ class TenantReadDeadlineTest {
             .toList();
     assertThat(fates).containsExactly("7=ALIVE", "8=UNKNOWN");
     assertThat(e.unseenProcesses()).containsEntry("deadline", 1);
-    assertThat(e.podsNotFullySeen()).containsExactly(OpsFixture.UID_A);
+    assertThat(e.podsNotFullySeen()).containsExactly(OperatorFixture.UID_A);
     assertThat(RepairPlan.cleanup(e).actions()).isEmpty();
     assertThat(reads.givenUp()).isEqualTo(1);
   }

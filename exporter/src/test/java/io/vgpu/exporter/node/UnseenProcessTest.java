@@ -1,10 +1,10 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.doctor.RepairPlan;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -25,12 +25,12 @@ class UnseenProcessTest {
 
   @Test
   void slotOfAProcessWhoseMapsCannotBeRead_isUnknownAndNeverCleanedUp() throws Exception {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(7, 1007, 1, usage(GIB, 30))
                 // container pid 8 runs as host pid 1008; the slot recorded 5555 (wrong)
                 .slot(8, 5555, 1, usage(GIB, 30))
@@ -51,18 +51,18 @@ class UnseenProcessTest {
     var slots = r.latest().orElseThrow().processes();
     var fates = slots.stream().map(s -> s.pid() + "=" + e.fateOf(c, r, s)).sorted().toList();
     assertThat(fates).containsExactly("7=ALIVE", "8=UNKNOWN");
-    assertThat(e.podsNotFullySeen()).containsExactly(OpsFixture.UID_A);
+    assertThat(e.podsNotFullySeen()).containsExactly(OperatorFixture.UID_A);
     assertThat(RepairPlan.cleanup(e).actions()).isEmpty();
   }
 
   @Test
   void everyProcessSeen_aSlotNoProcessHoldsIsGone() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50)
+            OperatorFixture.v12(4 * GIB, 50)
                 .slot(7, 1007, 1, usage(GIB, 30))
                 .slot(8, 5555, 1, usage(GIB, 30))
                 .build());

@@ -1,11 +1,11 @@
 package io.vgpu.exporter.node;
 
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.doctor.Finding;
 import io.vgpu.exporter.doctor.Severity;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -26,12 +26,12 @@ class UnslottedProcessTest {
 
   @Test
   void gpuProcessesOfALimitedPodWithoutASlot_areReportedWithTheirReason() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
+            OperatorFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
     fx.process(1007, 7).gpu(region).write(); // registered: holds slot 7
     // libvgpu loaded from ld.so.preload, but started without the limit variables: no slot
     fx.process(1009, 9).mapsLibcuda().mapsLibvgpu("/usr/local/vgpu/libvgpu.so", 9001).write();
@@ -40,7 +40,7 @@ class UnslottedProcessTest {
     // a CPU-only process of the same pod is not a GPU process
     fx.process(1011, 11).write();
     // a GPU process of a pod without regions (no limits) is not this check's
-    fx.process(2001, 1).pod(OpsFixture.UID_B).mapsLibcuda().write();
+    fx.process(2001, 1).pod(OperatorFixture.UID_B).mapsLibcuda().write();
 
     NodeEvidence e = fx.evidence();
 
@@ -48,8 +48,8 @@ class UnslottedProcessTest {
         .extracting(
             u -> u.process().hostPid() + " " + u.podUid() + " " + u.container() + " " + u.reason())
         .containsExactly(
-            "1009 " + OpsFixture.UID_A + " " + Optional.of("main") + " not_registered",
-            "1010 " + OpsFixture.UID_A + " " + Optional.of("main") + " library_not_loaded");
+            "1009 " + OperatorFixture.UID_A + " " + Optional.of("main") + " not_registered",
+            "1010 " + OperatorFixture.UID_A + " " + Optional.of("main") + " library_not_loaded");
     List<Finding> f = fx.findings(17);
     assertThat(fx.verdict(17)).isEqualTo(Severity.FAIL);
     assertThat(f).hasSize(1);
@@ -61,12 +61,12 @@ class UnslottedProcessTest {
 
   @Test
   void everyGpuProcessSlotted_checkIsOk() {
-    OpsFixture fx = new OpsFixture(tmp);
+    OperatorFixture fx = new OperatorFixture(tmp);
     Path region =
         fx.region(
-            OpsFixture.UID_A,
+            OperatorFixture.UID_A,
             "main",
-            OpsFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
+            OperatorFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
     fx.process(1007, 7).gpu(region).write();
 
     assertThat(fx.evidence().unslottedProcesses()).isEmpty();

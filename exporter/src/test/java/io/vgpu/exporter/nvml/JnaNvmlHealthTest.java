@@ -160,10 +160,11 @@ class JnaNvmlHealthTest {
     FakeNvml.in(dir).write(GPUS);
     init(Set.of());
     java.util.List<EventSet> sets = new java.util.ArrayList<>();
-    NvmlResult<EventSet> r;
-    while ((r = client.eventSetCreate()).isOk()) {
+    NvmlResult<EventSet> r = client.eventSetCreate();
+    while (r.isOk()) {
       sets.add(r.orElse(null));
       assertThat(sets).hasSizeLessThan(100);
+      r = client.eventSetCreate();
     }
     assertThat(r).isEqualTo(NvmlResult.err("nvmlEventSetCreate", new NvmlReturn(20)));
     sets.forEach(s -> assertThat(client.eventSetFree(s)).isEqualTo(NvmlReturn.SUCCESS));

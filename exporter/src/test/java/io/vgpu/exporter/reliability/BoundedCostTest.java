@@ -226,7 +226,7 @@ class BoundedCostTest {
     try (HttpClient http = HttpClient.newHttpClient()) {
       java.net.URI base = java.net.URI.create("http://127.0.0.1:" + port);
       Await.until(
-          Duration.ofSeconds(120),
+          Duration.ofMinutes(2),
           () -> {
             assertThat(p.isAlive()).as("exporter alive; log: %s", Files.readString(log)).isTrue();
             try {
@@ -247,7 +247,7 @@ class BoundedCostTest {
                 log,
                 HttpRequest.newBuilder(base.resolve("/metrics"))
                     .header("Accept-Encoding", i == 1 ? "gzip" : "identity")
-                    .timeout(Duration.ofSeconds(120))
+                    .timeout(Duration.ofMinutes(2))
                     .build(),
                 i);
         assertThat(r.statusCode())

@@ -38,7 +38,7 @@ class DegradedSideFileTest {
   private Path root;
   private Path outside;
   private LiveExporter ex;
-  private HostileFilesTest.OutsideWatch watch;
+  private HostileDirFixture.OutsideWatch watch;
 
   @BeforeEach
   void setUp() throws IOException {
@@ -117,7 +117,7 @@ class DegradedSideFileTest {
     Path target = Files.writeString(outside.resolve("forged"), line("no-space", 7, NOW));
     Files.createSymbolicLink(ctrDir().resolve("x.cache.degraded"), target);
     ex = LiveExporter.start(root, Map.of());
-    watch = new HostileFilesTest.OutsideWatch(outside);
+    watch = new HostileDirFixture.OutsideWatch(outside);
     assertThat(causes(scrapeAfterPass())).containsExactly("malformed");
     watch.assertUntouched();
   }
@@ -137,7 +137,7 @@ class DegradedSideFileTest {
     HostileFilesTest.mkfifo(outside.resolve("trap"));
     Files.createSymbolicLink(ctrDir().resolve("y.cache.degraded"), outside.resolve("trap"));
     ex = LiveExporter.start(root, Map.of());
-    watch = new HostileFilesTest.OutsideWatch(outside);
+    watch = new HostileDirFixture.OutsideWatch(outside);
     assertThat(causes(scrapeAfterPass())).containsExactly("malformed");
     long gen = ex.app.discovery().current().generation();
     Await.until(Duration.ofSeconds(10), () -> ex.app.discovery().current().generation() > gen + 2);

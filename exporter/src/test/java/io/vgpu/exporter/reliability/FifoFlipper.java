@@ -91,9 +91,14 @@ final class FifoFlipper implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() throws IOException {
     stop.set(true);
-    thread.join(10_000);
+    try {
+      thread.join(10_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while closing", e);
+    }
     // Release any reader that did block opening a FIFO (the pre-fix code): an O_RDWR open of a
     // FIFO never blocks and is the writer such a reader waits for. Leftovers of the last batch go.
     for (Path t : targets) {

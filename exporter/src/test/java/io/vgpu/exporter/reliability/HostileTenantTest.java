@@ -11,8 +11,8 @@ import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
-import io.vgpu.exporter.testing.OpsShrregTool;
 import io.vgpu.exporter.testing.Samples;
+import io.vgpu.exporter.testing.ShrregTool;
 import io.vgpu.hostpid.ProcFs;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.Layout;
@@ -355,7 +355,7 @@ class HostileTenantTest {
 
   @Test
   void cleanup_fileSwappedBetweenVerdictAndApply_toolChangesNothingAndSaysWhy() throws Exception {
-    Path tool = OpsShrregTool.path();
+    Path tool = ShrregTool.path();
     Path root = Files.createDirectories(dir.resolve("containers"));
     Path proc = Files.createDirectories(dir.resolve("proc"));
     Path evilDir = Files.createDirectories(root.resolve(EVIL_UID + "_main"));

@@ -49,7 +49,7 @@ final class LauncherHeapServe implements AutoCloseable {
           throw new IllegalStateException("no default_opts in " + launcher);
         }
         List<String> flags = new ArrayList<>();
-        for (String f : m.group(1).trim().split("\\s+")) {
+        for (String f : m.group(1).trim().split("\\s+", -1)) {
           flags.add(f);
         }
         return flags;
@@ -142,11 +142,16 @@ final class LauncherHeapServe implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     if (process.isAlive()) {
       process.destroy();
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      try {
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+          process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while closing", e);
       }
     }
   }

@@ -26,7 +26,7 @@ public final class Samples {
 
   public static Samples parse(String text) {
     List<Sample> out = new ArrayList<>();
-    for (String line : text.split("\n")) {
+    for (String line : text.split("\n", -1)) {
       if (line.isBlank() || line.startsWith("#")) {
         continue;
       }

@@ -100,8 +100,13 @@ public final class StallingFuse implements AutoCloseable {
 
   /** Ends the daemon: the kernel fails the unanswered reads and the readers return. */
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     daemon.destroyForcibly();
-    daemon.waitFor(10, TimeUnit.SECONDS);
+    try {
+      daemon.waitFor(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while closing", e);
+    }
   }
 }

@@ -140,19 +140,24 @@ public final class Encoder {
     Access.setLongRelease(s, base + Extension.F_LOCK_HOLDER_SINCE_NS, e.lockHolderSinceNanos());
     Access.setIntRelease(s, base + Extension.F_LOCK_HOLDER_PID, e.lockHolderPid());
     for (ExtensionDevice d : e.devices()) {
-      int i = d.index();
-      Access.setLongRelease(s, Extension.device(i, Extension.D_OOM_REJECTIONS), d.oomRejections());
-      Access.setLongRelease(
-          s, Extension.device(i, Extension.D_OOM_REJECTED_BYTES), d.oomRejectedBytes());
-      Access.setLongRelease(s, Extension.device(i, Extension.D_THROTTLED_NS), d.throttledNanos());
-      Access.setLongRelease(
-          s, Extension.device(i, Extension.D_LAUNCHES_DELAYED), d.launchesDelayed());
-      Access.setLongRelease(s, Extension.device(i, Extension.D_LAUNCHES_TOTAL), d.launchesTotal());
-      Access.setLongRelease(s, Extension.device(i, Extension.D_BUSY_NS), d.busyNanos());
-      Access.setLongRelease(
-          s, Extension.device(i, Extension.D_LIMITER_WINDOW_PPM), d.limiterWindowPpm());
+      writeExtensionDevice(s, d);
     }
     Access.setIntRelease(s, base + Extension.F_MAGIC, Extension.MAGIC);
+  }
+
+  /** One device's counters in the extension block (its {@code index} says which). */
+  public static void writeExtensionDevice(MemorySegment s, ExtensionDevice d) {
+    int i = d.index();
+    Access.setLongRelease(s, Extension.device(i, Extension.D_OOM_REJECTIONS), d.oomRejections());
+    Access.setLongRelease(
+        s, Extension.device(i, Extension.D_OOM_REJECTED_BYTES), d.oomRejectedBytes());
+    Access.setLongRelease(s, Extension.device(i, Extension.D_THROTTLED_NS), d.throttledNanos());
+    Access.setLongRelease(
+        s, Extension.device(i, Extension.D_LAUNCHES_DELAYED), d.launchesDelayed());
+    Access.setLongRelease(s, Extension.device(i, Extension.D_LAUNCHES_TOTAL), d.launchesTotal());
+    Access.setLongRelease(s, Extension.device(i, Extension.D_BUSY_NS), d.busyNanos());
+    Access.setLongRelease(
+        s, Extension.device(i, Extension.D_LIMITER_WINDOW_PPM), d.limiterWindowPpm());
   }
 
   private static void putString(

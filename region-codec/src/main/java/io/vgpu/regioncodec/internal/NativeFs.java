@@ -57,6 +57,10 @@ public final class NativeFs {
   static final Flags ARM_PPC = new Flags("arm-ppc", 040000, 0100000);
 
   // The same on every architecture this table covers.
+  /** close(2) failures on descriptors this package opened (diagnostics only; never expected). */
+  static final java.util.concurrent.atomic.AtomicLong CLOSE_FAILURES =
+      new java.util.concurrent.atomic.AtomicLong();
+
   static final int O_RDONLY = 0;
   static final int O_RDWR = 2;
   static final int O_CLOEXEC = 02000000;
@@ -311,14 +315,26 @@ public final class NativeFs {
     }
   }
 
+  /**
+   * A file time as epoch nanoseconds, saturated at {@code Long.MAX_VALUE} (a forged far future).
+   */
+  public static long epochNanos(java.nio.file.attribute.FileTime time) {
+    java.time.Instant t = time.toInstant();
+    try {
+      return Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000_000L), t.getNano());
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE;
+    }
+  }
+
   public void closeQuietly(int fd) {
     try {
       int rc = (int) close.invokeExact(fd);
       if (rc != 0) {
-        Opener.CLOSE_FAILURES.incrementAndGet();
+        CLOSE_FAILURES.incrementAndGet();
       }
     } catch (Throwable t) {
-      Opener.CLOSE_FAILURES.incrementAndGet();
+      CLOSE_FAILURES.incrementAndGet();
     }
   }
 

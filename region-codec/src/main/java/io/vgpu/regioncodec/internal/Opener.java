@@ -25,10 +25,6 @@ public final class Opener {
   /** An open channel and the identity of the file it refers to. */
   public record Opened(FileChannel channel, FileIdentity identity) {}
 
-  /** close(2) failures on descriptors this package opened (diagnostics only; never expected). */
-  static final java.util.concurrent.atomic.AtomicLong CLOSE_FAILURES =
-      new java.util.concurrent.atomic.AtomicLong();
-
   /**
    * Opens {@code path} for reading (and writing when {@code writable}, then only a singly linked
    * file of one of {@code owners} when given).
@@ -56,24 +52,12 @@ public final class Opener {
     return SafeOpen.available();
   }
 
-  /**
-   * A file time as epoch nanoseconds, saturated at {@code Long.MAX_VALUE} (a forged far future).
-   */
-  public static long epochNanos(FileTime time) {
-    java.time.Instant t = time.toInstant();
-    try {
-      return Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000_000L), t.getNano());
-    } catch (ArithmeticException e) {
-      return Long.MAX_VALUE;
-    }
-  }
-
   /** The identity of {@code path} without following links, or null when it is gone. */
   public static FileIdentity identityOrNull(Path path) {
     try {
       Map<String, Object> a =
           Files.readAttributes(path, UNIX_ATTRIBUTES, LinkOption.NOFOLLOW_LINKS);
-      long nanos = epochNanos((FileTime) a.get("lastModifiedTime"));
+      long nanos = NativeFs.epochNanos((FileTime) a.get("lastModifiedTime"));
       return new FileIdentity(
           ((Number) a.get("dev")).longValue(),
           ((Number) a.get("ino")).longValue(),

@@ -1,13 +1,13 @@
 package io.vgpu.exporter.cli;
 
-import static io.vgpu.exporter.testing.OpsFixture.GPU0;
-import static io.vgpu.exporter.testing.OpsFixture.UID_A;
-import static io.vgpu.exporter.testing.OpsFixture.usage;
+import static io.vgpu.exporter.testing.OperatorFixture.GPU0;
+import static io.vgpu.exporter.testing.OperatorFixture.UID_A;
+import static io.vgpu.exporter.testing.OperatorFixture.usage;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.vgpu.exporter.testing.OpsFixture;
-import io.vgpu.exporter.testing.OpsShrregTool;
+import io.vgpu.exporter.testing.OperatorFixture;
+import io.vgpu.exporter.testing.ShrregTool;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionExtension;
 import io.vgpu.regioncodec.RegionFile;
@@ -31,15 +31,15 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The node-side commands through the real CLI, on real files, with the real shrreg-tool. */
-class OpsCommandsTest {
+class OperatorCommandsTest {
   static final long GIB = 1L << 30;
 
   @TempDir Path tmp;
-  OpsFixture fx;
+  OperatorFixture fx;
 
   @BeforeEach
   void setUp() {
-    fx = new OpsFixture(tmp);
+    fx = new OperatorFixture(tmp);
   }
 
   record Result(int code, String out, String err) {}
@@ -61,7 +61,7 @@ class OpsCommandsTest {
   }
 
   static Path shrregTool() throws IOException, InterruptedException {
-    return OpsShrregTool.path();
+    return ShrregTool.path();
   }
 
   static RegionSpec spec(Layout layout) {
@@ -138,7 +138,7 @@ class OpsCommandsTest {
   @Test
   void inspect_hostPidEqualsContainerPid_flaggedWrong() {
     Path region =
-        fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).slot(7, 7, 1, usage(GIB, 0)).build());
+        fx.region(UID_A, "main", OperatorFixture.v12(GIB, 0).slot(7, 7, 1, usage(GIB, 0)).build());
     fx.process(1007, 7).gpu(region).write();
     Result r = cli(node("inspect"));
     assertThat(r.out()).contains("hostpid 7").contains("real 1007").contains("WRONG-PID");
@@ -196,14 +196,14 @@ class OpsCommandsTest {
         fx.region(
             UID_A,
             "main",
-            OpsFixture.v12(GIB, 0).ownerPid(99).slot(7, 1007, 1, usage(GIB, 0)).build());
+            OperatorFixture.v12(GIB, 0).ownerPid(99).slot(7, 1007, 1, usage(GIB, 0)).build());
     Path live =
         fx.region(
-            OpsFixture.UID_B,
+            OperatorFixture.UID_B,
             "side",
-            OpsFixture.v12(GIB, 0).ownerPid(5).slot(5, 2005, 1, usage(GIB, 0)).build());
+            OperatorFixture.v12(GIB, 0).ownerPid(5).slot(5, 2005, 1, usage(GIB, 0)).build());
     fx.process(1007, 7).gpu(dead).write();
-    fx.process(2005, 5).pod(OpsFixture.UID_B).gpu(live).write();
+    fx.process(2005, 5).pod(OperatorFixture.UID_B).gpu(live).write();
     Result dry = cli(node("unlock"));
     assertThat(dry.code()).isEqualTo(1);
     assertThat(dry.out())
@@ -225,7 +225,7 @@ class OpsCommandsTest {
 
   @Test
   void unlock_missingTool_exit2WithReason() {
-    fx.region(UID_A, "main", OpsFixture.v12(GIB, 0).ownerPid(99).build());
+    fx.region(UID_A, "main", OperatorFixture.v12(GIB, 0).ownerPid(99).build());
     Result r =
         cli(node("unlock", "--apply", "--shrreg-tool", tmp.resolve("no-such-tool").toString()));
     assertThat(r.code()).isEqualTo(2);
@@ -238,7 +238,9 @@ class OpsCommandsTest {
   void doctor_cli_exitCodeIsWorstFinding() {
     Path region =
         fx.region(
-            UID_A, "main", OpsFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
+            UID_A,
+            "main",
+            OperatorFixture.v12(4 * GIB, 50).slot(7, 1007, 1, usage(GIB, 30)).build());
     fx.process(1007, 7).gpu(region).write();
     String handshake = "hami.io/node-handshake=" + (System.currentTimeMillis() / 1000);
     String register = "hami.io/node-nvidia-register=[{\"id\":\"" + GPU0 + "\",\"count\":10}]";
@@ -256,7 +258,7 @@ class OpsCommandsTest {
     assertThat(healthy.code()).as(healthy.out()).isZero();
     assertThat(healthy.out()).contains("[SKIP] 13 nvml-errors").contains("verdict: OK");
 
-    fx.region(OpsFixture.UID_B, "side", OpsFixture.v12(GIB, 0).ownerPid(99).build());
+    fx.region(OperatorFixture.UID_B, "side", OperatorFixture.v12(GIB, 0).ownerPid(99).build());
     Result broken =
         cli(
             node(
@@ -288,7 +290,7 @@ class OpsCommandsTest {
     assertThat(onlyA.out())
         .contains("\"verdict\":\"ok\"")
         .contains("\"check\":9,\"id\":\"hostpid-wrong\",\"severity\":\"ok\"")
-        .doesNotContain(OpsFixture.UID_B);
+        .doesNotContain(OperatorFixture.UID_B);
     Result bad = cli(node("doctor", "--window", "soon"));
     assertThat(bad.code()).isEqualTo(3);
   }
@@ -333,7 +335,7 @@ class OpsCommandsTest {
         fx.region(
             UID_A,
             "main",
-            OpsFixture.v12(GIB, 0)
+            OperatorFixture.v12(GIB, 0)
                 .slot(7, 1007, 1, usage(GIB, 0))
                 .extension(
                     new RegionExtension(

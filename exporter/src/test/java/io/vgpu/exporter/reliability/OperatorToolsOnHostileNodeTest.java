@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * node where one tenant planted every hostile entry at once they finish, never open anything
  * outside the cache root, and still report the healthy neighbour.
  */
-class OpsOnHostileNodeTest {
+class OperatorToolsOnHostileNodeTest {
   private static final String EVIL = "eeeeeeee-0000-4000-8000-00000000000e_evil";
 
   @TempDir Path dir;
@@ -67,7 +67,7 @@ class OpsOnHostileNodeTest {
     Files.write(evil.resolve("junk.cache"), junk);
     Files.createSymbolicLink(root.resolve("ffffffff-0000-4000-8000-00000000000f_linked"), outside);
 
-    try (HostileFilesTest.OutsideWatch watch = new HostileFilesTest.OutsideWatch(outside)) {
+    try (HostileDirFixture.OutsideWatch watch = new HostileDirFixture.OutsideWatch(outside)) {
       for (List<String> args :
           List.of(
               List.of("doctor", "--no-nvml", "--window", "0s"),

@@ -8,8 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** shrreg-tool for tests (built by libvgpu's Makefile, else compiled here). */
-public final class OpsShrregTool {
-  private OpsShrregTool() {}
+public final class ShrregTool {
+  private ShrregTool() {}
 
   /** shrreg-tool as built by libvgpu's Makefile, else compiled here. */
   public static Path path() throws IOException, InterruptedException {

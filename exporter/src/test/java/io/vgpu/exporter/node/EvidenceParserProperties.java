@@ -8,7 +8,7 @@ import io.vgpu.exporter.doctor.Finding;
 import io.vgpu.exporter.doctor.Inspection;
 import io.vgpu.exporter.doctor.Json;
 import io.vgpu.exporter.doctor.RepairPlan;
-import io.vgpu.exporter.testing.OpsFixture;
+import io.vgpu.exporter.testing.OperatorFixture;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionSpec;
 import java.io.IOException;
@@ -37,11 +37,11 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The ops commands read bytes other programs control: procfs files of tenant processes and region
- * files. Hostile content never throws out of the collector or the doctor, and JSON output stays
- * well-formed whatever the strings hold.
+ * The operator commands read bytes other programs control: procfs files of tenant processes and
+ * region files. Hostile content never throws out of the collector or the doctor, and JSON output
+ * stays well-formed whatever the strings hold.
  */
-class OpsParserProperties {
+class EvidenceParserProperties {
 
   @Property(tries = 300)
   void readMaps_anyText_neverThrowsAndOnlyCacheInodes(@ForAll("mapsText") String text)
@@ -163,15 +163,15 @@ class OpsParserProperties {
       throws IOException {
     Path tmp = Files.createTempDirectory("ops-prop");
     try {
-      OpsFixture fx = new OpsFixture(tmp);
+      OperatorFixture fx = new OperatorFixture(tmp);
       RegionSpec.Builder b =
-          OpsFixture.v12(1L << 30, 50).slot(7, 1007, 1, OpsFixture.usage(1L << 20, 10));
+          OperatorFixture.v12(1L << 30, 50).slot(7, 1007, 1, OperatorFixture.usage(1L << 20, 10));
       if (ext) {
         b.extension(
             new io.vgpu.regioncodec.RegionExtension(
-                1, 0, 0, 1, "x", OpsFixture.UID_A, "main", 7, 1, List.of()));
+                1, 0, 0, 1, "x", OperatorFixture.UID_A, "main", 7, 1, List.of()));
       }
-      Path region = fx.region(OpsFixture.UID_A, "main", b.build());
+      Path region = fx.region(OperatorFixture.UID_A, "main", b.build());
       fx.process(1007, 7).gpu(region).write();
       try (FileChannel ch =
           FileChannel.open(region, StandardOpenOption.WRITE, StandardOpenOption.READ)) {
@@ -194,7 +194,7 @@ class OpsParserProperties {
       Arrays.stream(Layout.values()).map(Layout::label).collect(Collectors.toSet());
 
   /**
-   * Every one of the fifteen checks ran to a verdict (a check that throws is reported as "check
+   * Every one of the seventeen checks ran to a verdict (a check that throws is reported as "check
    * could not run", which hostile bytes must never cause), findings are ordered, and the JSON
    * parses back to the same verdict.
    */
@@ -221,7 +221,7 @@ class OpsParserProperties {
     JsonNode model = JSON.readTree(Json.write(Inspection.model(e)));
     assertThat(model.get("containers").size()).isEqualTo(1);
     JsonNode c = model.get("containers").get(0);
-    assertThat(c.get("pod_uid").asString()).isEqualTo(OpsFixture.UID_A);
+    assertThat(c.get("pod_uid").asString()).isEqualTo(OperatorFixture.UID_A);
     assertThat(c.get("container").asString()).isEqualTo("main");
     assertThat(c.get("regions").size()).isEqualTo(1);
     JsonNode r = c.get("regions").get(0);
@@ -249,7 +249,7 @@ class OpsParserProperties {
     for (RepairPlan.Action a : plan.actions()) {
       assertThat(a.kind()).isEqualTo(RepairPlan.Kind.CLEANUP);
       assertThat(a.file()).isEqualTo(region);
-      assertThat(a.subject()).isEqualTo(OpsFixture.UID_A + "_main");
+      assertThat(a.subject()).isEqualTo(OperatorFixture.UID_A + "_main");
       assertThat(a.slotGuards()).hasSameSizeAs(a.pids());
       for (int i = 0; i < a.pids().size(); i++) {
         assertThat(a.slotGuards().get(i)).startsWith(a.pids().get(i) + ":");

@@ -35,11 +35,12 @@ import java.util.OptionalDouble;
 import java.util.OptionalLong;
 
 /**
- * A node on disk for the ops tests: a cache root with region files written by the codec's writer,
- * and a fake procfs ({@code <pid>/{stat,status,cgroup,maps,environ,root/etc/ld.so.preload}})
- * formatted the way Linux formats them. Evidence is gathered by the real {@link EvidenceCollector}.
+ * A node on disk for the operator tools' tests: a cache root with region files written by the
+ * codec's writer, and a fake procfs ({@code
+ * <pid>/{stat,status,cgroup,maps,environ,root/etc/ld.so.preload}}) formatted the way Linux formats
+ * them. Evidence is gathered by the real {@link EvidenceCollector}.
  */
-public final class OpsFixture {
+public final class OperatorFixture {
   public static final String UID_A = "0f1e2d3c-4b5a-4978-8796-a5b4c3d2e1f0";
   public static final String UID_B = "11111111-2222-4333-8444-555555555555";
   public static final String GPU0 = "GPU-6a1b2c3d-0000-1111-2222-333344445555";
@@ -56,7 +57,7 @@ public final class OpsFixture {
   /** Rewrites regions between the two samples (for window checks). */
   public Runnable betweenSamples = () -> {};
 
-  public OpsFixture(Path tmp) {
+  public OperatorFixture(Path tmp) {
     this.root = tmp;
     this.cacheRoot = tmp.resolve("containers");
     this.proc = tmp.resolve("proc");
