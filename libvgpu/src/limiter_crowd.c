@@ -138,16 +138,16 @@ int lim_crowd_defer(dev_state_t *d, ctx_t *c, stream_q_t *q, int64_t launch_ns) 
 }
 
 /*
- * Queries cost host time too (~0.5-1 us each on a GPU): an untimed E is queried when its stream's
- * queue ahead of it is about half done (by the time one launch holds the stream), then every half
- * of that time (POLL_EVERY_NS at least). Its completion is seen at most half a launch late: at
- * the end of a busy stretch that is charged (fails safe), in its middle the other streams' union
+ * Queries cost host time too (~0.5-1 us each on a GPU): an untimed E is queried once its stream's
+ * queue up to it may be half done (by the time one launch holds the stream), then every half of
+ * that time (POLL_EVERY_NS at least). Its completion is seen at most half a launch late: at the
+ * end of a busy stretch that is charged (fails safe), in its middle the other streams' union
  * covers it anyway.
  */
 void lim_crowd_next_query(stream_q_t *q, int64_t now, int recorded) {
   int64_t half = q->dur_ns / 2;
-  if (recorded)
-    q->next_query_ns = now + (q->untimed > 1 ? (int64_t)(q->untimed - 1) * half : 0);
+  if (recorded) /* the queue ahead of it and its own launches: half of that */
+    q->next_query_ns = now + (int64_t)q->untimed * half;
   else
     q->next_query_ns = now + lim_i64max(POLL_EVERY_NS, half);
 }
