@@ -335,10 +335,13 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       b->sq = OVERFLOW_SQ;
     } else {
       ctx_t *c = &d->ctx[ci];
-      lim_ctx_calibrate(lim, c, now);
       int si = lim_stream_slot(d, c, stream);
-      if (si < 0 && lim_ctx_crowded(lim, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
-      if (si >= 0 && lim_ctx_crowded(lim, c, si, now)) {
+      if (si < 0 && lim_ctx_crowded(lim, d, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
+      int crowded = si >= 0 && lim_ctx_crowded(lim, d, c, si, now);
+      /* A reference event is a timing event on the internal stream, whose hardware queue an
+       * application stream shares when crowded: only timed launches need one. */
+      if (!crowded) lim_ctx_calibrate(lim, c, now);
+      if (crowded) {
         /* More busy streams than hardware queues: no timing events (limiter_crowd.c). */
         b->untimed = 1;
         b->measured = 1;

@@ -42,13 +42,18 @@ int lim_timed_streams_from_env(void) {
   return (int)v - 1; /* the internal stream's queue */
 }
 
-int lim_ctx_crowded(const vgpu_limiter_t *lim, ctx_t *c, int si, int64_t now) {
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const dev_state_t *d, ctx_t *c, int si,
+                    int64_t now) {
   if (now - c->crowd_swept_ns >= CROWD_SWEEP_NS) { /* streams idle past the window */
+    /* Plus the wait a crowded burst's credit may bring at this limit (80 ms at 25 %): a stream
+     * last launched on before the wait is still one of the busy ones. With 100 ms only, 128
+     * streams at 25 % fell back to timing events after some waits (their S/E held the queues). */
+    int64_t window = CROWD_WINDOW_NS + (int64_t)((double)CROWD_BURST_NS / (d->leff > 0 ? d->leff : 1));
     c->crowd_swept_ns = now;
     for (int i = 0; i < MAX_STREAMS; i++) {
       stream_q_t *q = &c->sq[i];
       if (q->busy && (!q->used || (q->count == 0 && q->uncov == 0 &&
-                                   now - q->last_launch_ns >= CROWD_WINDOW_NS))) {
+                                   now - q->last_launch_ns >= window))) {
         q->busy = 0;
         c->n_busy--;
       }

@@ -59,7 +59,7 @@ typedef struct {
    * when the last one was seen done. */
   int untimed;
   int64_t dur_ns, last_end_ns;
-  int64_t last_launch_ns; /* a stream launched on within CROWD_WINDOW_NS counts as busy */
+  int64_t last_launch_ns; /* launched on within CROWD_WINDOW_NS (+ a wait) counts as busy */
   int busy;               /* counted in the context's n_busy (limiter_crowd.c) */
   /* Untimed launches made while the stream's E was in flight: no event of their own; the next
    * E, recorded once that one is seen done, covers them from the first one's launch call. */
@@ -229,7 +229,8 @@ int lim_timed_streams_from_env(void);
 /* The wall-time credit the gate gives (BURST_NS; longer while crowded, limiter_crowd.c). */
 int64_t lim_burst_ns(const dev_state_t *d, int64_t now);
 /* 1: the launch on `stream` is to be timed without timing events (the context is crowded). */
-int lim_ctx_crowded(const vgpu_limiter_t *lim, ctx_t *c, int si, int64_t now);
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const dev_state_t *d, ctx_t *c, int si,
+                    int64_t now);
 /* An untimed entry of stream q was seen done: learns how long one launch holds its stream. */
 void lim_crowd_done(stream_q_t *q, const pend_t *p);
 /* A crowded context launched on slot si (< MAX_STREAMS) at `now`: counts the stream as busy. */

@@ -153,8 +153,9 @@
 /* A poll stops after this many events found still running (the next one goes on from there):
  * 128 busy streams would otherwise cost 128 queries (~0.5-1 us each on a GPU) every
  * POLL_EVERY_NS, more host time than the launches themselves. A finished event costs no budget,
- * so while a burst drains every stream still running is seen once at most this many are. */
-#define CROWD_POLL_QUERIES 16
+ * and once at most twice this many streams have work each is queried at every poll
+ * (limiter_measure.c), so the end of a busy stretch is seen within a poll period. */
+#define CROWD_POLL_QUERIES 4
 
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 
