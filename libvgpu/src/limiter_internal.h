@@ -274,8 +274,10 @@ void lim_ent_free(dev_state_t *d, int i);
  * budget >= 0: stop querying after that many events were found still running (the streams not
  * reached count in the frontier as running; the next poll starts where this one stopped). */
 int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int budget);
-/* The slot of `stream` in the context's table, or -1 (no insertion). */
+/* The slot of `stream` in the context's table, or -1 (no insertion); limiter_tables.c. */
 int lim_stream_find(const ctx_t *c, CUstream stream);
+/* Adds slot `slot` (its stream set) to the context's stream index. */
+void lim_sidx_insert(ctx_t *c, int slot);
 /* Marks slot si as having launches in flight (1) or none (0). */
 static inline void lim_sq_active(ctx_t *c, int si, int on) {
   if (on)

@@ -156,35 +156,6 @@ int lim_ctx_busy(const ctx_t *c) {
   return 0;
 }
 
-/* The stream -> slot index: open addressing over SIDX_N buckets, so that a launch finds its
- * stream's slot in O(1) among up to MAX_STREAMS busy streams. */
-static unsigned sidx_hash(CUstream s) {
-  uint64_t x = (uint64_t)(uintptr_t)s;
-  x ^= x >> 29;
-  x *= 0x9E3779B97F4A7C15ULL;
-  return (unsigned)(x >> 40) & (SIDX_N - 1);
-}
-
-static void sidx_insert(ctx_t *c, int slot) {
-  unsigned h = sidx_hash(c->sq[slot].stream);
-  for (int n = 0; n < SIDX_N; n++, h = (h + 1) & (SIDX_N - 1))
-    if (c->sidx[h] == 0) {
-      c->sidx[h] = (int16_t)(slot + 1);
-      return;
-    }
-}
-
-int lim_stream_find(const ctx_t *c, CUstream stream) {
-  unsigned h = sidx_hash(stream);
-  for (int n = 0; n < SIDX_N; n++, h = (h + 1) & (SIDX_N - 1)) {
-    int v = c->sidx[h];
-    if (v == 0) return -1;
-    const stream_q_t *q = &c->sq[v - 1];
-    if (q->used && q->stream == stream) return v - 1;
-  }
-  return -1;
-}
-
 int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
   int found = lim_stream_find(c, stream);
   if (found >= 0) {
@@ -216,9 +187,9 @@ int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
   if (evicted) { /* the old stream's bucket still points here: rebuild (past MAX_STREAMS only) */
     memset(c->sidx, 0, sizeof(c->sidx));
     for (int i = 0; i < MAX_STREAMS; i++)
-      if (c->sq[i].used) sidx_insert(c, i);
+      if (c->sq[i].used) lim_sidx_insert(c, i);
   } else {
-    sidx_insert(c, victim);
+    lim_sidx_insert(c, victim);
   }
   return victim;
 }
