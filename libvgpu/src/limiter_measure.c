@@ -325,14 +325,23 @@ void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
         stream_q_t *q = &d->ctx[ci].sq[si];
         if (q->used && q->uncov > 0) { /* uncovered untimed launches: up to now */
           int u = lim_ent_alloc(d);
+          pend_t one;
+          memset(&one, 0, sizeof(one));
+          pend_t *p = u >= 0 ? &d->ent[u] : &one;
+          p->ctx = (int16_t)ci;
+          p->sq = -1;
+          p->s_host = p->s_rec = q->uncov_first_ns;
+          p->e_host = now;
+          p->measured = p->untimed = 1;
+          p->nlaunch = q->uncov;
+          p->done = 1;
           if (u >= 0) {
-            pend_t *p = &d->ent[u];
-            p->s_host = p->s_rec = q->uncov_first_ns;
-            p->e_host = now;
-            p->measured = p->untimed = 1;
-            p->nlaunch = q->uncov;
-            p->done = 1;
             d->done_idx[d->n_done++] = u;
+          } else { /* no entry left: charged here, never dropped */
+            commit_batch_t cb = {&p, 1};
+            int64_t ch = lim_bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
+            d->busy_ns += ch;
+            if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)ch, __ATOMIC_RELAXED);
           }
           d->n_uncov -= q->uncov;
           q->uncov = 0;

@@ -11,6 +11,7 @@
  *   an E once it may be done: 0.5-0.8 records and 3.4-3.6 queries per launch here (the engine is
  *   serial: every stream waits behind all the others). The limiter that recorded an E per launch
  *   and queried every stream's at every poll: 1.0 records and 37-44 queries per launch.
+ * And a context destroyed with crowded launches in flight is charged their time up to then.
  */
 #include "limiter_sim.h"
 
@@ -83,7 +84,41 @@ static void run_case(int nstreams, int limit) {
   sim_region_free(r);
 }
 
+/* A context destroyed with crowded launches in flight (some uncovered: no event of their own) is
+ * charged their time up to its destruction, not their estimate (0 for untimed launches). */
+static void test_forget_context(void) {
+  sim_reset();
+  sim_region_t r = sim_region_new(50);
+  vgpu_limiter_driver_t drv = sim_driver();
+  vgpu_limiter_config_t cfg = {r.region, r.ext, 1, VGPU_LIMITER_POLICY_DEFAULT, {0}, NULL};
+  vgpu_limiter_t *lim = vgpu_limiter_create(&drv, &cfg);
+  CUstream st[33];
+  for (int i = 0; i < 33; i++) st[i] = sim_stream_new(1);
+  SIM.current_ctx = 1;
+  SIM.win_a = SIM.now;
+  SIM.win_b = SIM.now + 1000 * MS;
+  memset(SIM.busy, 0, sizeof(SIM.busy));
+  int64_t t0 = SIM.now;
+  for (int k = 0; k < 33 * 4; k++) { /* 26 ms of work queued: still running at the end */
+    vgpu_limiter_before(lim, 0, st[k % 33]);
+    sim_launch(st[k % 33], 200 * US);
+    vgpu_limiter_after(lim, 0, st[k % 33]);
+    SIM.now += 4 * US;
+  }
+  SIM.now += 5 * MS; /* the application computes; nothing polls; the GPU works on */
+  int64_t held = SIM.now - t0; /* the serial engine ran from the first launch on */
+  vgpu_limiter_forget_context(lim, (CUcontext)(intptr_t)1);
+  vgpu_limiter_poll(lim, 0);
+  double charged = (double)__atomic_load_n(&r.ext->devices[0].busy_ns, __ATOMIC_ACQUIRE);
+  printf("  forget a crowded context: held %.2f ms until then, charged %.2f ms\n", held / 1e6,
+         charged / 1e6);
+  CHECK(charged >= 0.95 * (double)held, "charged %.0f ns < held %ld ns", charged, (long)held);
+  vgpu_limiter_destroy(lim);
+  sim_region_free(r);
+}
+
 int main(void) {
+  test_forget_context();
   const int streams[] = {4, 33, 40};
   const int limits[] = {90, 25};
   for (int s = 0; s < 3; s++)
