@@ -88,8 +88,8 @@ static int effective_limit(const vgpu_limiter_t *lim, int dev) {
 }
 
 /* Finishes completed launches, charges what is safe to charge, publishes the window. */
-static void poll_commit(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
-  int64_t frontier = lim_poll_locked(lim, d, now);
+static void poll_commit(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int budget) {
+  int64_t frontier = lim_poll_locked(lim, d, now, budget);
   lim_commit_done(d, now, frontier, d->n_done > MAX_PEND / 2);
   lim_publish_window(d, d->last_limit, now);
 }
@@ -237,7 +237,7 @@ static void before_unlimited(vgpu_limiter_t *lim, int dev) {
   if (d != NULL && __atomic_load_n(&d->n_inflight, __ATOMIC_RELAXED) > 0 &&
       pthread_mutex_trylock(&d->mu) == 0) {
     d->last_limit = 0;
-    poll_commit(lim, d, lim_now_ns(lim));
+    poll_commit(lim, d, lim_now_ns(lim), -1);
     pthread_mutex_unlock(&d->mu);
   }
 }
@@ -284,7 +284,7 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
       }
       lim_restore_capture(lim, g);
     }
-    poll_commit(lim, d, *now);
+    poll_commit(lim, d, *now, CROWD_POLL_QUERIES);
     limit = effective_limit(lim, dev);
     if (limit == 0) return 0;
     lim_update_leff(d, limit);
@@ -335,10 +335,13 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       b->sq = OVERFLOW_SQ;
     } else {
       ctx_t *c = &d->ctx[ci];
-      lim_ctx_calibrate(lim, c, now);
       int si = lim_stream_slot(d, c, stream);
-      if (si < 0 && lim_ctx_crowded(lim, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
-      if (si >= 0 && lim_ctx_crowded(lim, c, si, now)) {
+      if (si < 0 && lim_ctx_crowded(lim, d, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
+      int crowded = si >= 0 && lim_ctx_crowded(lim, d, c, si, now);
+      /* A reference event is a timing event on the internal stream, whose hardware queue an
+       * application stream shares when crowded: only timed launches need one. */
+      if (!crowded) lim_ctx_calibrate(lim, c, now);
+      if (crowded) {
         /* More busy streams than hardware queues: no timing events (limiter_crowd.c). */
         b->untimed = 1;
         b->measured = 1;
@@ -359,7 +362,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       b->ctx = ci;
       b->gen = c->gen;
       b->sq = si;
-      if (si >= 0) c->sq[si].last_launch_ns = now;
+      if (si >= 0) lim_crowd_note_launch(c, si, now);
     }
     lim_restore_capture(lim, g);
   }
@@ -393,7 +396,7 @@ void vgpu_limiter_before(vgpu_limiter_t *lim, int dev, CUstream stream) {
   pthread_mutex_lock(&d->mu);
   lim_update_leff(d, limit);
   if (now - d->last_poll_ns >= POLL_EVERY_NS || d->n_inflight > MAX_PEND * 3 / 4)
-    poll_commit(lim, d, now);
+    poll_commit(lim, d, now, d->n_inflight > MAX_PEND * 3 / 4 ? -1 : CROWD_POLL_QUERIES);
   limit = gate_wait(lim, d, dev, ctx, stream, limit, &now);
   count_launch(d, now - t0, now != t0);
   pthread_mutex_unlock(&d->mu);
@@ -411,6 +414,19 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
   }
   int64_t now = lim_now_ns(lim);
   pthread_mutex_lock(&d->mu);
+  ctx_t *c = b->ctx >= 0 && d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen
+                 ? &d->ctx[b->ctx]
+                 : NULL;
+  stream_q_t *q = c != NULL && b->sq >= 0 && c->sq[b->sq].used &&
+                          (b->sq == OVERFLOW_SQ || c->sq[b->sq].stream == stream)
+                      ? &c->sq[b->sq]
+                      : NULL;
+  if (b->untimed && c != NULL && q != NULL && lim_crowd_defer(d, c, q, b->s_rec)) {
+    memset(b, 0, sizeof(*b)); /* covered by the stream's next E (limiter_crowd.c) */
+    tls_open--;
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
   int idx = lim_ent_alloc(d);
   if (idx < 0) {
     /* No room (only when MAX_PEND launches are in flight from racing threads): charge blind. */
@@ -421,22 +437,15 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     blind.est_ns = d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
     pend_t *one[1] = {&blind};
     commit_batch_t cb = {one, 1};
-    int64_t c = lim_bucket_charge(d, now, d->leff, &cb);
-    d->busy_ns += c;
-    if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)c, __ATOMIC_RELAXED);
+    int64_t ch = lim_bucket_charge(d, now, d->leff, &cb);
+    d->busy_ns += ch;
+    if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)ch, __ATOMIC_RELAXED);
     memset(b, 0, sizeof(*b));
     tls_open--;
     pthread_mutex_unlock(&d->mu);
     return;
   }
   pend_t *p = &d->ent[idx];
-  ctx_t *c = b->ctx >= 0 && d->ctx[b->ctx].used && d->ctx[b->ctx].gen == b->gen
-                 ? &d->ctx[b->ctx]
-                 : NULL;
-  stream_q_t *q = c != NULL && b->sq >= 0 && c->sq[b->sq].used &&
-                          (b->sq == OVERFLOW_SQ || c->sq[b->sq].stream == stream)
-                      ? &c->sq[b->sq]
-                      : NULL;
   int64_t est = q != NULL && q->est_ns > 0 ? q->est_ns
                 : d->est_dev_ns > 0         ? d->est_dev_ns
                                             : DEFAULT_EST_NS;
@@ -449,20 +458,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     lim_restore_capture(lim, g);
   } else if (c != NULL && q != NULL && b->untimed) {
     capture_guard_t g = lim_relax_capture(lim);
-    CUevent e = lim_pool_get_nt(lim, c);
-    if (e != NULL && lim->drv.cuEventRecord(e, stream) == CUDA_SUCCESS) {
-      p->e = e;
-      p->s_rec = p->s_host = b->s_rec; /* the interval starts at the launch call */
-      p->e_rec = now;
-      p->started = 1;
-      p->measured = 1;
-      p->untimed = 1;
-      p->est_ns = est = 0; /* in lim_crowd_inflight_ns while in flight */
-      c->untimed_n++;
-      q->untimed++;
-    } else {
-      lim_pool_put_nt(lim, c, e);
-    }
+    if (lim_crowd_record(lim, d, c, q, p, stream, b->s_rec, now)) est = 0;
     lim_restore_capture(lim, g);
   } else if (c != NULL && q != NULL && b->measured && c->cur_ref >= 0 &&
              c->refs[c->cur_ref].valid) {
@@ -496,6 +492,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
       q->head = idx;
     q->tail = idx;
     q->count++;
+    lim_sq_active(c, (int)(q - c->sq), 1);
   } else {
     /* Unmeasured: committed at its estimate right away. */
     p->done = 1;
@@ -513,7 +510,7 @@ void vgpu_limiter_poll(vgpu_limiter_t *lim, int dev) {
   dev_state_t *d = __atomic_load_n(&lim->dev[dev], __ATOMIC_ACQUIRE);
   if (d == NULL) return;
   pthread_mutex_lock(&d->mu);
-  poll_commit(lim, d, lim_now_ns(lim));
+  poll_commit(lim, d, lim_now_ns(lim), -1);
   pthread_mutex_unlock(&d->mu);
   vgpu_limiter_publish_util(lim, dev);
 }

@@ -42,14 +42,35 @@ int lim_timed_streams_from_env(void) {
   return (int)v - 1; /* the internal stream's queue */
 }
 
-int lim_ctx_crowded(const vgpu_limiter_t *lim, const ctx_t *c, int si, int64_t now) {
-  int busy = 0;
-  for (int i = 0; i < MAX_STREAMS; i++) {
-    const stream_q_t *q = &c->sq[i];
-    if (q->used && (q->count > 0 || i == si || now - q->last_launch_ns < CROWD_WINDOW_NS)) busy++;
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const dev_state_t *d, ctx_t *c, int si,
+                    int64_t now) {
+  if (now - c->crowd_swept_ns >= CROWD_SWEEP_NS) { /* streams idle past the window */
+    /* Plus the wait a crowded burst's credit may bring at this limit (80 ms at 25 %): a stream
+     * last launched on before the wait is still one of the busy ones. With 100 ms only, 128
+     * streams at 25 % fell back to timing events after some waits (their S/E held the queues). */
+    int64_t window = CROWD_WINDOW_NS + (int64_t)((double)CROWD_BURST_NS / (d->leff > 0 ? d->leff : 1));
+    c->crowd_swept_ns = now;
+    for (int i = 0; i < MAX_STREAMS; i++) {
+      stream_q_t *q = &c->sq[i];
+      if (q->busy && (!q->used || (q->count == 0 && q->uncov == 0 &&
+                                   now - q->last_launch_ns >= window))) {
+        q->busy = 0;
+        c->n_busy--;
+      }
+    }
   }
+  int busy = c->n_busy + (si >= 0 && si < MAX_STREAMS && !c->sq[si].busy);
   if (busy > lim->timed_streams) return 1;
   return c->untimed_n > 0 && 2 * busy > lim->timed_streams; /* hysteresis */
+}
+
+void lim_crowd_note_launch(ctx_t *c, int si, int64_t now) {
+  stream_q_t *q = &c->sq[si];
+  q->last_launch_ns = now;
+  if (si < MAX_STREAMS && !q->busy) {
+    q->busy = 1;
+    c->n_busy++;
+  }
 }
 
 CUevent lim_pool_get_nt(const vgpu_limiter_t *lim, ctx_t *c) {
@@ -80,27 +101,150 @@ void lim_pool_put_nt(const vgpu_limiter_t *lim, ctx_t *c, CUevent ev) {
  * sum over launches. The time one holds its stream is measured from its completions (from the
  * later of its launch and the previous completion on the stream to the poll that saw it: an
  * upper bound, so the estimate follows the lower samples). An estimate only paces admission; the
- * bucket charges what was held.
+ * bucket charges what was held. Launches raise it as they come (O(1)); polls recompute it over
+ * the streams with launches in flight.
  */
-int64_t lim_crowd_inflight_ns(const dev_state_t *d) {
+static int64_t crowd_queue_ns(const dev_state_t *d, const stream_q_t *q) {
+  int64_t per = q->dur_ns > 0 ? q->dur_ns : d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
+  return (int64_t)q->untimed * per;
+}
+
+void lim_crowd_inflight_update(dev_state_t *d) {
   int64_t m = 0;
   for (int ci = 0; ci <= MAX_CTX; ci++) {
     const ctx_t *c = &d->ctx[ci];
     if (!c->used || c->untimed_n == 0) continue;
-    for (int i = 0; i <= MAX_STREAMS; i++) {
-      const stream_q_t *q = &c->sq[i];
-      if (!q->used || q->untimed == 0) continue;
-      int64_t per = q->dur_ns > 0 ? q->dur_ns : d->est_dev_ns > 0 ? d->est_dev_ns : DEFAULT_EST_NS;
-      m = lim_i64max(m, (int64_t)q->untimed * per);
+    for (int i = lim_sq_next(c, 0); i >= 0; i = i < MAX_STREAMS ? lim_sq_next(c, i + 1) : -1)
+      if (c->sq[i].untimed > 0) m = lim_i64max(m, crowd_queue_ns(d, &c->sq[i]));
+  }
+  d->crowd_inflight_ns = m;
+}
+
+static void crowd_launched(dev_state_t *d, ctx_t *c, stream_q_t *q) {
+  q->untimed++;
+  c->untimed_n++;
+  d->crowd_inflight_ns = lim_i64max(d->crowd_inflight_ns, crowd_queue_ns(d, q));
+}
+
+/*
+ * At most one E in flight per stream: an untimed launch made while its stream's E is still in
+ * flight gets no event. It is "uncovered" until the poll that sees that E done records the next
+ * one, which covers every launch since (its interval starts at the first one's launch call, so
+ * the union over the stream's entries is never shorter than the time the stream held the GPU).
+ * Event records fall from one per launch to one per completion seen, and the entries, queries
+ * and commits with them.
+ */
+int lim_crowd_defer(dev_state_t *d, ctx_t *c, stream_q_t *q, int64_t launch_ns) {
+  if (q == &c->sq[OVERFLOW_SQ] || q->tail < 0 || !d->ent[q->tail].untimed) return 0;
+  if (q->uncov++ == 0) q->uncov_first_ns = launch_ns;
+  d->n_uncov++;
+  crowd_launched(d, c, q);
+  return 1;
+}
+
+/*
+ * Queries cost host time too (~0.5-1 us each on a GPU): an untimed E is queried once its stream's
+ * queue up to it may be half done (by the time one launch holds the stream), then every half of
+ * that time (POLL_EVERY_NS at least). Its completion is seen at most half a launch late: at the
+ * end of a busy stretch that is charged (fails safe), in its middle the other streams' union
+ * covers it anyway.
+ */
+void lim_crowd_next_query(stream_q_t *q, int64_t now, int recorded) {
+  int64_t half = q->dur_ns / 2;
+  if (recorded) /* the queue ahead of it and its own launches: half of that */
+    q->next_query_ns = now + (int64_t)q->untimed * half;
+  else
+    q->next_query_ns = now + lim_i64max(POLL_EVERY_NS, half);
+}
+
+static CUevent crowd_event(const vgpu_limiter_t *lim, ctx_t *c, CUstream stream) {
+  CUevent e = lim_pool_get_nt(lim, c);
+  if (e != NULL && lim->drv.cuEventRecord(e, stream) != CUDA_SUCCESS) {
+    lim_pool_put_nt(lim, c, e);
+    e = NULL;
+  }
+  return e;
+}
+
+static void crowd_entry(pend_t *p, CUevent e, int64_t from, int n, int64_t now) {
+  p->e = e;
+  p->s_rec = p->s_host = from; /* the interval starts at the (first) launch call */
+  p->e_rec = now;
+  p->nlaunch = n;
+  p->started = 1;
+  p->measured = 1;
+  p->untimed = 1;
+  p->est_ns = 0; /* in lim_crowd_inflight_ns while in flight */
+}
+
+int lim_crowd_record(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream_q_t *q, pend_t *p,
+                     CUstream stream, int64_t launch_ns, int64_t now) {
+  CUevent e = crowd_event(lim, c, stream);
+  if (e == NULL) return 0;
+  int64_t from = launch_ns;
+  int n = 1;
+  if (q->uncov > 0) { /* an earlier cover failed: this E covers them too (counted already) */
+    from = lim_i64min(from, q->uncov_first_ns);
+    n += q->uncov;
+    d->n_uncov -= q->uncov;
+    q->uncov = 0;
+  }
+  crowd_entry(p, e, from, n, now);
+  crowd_launched(d, c, q);
+  lim_crowd_next_query(q, now, 1);
+  return 1;
+}
+
+int lim_crowd_cover(vgpu_limiter_t *lim, dev_state_t *d, int ci, int si, int64_t now,
+                    CUcontext *cur, int *cur_known) {
+  ctx_t *c = &d->ctx[ci];
+  stream_q_t *q = &c->sq[si];
+  if (q->uncov == 0 || c->bad || ci == OVERFLOW_CTX || si == OVERFLOW_SQ) return 0;
+  if (!*cur_known) {
+    if (lim->drv.cuCtxGetCurrent(cur) != CUDA_SUCCESS) *cur = NULL;
+    *cur_known = 1;
+  }
+  int pushed = 0;
+  if (*cur != c->ctx) { /* the poll runs in any thread: the event belongs to c */
+    if (lim->drv.cuCtxPushCurrent == NULL || lim->drv.cuCtxPopCurrent == NULL ||
+        lim->drv.cuCtxPushCurrent(c->ctx) != CUDA_SUCCESS)
+      return 0; /* stays uncovered: in the frontier and the gate until a launch covers it */
+    pushed = 1;
+  }
+  int idx = lim_ent_alloc(d), ok = 0;
+  if (idx >= 0) {
+    CUevent e = crowd_event(lim, c, q->stream);
+    if (e != NULL) {
+      pend_t *p = &d->ent[idx];
+      p->ctx = (int16_t)ci;
+      p->sq = (int16_t)si;
+      crowd_entry(p, e, q->uncov_first_ns, q->uncov, now);
+      lim_crowd_next_query(q, now, 1);
+      d->n_uncov -= q->uncov;
+      q->uncov = 0;
+      if (q->tail >= 0)
+        d->ent[q->tail].next = idx;
+      else
+        q->head = idx;
+      q->tail = idx;
+      q->count++;
+      ok = 1;
+    } else {
+      lim_ent_free(d, idx);
     }
   }
-  return m;
+  if (pushed) {
+    CUcontext popped;
+    lim->drv.cuCtxPopCurrent(&popped);
+  }
+  return ok;
 }
 
 void lim_crowd_done(stream_q_t *q, const pend_t *p) {
-  if (q->untimed > 0) q->untimed--;
+  int n = p->nlaunch > 0 ? p->nlaunch : 1;
+  q->untimed = q->untimed > n ? q->untimed - n : 0;
   if (!p->measured) return;
-  int64_t held = p->e_host - lim_i64max(p->s_host, q->last_end_ns);
+  int64_t held = (p->e_host - lim_i64max(p->s_host, q->last_end_ns)) / n;
   q->last_end_ns = lim_i64max(q->last_end_ns, p->e_host);
   if (held < 1000) held = 1000;
   /* Falls at once, rises slowly: "held" is an upper bound of the run (the poll that saw the end

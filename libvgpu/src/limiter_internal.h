@@ -42,6 +42,7 @@ typedef struct {
   /* Timed without timing events (a crowded context, limiter_measure.c "Crowded contexts"): E is
    * an event without timing, the interval is [launch, completion seen by a poll]. */
   int8_t untimed;
+  int32_t nlaunch; /* untimed: the launches its E covers (limiter_crowd.c) */
   int8_t pair; /* beyond the context table: charged E - S of its own pair (OVERFLOW_CTX) */
   int8_t long_run; /* ran past LONG_RUN_NS: charged up to run_mark while running */
   int64_t run_mark;
@@ -58,7 +59,13 @@ typedef struct {
    * when the last one was seen done. */
   int untimed;
   int64_t dur_ns, last_end_ns;
-  int64_t last_launch_ns; /* a stream launched on within CROWD_WINDOW_NS counts as busy */
+  int64_t last_launch_ns; /* launched on within CROWD_WINDOW_NS (+ a wait) counts as busy */
+  int busy;               /* counted in the context's n_busy (limiter_crowd.c) */
+  /* Untimed launches made while the stream's E was in flight: no event of their own; the next
+   * E, recorded once that one is seen done, covers them from the first one's launch call. */
+  int uncov;
+  int64_t uncov_first_ns;
+  int64_t next_query_ns; /* its untimed E is not queried before (limiter_crowd.c) */
 } stream_q_t;
 
 typedef struct {
@@ -110,6 +117,13 @@ typedef struct {
   int64_t foreign_total;
   /* sq[OVERFLOW_SQ]: the untimed launches on streams beyond the table, in launch order. */
   stream_q_t sq[MAX_STREAMS + 1];
+  /* The slots with launches in flight (entries queued or uncovered launches): what a poll
+   * visits, so that its cost follows the busy streams, not the table. */
+  uint64_t act[SQ_WORDS];
+  int poll_cursor;       /* where the next poll with a query budget starts */
+  int16_t sidx[SIDX_N];  /* stream -> slot + 1 (open addressing; 0 = empty) */
+  int n_busy;            /* slots with busy set (limiter_crowd.c) */
+  int64_t crowd_swept_ns;
 } ctx_t;
 
 typedef struct {
@@ -120,6 +134,8 @@ typedef struct {
   int64_t local_wm_ns; /* union watermark over this process's streams */
   int64_t crowded_until_ns; /* a context of this process was crowded lately (limiter_crowd.c) */
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
+  int64_t crowd_inflight_ns; /* lim_crowd_inflight_ns: kept by launches and polls */
+  int n_uncov;               /* uncovered untimed launches (stream_q_t.uncov), all streams */
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
   uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
@@ -213,9 +229,28 @@ int lim_timed_streams_from_env(void);
 /* The wall-time credit the gate gives (BURST_NS; longer while crowded, limiter_crowd.c). */
 int64_t lim_burst_ns(const dev_state_t *d, int64_t now);
 /* 1: the launch on `stream` is to be timed without timing events (the context is crowded). */
-int lim_ctx_crowded(const vgpu_limiter_t *lim, const ctx_t *c, int si, int64_t now);
-/* An untimed launch of stream q was seen done: learns how long one holds its stream. */
+int lim_ctx_crowded(const vgpu_limiter_t *lim, const dev_state_t *d, ctx_t *c, int si,
+                    int64_t now);
+/* An untimed entry of stream q was seen done: learns how long one launch holds its stream. */
 void lim_crowd_done(stream_q_t *q, const pend_t *p);
+/* A crowded context launched on slot si (< MAX_STREAMS) at `now`: counts the stream as busy. */
+void lim_crowd_note_launch(ctx_t *c, int si, int64_t now);
+/* after_launch of an untimed launch on stream q (not OVERFLOW_SQ) whose previous E is still in
+ * flight: counted as uncovered (no event, no entry); returns 0 when it needs an E of its own. */
+int lim_crowd_defer(dev_state_t *d, ctx_t *c, stream_q_t *q, int64_t launch_ns);
+/* after_launch of an untimed launch that records its own E into entry p (idx): also covers the
+ * stream's uncovered launches. Returns 0 when no E could be recorded (p stays unmeasured). */
+int lim_crowd_record(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream_q_t *q, pend_t *p,
+                     CUstream stream, int64_t launch_ns, int64_t now);
+/* From a poll: the stream's E was seen done and launches after it are uncovered: records the E
+ * that covers them (in the stream's context, pushed if *cur is another; *cur is read once per
+ * poll: NULL = not yet). Returns 1 when recorded. */
+int lim_crowd_cover(vgpu_limiter_t *lim, dev_state_t *d, int ci, int si, int64_t now,
+                    CUcontext *cur, int *cur_known);
+/* When to query the stream's untimed E next, after it was recorded or found still running. */
+void lim_crowd_next_query(stream_q_t *q, int64_t now, int recorded);
+/* Recomputes d->crowd_inflight_ns from the streams with launches in flight. */
+void lim_crowd_inflight_update(dev_state_t *d);
 void lim_ctx_drop(dev_state_t *d, int ci);
 int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
 int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);
@@ -235,8 +270,30 @@ void lim_heartbeat(const vgpu_limiter_t *lim, ctx_t *c, int64_t now, int64_t min
 int lim_ent_alloc(dev_state_t *d);
 void lim_ent_free(dev_state_t *d, int i);
 /* Queries stream heads in FIFO order and finishes completed launches; returns the frontier (start
- * of the earliest launch still running, INT64_MAX if none) up to which lim_commit_done may commit. */
-int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now);
+ * of the earliest launch still running, INT64_MAX if none) up to which lim_commit_done may commit.
+ * budget >= 0: stop querying after that many events were found still running (the streams not
+ * reached count in the frontier as running; the next poll starts where this one stopped). */
+int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int budget);
+/* The slot of `stream` in the context's table, or -1 (no insertion); limiter_tables.c. */
+int lim_stream_find(const ctx_t *c, CUstream stream);
+/* Adds slot `slot` (its stream set) to the context's stream index. */
+void lim_sidx_insert(ctx_t *c, int slot);
+/* Marks slot si as having launches in flight (1) or none (0). */
+static inline void lim_sq_active(ctx_t *c, int si, int on) {
+  if (on)
+    c->act[si >> 6] |= 1ULL << (si & 63);
+  else
+    c->act[si >> 6] &= ~(1ULL << (si & 63));
+}
+/* The first slot >= from with launches in flight, or -1. */
+static inline int lim_sq_next(const ctx_t *c, int from) {
+  for (int w = from >> 6; w < SQ_WORDS; w++) {
+    uint64_t bits = c->act[w];
+    if (w == from >> 6) bits &= ~0ULL << (from & 63);
+    if (bits) return w * 64 + __builtin_ctzll(bits);
+  }
+  return -1;
+}
 
 /* ---- limiter_bucket.c ---- */
 
@@ -252,8 +309,9 @@ static inline int64_t lim_bucket_tat(uint64_t word, int64_t now) {
   return lim_bucket_word_valid(word, now) ? (int64_t)word : now;
 }
 
-/* The device time this process's untimed launches in flight will still hold (limiter_crowd.c). */
-int64_t lim_crowd_inflight_ns(const dev_state_t *d);
+/* The device time this process's untimed launches in flight will still hold (limiter_crowd.c):
+ * the longest stream's queue, kept up to date by launches and recomputed by polls. */
+static inline int64_t lim_crowd_inflight_ns(const dev_state_t *d) { return d->crowd_inflight_ns; }
 
 /* How far the container's charged work plus this process's in-flight estimate runs ahead. */
 static inline int64_t lim_bucket_ahead_ns(const dev_state_t *d, int64_t now) {

@@ -151,40 +151,46 @@ static void ref_settle(const vgpu_limiter_t *lim, ctx_t *c, int64_t now) {
 }
 
 int lim_ctx_busy(const ctx_t *c) {
-  for (int i = 0; i <= MAX_STREAMS; i++)
-    if (c->sq[i].used && c->sq[i].count > 0) return 1;
+  for (int w = 0; w < SQ_WORDS; w++)
+    if (c->act[w] != 0) return 1;
   return 0;
 }
 
 int lim_stream_slot(dev_state_t *d, ctx_t *c, CUstream stream) {
+  int found = lim_stream_find(c, stream);
+  if (found >= 0) {
+    c->sq[found].last_use = ++d->stream_clock;
+    return found;
+  }
   int victim = -1;
   uint64_t oldest = UINT64_MAX;
   for (int i = 0; i < MAX_STREAMS; i++) {
     stream_q_t *q = &c->sq[i];
-    if (q->used && q->stream == stream) {
-      q->last_use = ++d->stream_clock;
-      return i;
-    }
     if (!q->used) {
-      if (oldest != 0) {
-        victim = i;
-        oldest = 0;
-      }
-    } else if (q->count == 0 && q->last_use < oldest) {
+      victim = i;
+      break;
+    }
+    if (q->count == 0 && q->uncov == 0 && q->last_use < oldest) {
       victim = i;
       oldest = q->last_use;
     }
   }
   if (victim < 0) return -1;
   stream_q_t *q = &c->sq[victim];
+  int evicted = q->used;
+  if (q->busy) c->n_busy--;
+  memset(q, 0, sizeof(*q));
   q->used = 1;
   q->stream = stream;
   q->head = q->tail = -1;
-  q->count = 0;
-  q->est_ns = 0;
-  q->untimed = 0;
-  q->dur_ns = q->last_end_ns = q->last_launch_ns = 0;
   q->last_use = ++d->stream_clock;
+  if (evicted) { /* the old stream's bucket still points here: rebuild (past MAX_STREAMS only) */
+    memset(c->sidx, 0, sizeof(c->sidx));
+    for (int i = 0; i < MAX_STREAMS; i++)
+      if (c->sq[i].used) lim_sidx_insert(c, i);
+  } else {
+    lim_sidx_insert(c, victim);
+  }
   return victim;
 }
 
@@ -198,9 +204,10 @@ int lim_stream_may_run_ahead(const dev_state_t *d, CUcontext ctx, CUstream strea
   for (int ci = 0; ci < MAX_CTX; ci++) {
     const ctx_t *c = &d->ctx[ci];
     if (!c->used || c->ctx != ctx) continue;
-    for (int si = 0; si < MAX_STREAMS; si++) {
+    int si = lim_stream_find(c, stream);
+    if (si >= 0) {
       const stream_q_t *q = &c->sq[si];
-      if (!q->used || q->stream != stream || q->count == 0 || q->head < 0) continue;
+      if (q->count == 0 || q->head < 0) return 1;
       int64_t est = q->est_ns > 0 ? q->est_ns : d->est_dev_ns;
       if (est <= 0) return 0;
       const pend_t *h = &d->ent[q->head];
@@ -306,6 +313,7 @@ void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
     dev_state_t *d = __atomic_load_n(&lim->dev[i], __ATOMIC_ACQUIRE);
     if (d == NULL) continue;
     pthread_mutex_lock(&d->mu);
+    int64_t now = lim_now_ns(lim);
     /* Its launches beyond the table: their events went with it (never queried or destroyed
      * again); charged up to now (finish_entry). */
     for (int k = d->ctx[OVERFLOW_CTX].sq[OVERFLOW_SQ].head; k >= 0; k = d->ent[k].next)
@@ -315,12 +323,37 @@ void vgpu_limiter_forget_context(vgpu_limiter_t *lim, CUcontext ctx) {
       /* Pending launches of the context: move them to the done list as unmeasured. */
       for (int si = 0; si <= MAX_STREAMS; si++) {
         stream_q_t *q = &d->ctx[ci].sq[si];
+        if (q->used && q->uncov > 0) { /* uncovered untimed launches: up to now */
+          int u = lim_ent_alloc(d);
+          pend_t one;
+          memset(&one, 0, sizeof(one));
+          pend_t *p = u >= 0 ? &d->ent[u] : &one;
+          p->ctx = (int16_t)ci;
+          p->sq = -1;
+          p->s_host = p->s_rec = q->uncov_first_ns;
+          p->e_host = now;
+          p->measured = p->untimed = 1;
+          p->nlaunch = q->uncov;
+          p->done = 1;
+          if (u >= 0) {
+            d->done_idx[d->n_done++] = u;
+          } else { /* no entry left: charged here, never dropped */
+            commit_batch_t cb = {&p, 1};
+            int64_t ch = lim_bucket_charge(d, now, d->leff > 0 ? d->leff : 1.0, &cb);
+            d->busy_ns += ch;
+            if (d->xd != NULL) __atomic_fetch_add(&d->xd->busy_ns, (uint64_t)ch, __ATOMIC_RELAXED);
+          }
+          d->n_uncov -= q->uncov;
+          q->uncov = 0;
+        }
         while (q->used && q->head >= 0) {
           int idx = q->head;
           q->head = d->ent[idx].next;
           pend_t *p = &d->ent[idx];
           p->s = p->e = NULL;
-          p->measured = 0;
+          /* An untimed one ran from its launch call: charged up to now, not its estimate (0). */
+          p->measured = p->untimed && p->started;
+          p->e_host = now;
           p->done = 1;
           if (p->long_run) d->long_running--;
           p->long_run = 0;
@@ -409,7 +442,8 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
     (void)ok;
     p->e_host = now;
     p->s_host = lim_i64min(p->s_host, now);
-    c->untimed_n--;
+    c->untimed_n -= p->nlaunch > 0 ? p->nlaunch : 1;
+    if (c->untimed_n < 0) c->untimed_n = 0;
     if (p->sq >= 0) lim_crowd_done(&c->sq[p->sq], p);
     lim_pool_put_nt(lim, c, p->e);
     p->e = NULL;
@@ -441,64 +475,108 @@ static void finish_entry(vgpu_limiter_t *lim, dev_state_t *d, int idx, int64_t n
   d->done_idx[d->n_done++] = idx;
 }
 
-/* Queries stream heads in FIFO order and finishes completed launches; returns the commit frontier. */
-int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now) {
+/* The frontier's bound from a stream the poll did not query (or could not cover). */
+static int64_t sq_frontier(const dev_state_t *d, const stream_q_t *q) {
+  int64_t f = q->uncov > 0 ? q->uncov_first_ns : INT64_MAX;
+  if (q->head >= 0 && d->ent[q->head].started)
+    f = lim_i64min(f, lim_i64max(d->ent[q->head].s_host, d->ent[q->head].run_mark));
+  return f;
+}
+
+/* Queries the stream's entries in FIFO order and finishes the completed ones; *budget (if >= 0)
+ * drops by one for an event found still running. Returns the stream's frontier bound. */
+static int64_t poll_stream(vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream_q_t *q,
+                           int64_t now, int *budget, int eager) {
+  int64_t frontier = INT64_MAX;
+  while (q->head >= 0) {
+    int idx = q->head;
+    pend_t *p = &d->ent[idx];
+    int done = 0, ok = 1;
+    if (p->e == NULL) {
+      done = 1;
+      ok = 0;
+    } else if (p->untimed && !eager && now < q->next_query_ns) { /* not due (limiter_crowd.c) */
+      frontier = lim_i64min(frontier, p->s_host);
+    } else {
+      CUresult r = lim->drv.cuEventQuery(p->e);
+      if (r == CUDA_SUCCESS) {
+        done = 1;
+      } else if (r == CUDA_ERROR_NOT_READY) {
+        if (*budget > 0) (*budget)--;
+        if (p->untimed) lim_crowd_next_query(q, now, 0);
+        if (!p->started && p->measured && p->ref >= 0) {
+          if (lim->drv.cuEventQuery(p->s) == CUDA_SUCCESS) {
+            int good = 1;
+            int64_t s = map_event(lim, c, p->ref, p->s, p->s_rec, &good);
+            if (good) {
+              p->s_host = lim_i64min(s, now);
+              p->started = 1;
+              cold_start_seen(d, c, p);
+            }
+          }
+        }
+        /* On the GPU past LONG_RUN_NS (a persistent kernel never ends): charged as it runs. */
+        if (p->started && p->measured &&
+            now - p->s_host - lim_foreign_overlap(c, p->s_host, now) > LONG_RUN_NS)
+          lim_charge_running(d, c, p, now);
+        if (p->started) frontier = lim_i64min(frontier, lim_i64max(p->s_host, p->run_mark));
+      } else {
+        done = 1; /* context gone or event broken: charge the estimate */
+        ok = 0;
+      }
+    }
+    if (!done) break;
+    q->head = p->next;
+    if (q->head < 0) q->tail = -1;
+    q->count--;
+    finish_entry(lim, d, idx, now, ok);
+  }
+  return frontier;
+}
+
+/* Queries stream heads in FIFO order and finishes completed launches; returns the commit frontier.
+ * Visits only the streams with launches in flight (c->act), from c->poll_cursor on. */
+int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int budget) {
   d->last_poll_ns = now;
   int64_t frontier = INT64_MAX;
   int hb_pending = 0;
   for (int ci = 0; ci < MAX_CTX; ci++)
     hb_pending |= d->ctx[ci].used && (d->ctx[ci].hb_n > 0 || d->ctx[ci].cur_ref >= 0);
-  if (d->n_inflight > d->n_done || hb_pending) {
+  if (d->n_inflight > d->n_done || d->n_uncov > 0 || hb_pending) {
     capture_guard_t g = lim_relax_capture(lim);
+    CUcontext cur = NULL;
+    int cur_known = 0, active = 0;
+    for (int ci = 0; ci <= MAX_CTX; ci++)
+      for (int w = 0; w < SQ_WORDS; w++) active += __builtin_popcountll(d->ctx[ci].act[w]);
+    /* Few streams left with work (a burst draining): each is queried at every poll, so the end of
+     * a busy stretch (what is charged) is seen within a poll period. Waiting for their due time
+     * instead cost 2 pp of a 90 % limit (limiter_crowd_test: 33 streams on a serial engine). */
+    int eager = active <= 2 * CROWD_POLL_QUERIES;
     for (int ci = 0; ci <= MAX_CTX; ci++) { /* and OVERFLOW_CTX */
       ctx_t *c = &d->ctx[ci];
       if (!c->used) continue;
       ref_settle(lim, c, now);
       heartbeats_poll(lim, d, c);
-      for (int si = 0; si <= MAX_STREAMS; si++) {
-        stream_q_t *q = &c->sq[si];
-        while (q->used && q->head >= 0) {
-          int idx = q->head;
-          pend_t *p = &d->ent[idx];
-          int done = 0, ok = 1;
-          if (p->e == NULL) {
-            done = 1;
-            ok = 0;
-          } else {
-            CUresult r = lim->drv.cuEventQuery(p->e);
-            if (r == CUDA_SUCCESS) {
-              done = 1;
-            } else if (r == CUDA_ERROR_NOT_READY) {
-              if (!p->started && p->measured && p->ref >= 0) {
-                if (lim->drv.cuEventQuery(p->s) == CUDA_SUCCESS) {
-                  int good = 1;
-                  int64_t s = map_event(lim, c, p->ref, p->s, p->s_rec, &good);
-                  if (good) {
-                    p->s_host = lim_i64min(s, now);
-                    p->started = 1;
-                    cold_start_seen(d, c, p);
-                  }
-                }
-              }
-              /* On the GPU past LONG_RUN_NS (a persistent kernel never ends): charged as it runs. */
-              if (p->started && p->measured &&
-                  now - p->s_host - lim_foreign_overlap(c, p->s_host, now) > LONG_RUN_NS)
-                lim_charge_running(d, c, p, now);
-              if (p->started) frontier = lim_i64min(frontier, lim_i64max(p->s_host, p->run_mark));
-            } else {
-              done = 1; /* context gone or event broken: charge the estimate */
-              ok = 0;
-            }
+      int start = c->poll_cursor <= MAX_STREAMS ? c->poll_cursor : 0;
+      for (int pass = 0; pass < 2; pass++) {
+        int si = lim_sq_next(c, pass == 0 ? start : 0);
+        for (; si >= 0 && (pass == 0 || si < start);
+             si = si < MAX_STREAMS ? lim_sq_next(c, si + 1) : -1) {
+          stream_q_t *q = &c->sq[si];
+          if (budget == 0) { /* not queried this time: still running as far as known */
+            frontier = lim_i64min(frontier, sq_frontier(d, q));
+            continue;
           }
-          if (!done) break;
-          q->head = p->next;
-          if (q->head < 0) q->tail = -1;
-          q->count--;
-          finish_entry(lim, d, idx, now, ok);
+          frontier = lim_i64min(frontier, poll_stream(lim, d, c, q, now, &budget, eager));
+          if (budget == 0) c->poll_cursor = si + 1 <= MAX_STREAMS ? si + 1 : 0;
+          if (q->head < 0 && q->uncov > 0) lim_crowd_cover(lim, d, ci, si, now, &cur, &cur_known);
+          if (q->uncov > 0) frontier = lim_i64min(frontier, q->uncov_first_ns);
+          if (q->head < 0 && q->uncov == 0) lim_sq_active(c, si, 0);
         }
       }
     }
     lim_restore_capture(lim, g);
+    lim_crowd_inflight_update(d);
   }
   return frontier;
 }

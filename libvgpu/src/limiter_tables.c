@@ -2,7 +2,8 @@
  * limiter_tables.c — the limiter's two bounded tables, read by both the measurement
  * (limiter_measure.c) and the accounting (limiter_bucket.c): the per-context record of stretches
  * another context held the GPU (written by limiter_measure.c's foreign_add) and the per-device
- * pool of in-flight entries. Kept apart so neither unit depends on the other both ways.
+ * pool of in-flight entries, and the per-context stream -> slot index. Kept apart so neither unit
+ * depends on the other both ways.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -66,4 +67,33 @@ void lim_ent_free(dev_state_t *d, int i) {
   d->ent[i].next = d->free_head;
   d->free_head = i;
   d->n_inflight--;
+}
+
+/* The stream -> slot index: open addressing over SIDX_N buckets, so that a launch finds its
+ * stream's slot in O(1) among up to MAX_STREAMS busy streams. */
+static unsigned sidx_hash(CUstream s) {
+  uint64_t x = (uint64_t)(uintptr_t)s;
+  x ^= x >> 29;
+  x *= 0x9E3779B97F4A7C15ULL;
+  return (unsigned)(x >> 40) & (SIDX_N - 1);
+}
+
+void lim_sidx_insert(ctx_t *c, int slot) {
+  unsigned h = sidx_hash(c->sq[slot].stream);
+  for (int n = 0; n < SIDX_N; n++, h = (h + 1) & (SIDX_N - 1))
+    if (c->sidx[h] == 0) {
+      c->sidx[h] = (int16_t)(slot + 1);
+      return;
+    }
+}
+
+int lim_stream_find(const ctx_t *c, CUstream stream) {
+  unsigned h = sidx_hash(stream);
+  for (int n = 0; n < SIDX_N; n++, h = (h + 1) & (SIDX_N - 1)) {
+    int v = c->sidx[h];
+    if (v == 0) return -1;
+    const stream_q_t *q = &c->sq[v - 1];
+    if (q->used && q->stream == stream) return v - 1;
+  }
+  return -1;
 }

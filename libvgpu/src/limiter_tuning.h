@@ -28,6 +28,10 @@
  * timing events in one extra queue polled in launch order (limiter_crowd.c): a launch is then
  * seen done no earlier than those launched before it, charged longer, never less. */
 #define OVERFLOW_SQ MAX_STREAMS
+/* Words of the per-context bitmap of slots with launches in flight (MAX_STREAMS + 1 slots). */
+#define SQ_WORDS ((MAX_STREAMS + 1 + 63) / 64)
+/* Buckets of the per-context stream -> slot index (a power of two, twice the slots). */
+#define SIDX_N 512
 /* Reference events alive per context: the current one plus those older launches still map to. */
 #define MAX_REFS 4
 /* Heartbeats pending per context: at one per HB_PERIOD_NS, 64 cover 6.4 ms of another context's
@@ -143,6 +147,15 @@
  * This keeps bursts of 20 ms (80 ms of credit at 25 %); the share holds over a few hundred ms. */
 #define CROWD_BURST_NS 20000000LL
 #define HW_QUEUES_MAX 32
+/* Streams idle past CROWD_WINDOW_NS stop counting as busy at most this late (a sweep of the
+ * table, not a scan per launch). */
+#define CROWD_SWEEP_NS 10000000LL
+/* A poll stops after this many events found still running (the next one goes on from there):
+ * 128 busy streams would otherwise cost 128 queries (~0.5-1 us each on a GPU) every
+ * POLL_EVERY_NS, more host time than the launches themselves. A finished event costs no budget,
+ * and once at most twice this many streams have work each is queried at every poll
+ * (limiter_measure.c), so the end of a busy stretch is seen within a poll period. */
+#define CROWD_POLL_QUERIES 4
 
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 
