@@ -87,12 +87,12 @@ public final class ContainerCollector extends VgpuCollector {
 
   private final Map<String, String> podLabelNames;
 
+  private final HolderSource holders;
+
   /**
    * @param states the scrape state
    * @param podLabelKeys allow-listed pod label keys (exported as {@code label_<sanitized key>})
    */
-  private final HolderSource holders;
-
   public ContainerCollector(NodeStateProvider states, List<String> podLabelKeys) {
     this(states, podLabelKeys, HolderSource.NONE);
   }

@@ -70,6 +70,8 @@ public final class HolderSource {
     return h;
   }
 
+  @SuppressWarnings("ReferenceEquality") // the same cached kubelet answer object, by design: a new
+  // poll result is a new object, and only then do the holders need computing again
   private static boolean sameSnapshot(
       Optional<PodResourcesSnapshot> a, Optional<PodResourcesSnapshot> b) {
     return a.isPresent() == b.isPresent() && (a.isEmpty() || a.get() == b.get());
