@@ -167,7 +167,7 @@ public final class RegionUsageCollector extends VgpuCollector {
     }
     for (var e : HolderLabels.indexed(holders.get(state).held())) {
       used.add(
-          e.getKey().memoryBytes(),
+          (double) e.getKey().memoryBytes(),
           HolderLabels.device(labels, state.node(), e.getKey(), e.getValue()));
     }
     addIf(out, CONTAINER_MEMORY_USED, used.build());
