@@ -12,8 +12,7 @@ LIMIT_MIB=${1:-1024}
 OUT=$(mktemp -d /tmp/libvgpu-degraded.XXXXXX)
 LIB=$PWD/build/libvgpu.so
 make -s lib >&2 || { echo "make lib failed" >&2; exit 100; }
-cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_driver" gpu/mem_driver.c \
-  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
+make -s -C gpu OUT="$OUT" mem_driver >&2 || exit 101
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0 2>/dev/null | head -1)
 echo "GPU: $GPU; limit $LIMIT_MIB MiB; 64 MiB chunks"
 printf '%-22s %-10s %-12s %-12s %s\n' case allocated nvml_self context "error line"

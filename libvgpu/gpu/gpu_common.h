@@ -36,7 +36,7 @@ static inline double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const vgpu_region_t *region(void) {
+static inline const vgpu_region_t *region(void) {
   static const vgpu_region_t *r;
   if (r) return r;
   const char *p = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
@@ -55,7 +55,7 @@ static const vgpu_region_t *region(void) {
 }
 
 /* This process's tracked bytes on region device d (0 when not preloaded). */
-static unsigned long long tracked_self(int d) {
+static inline unsigned long long tracked_self(int d) {
   const vgpu_region_t *r = region();
   if (!r) return 0;
   for (int i = 0; i < r->proc_num && i < VGPU_MAX_PROCS; i++)
@@ -64,7 +64,7 @@ static unsigned long long tracked_self(int d) {
   return 0;
 }
 /* The container's tracked bytes (all live slots). */
-static unsigned long long tracked_all(int d) {
+static inline unsigned long long tracked_all(int d) {
   const vgpu_region_t *r = region();
   unsigned long long s = 0;
   if (!r) return 0;
@@ -79,10 +79,10 @@ typedef struct {
   unsigned long long usedGpuMemory;
   unsigned int gi, ci;
 } proc_info_v2;
-static long long nvml_pid_used(CUdevice dev, unsigned pid);
-static long long nvml_self_used(CUdevice dev) { return nvml_pid_used(dev, 0); }
+static inline long long nvml_pid_used(CUdevice dev, unsigned pid);
+static inline long long nvml_self_used(CUdevice dev) { return nvml_pid_used(dev, 0); }
 /* NVML-reported usage of process `pid` (0: this process, also by its NSpid) on CUDA device `dev`. */
-static long long nvml_pid_used(CUdevice dev, unsigned pid) {
+static inline long long nvml_pid_used(CUdevice dev, unsigned pid) {
   static void *h;
   static int (*init)(void), (*by_uuid)(const char *, void **), (*procs)(void *, unsigned *, proc_info_v2 *);
   if (!h) {

@@ -22,19 +22,7 @@ build="$lib/build"
 mkdir -p "$build/gpu"
 echo "# building libvgpu"
 make -C "$lib" -s lib >/dev/null
-arch="-arch=native"
-probe="$build/gpu/arch_probe.cu"
-echo 'int main(){return 0;}' >"$probe"
-nvcc $arch -o "$build/gpu/arch_probe" "$probe" >/dev/null 2>&1 || arch="-arch=sm_90"
-echo "# building the workload ($arch)"
-nvcc $arch -O2 -o "$build/gpu/limiter_bench" "$here/limiter_bench.cu" &
-p1=$!
-nvcc $arch -O2 --default-stream per-thread -o "$build/gpu/limiter_bench_ptds" "$here/limiter_bench.cu" &
-p2=$!
-nvcc $arch -O2 -o "$build/gpu/startup_probe" "$here/startup_probe.cu" &
-p3=$!
-wait $p1
-wait $p2
-wait $p3
+echo "# building the workload"
+make -s -j3 -C "$here" OUT="$build/gpu" limiter_bench limiter_bench_ptds startup_probe
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu --format=csv,noheader || true
 exec python3 "$here/limiter_bench.py"

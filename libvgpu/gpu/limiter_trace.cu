@@ -2,8 +2,7 @@
 // what it charged so far, what it waited, its estimate, the context switches it saw. For
 // diagnosing a cell of the limiter benchmark without instrumenting the library.
 //
-//   nvcc -O2 -arch=native -Isrc -Iinclude gpu/limiter_trace.cu src/limiter.c
-//        src/limiter_bucket.c src/limiter_measure.c -lcuda -o build/gpu/limiter_trace
+//   make -C libvgpu/gpu limiter_trace            (build/gpu/limiter_trace)
 //   limiter_trace <limit %> <kernel ms> <kernels> <ipus from limiter_bench --calibrate>
 //
 // The workload is limiter_bench's: one fixed-work kernel per batch on the legacy default stream,

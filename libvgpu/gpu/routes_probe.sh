@@ -19,10 +19,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OLD=$1 NEW=$2 OUT=$3
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # make -C below runs elsewhere
 export PATH=/usr/local/cuda/bin:$PATH
-cc -std=gnu11 -O2 -Wall -pthread -I"$HERE/../include" -I/usr/local/cuda/include -o "$OUT/routes_probe" "$HERE/routes_probe.c" \
-  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
-nvcc -cubin -arch=sm_90 -o "$OUT/routes.cubin" "$HERE/routes_kernels.cu" || exit 102
+make -s -C "$HERE" OUT="$OUT" routes_probe || exit 101
+make -s -C "$HERE" OUT="$OUT" routes.cubin || exit 102
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0
 field() { sed -nE "s/.*(^| )$1=([^ ]*).*/\2/p" <<< "$2" | head -1; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }

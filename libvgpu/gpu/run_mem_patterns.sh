@@ -21,13 +21,13 @@ LIMIT_MIB=${1:-4096}
 OLD=${2:-}
 OUT=${OUT_DIR:-$(mktemp -d /tmp/libvgpu-patterns.XXXXXX)}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # make -C below runs elsewhere
 LIB=$PWD/build/libvgpu.so
 export PATH=/usr/local/cuda/bin:$PATH
 make -s -j8 lib >&2 || { echo "make lib failed" >&2; exit 100; }
-cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_patterns" gpu/mem_patterns.c \
-  -L/usr/local/cuda/lib64 -lcuda -lpthread -ldl || exit 101
-nvcc -cubin -arch=sm_90 -o "$OUT/kernels.cubin" gpu/mem_patterns_kernels.cu || exit 102
-nvcc -std=c++17 -O2 -Iinclude -o "$OUT/mem_patterns_runtime" gpu/mem_patterns_runtime.cu -lcuda -lpthread -ldl || exit 103
+make -s -C gpu OUT="$OUT" mem_patterns >&2 || exit 101
+make -s -C gpu OUT="$OUT" kernels.cubin >&2 || exit 102
+make -s -C gpu OUT="$OUT" mem_patterns_runtime >&2 || exit 103
 export MEM_PATTERNS_CUBIN=$OUT/kernels.cubin
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)
 FAILS=0

@@ -39,12 +39,10 @@ vg() { # run a command under libvgpu with a fresh cache file named $1
 
 echo "== building" >&2
 make -s all >&2 || { echo "make -C libvgpu all failed" >&2; exit 100; }
-cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/mem_driver" gpu/mem_driver.c \
-  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 101
-nvcc -O2 -o "$OUT/mem_runtime" gpu/mem_runtime.cu || exit 102
-nvcc -O2 -o "$OUT/bench" gpu/bench.cu || exit 103
-cc -std=gnu11 -O2 -Wall -Iinclude -I/usr/local/cuda/include -o "$OUT/pool_probe" gpu/pool_probe.c \
-  -L/usr/local/cuda/lib64 -lcuda -ldl || exit 104
+make -s -C gpu OUT="$OUT" mem_driver >&2 || exit 101
+make -s -C gpu OUT="$OUT" mem_runtime >&2 || exit 102
+make -s -C gpu OUT="$OUT" bench >&2 || exit 103
+make -s -C gpu OUT="$OUT" pool_probe >&2 || exit 104
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader -i 0 2>/dev/null | head -1)
 echo "== GPU: $GPU; limit ${LIMIT_MIB} MiB; chunk ${CHUNK_MIB} MiB" >&2
 
