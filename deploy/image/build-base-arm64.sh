@@ -7,6 +7,7 @@
 #   ARCH=arm64 deploy/image/build-base.sh DOCKER_CMD...
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/base-etc.sh"
 ctx="$here/target/context-arm64"
 sysroot="$here/target/arm64/sysroot"
 root="$here/target/base-rootfs-arm64"
@@ -41,17 +42,7 @@ while [ ${#queue[@]} -gt 0 ]; do
   mapfile -t -O ${#queue[@]} queue < <(needed "$src")
 done
 ln -s aarch64-linux-gnu/ld-linux-aarch64.so.1 "$root/usr/lib/ld-linux-aarch64.so.1"
-cat > "$root/etc/passwd" <<'PASSWD'
-root:x:0:0:root:/root:/sbin/nologin
-nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
-PASSWD
-cat > "$root/etc/group" <<'GROUP'
-root:x:0:
-nogroup:x:65534:
-GROUP
-echo 'passwd: files
-group: files
-hosts: files dns' > "$root/etc/nsswitch.conf"
+write_base_etc "$root"
 tar -C "$root" --sort=name --owner=0 --group=0 --numeric-owner -cf "$here/target/base-rootfs-arm64.tar" .
 # `docker import --platform` records the daemon's architecture on docker 20.10, so the base is
 # loaded as a one-layer image in `docker save`'s format whose config says linux/arm64.

@@ -9,6 +9,7 @@
 # run aarch64 programs here) and imported as a linux/arm64 image.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/base-etc.sh"
 if [ "${ARCH:-amd64}" = arm64 ]; then
   exec "$here/build-base-arm64.sh" "$@"
 fi
@@ -34,18 +35,7 @@ for lib in "${libs[@]}" /lib64/ld-linux-x86-64.so.2; do
 done
 # The JDK's own libraries are found through the runtime's RPATH; drop copies that ldd found there.
 rm -rf "$root$ctx"
-# NSS for uid lookups (Java reads user.home); no other configuration is needed.
-cat > "$root/etc/passwd" <<'PASSWD'
-root:x:0:0:root:/root:/sbin/nologin
-nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
-PASSWD
-cat > "$root/etc/group" <<'GROUP'
-root:x:0:
-nogroup:x:65534:
-GROUP
-echo 'passwd: files
-group: files
-hosts: files dns' > "$root/etc/nsswitch.conf"
+write_base_etc "$root"
 tar -C "$root" -cf "$here/target/base-rootfs.tar" .
 "$@" import --message "vgpu-exporter base: glibc from $(. /etc/os-release; echo "$PRETTY_NAME")" \
   "$here/target/base-rootfs.tar" "$tag" >/dev/null

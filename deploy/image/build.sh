@@ -15,13 +15,13 @@ here="$repo/deploy/image"
 arch="${ARCH:-amd64}"
 case "$arch" in
   amd64)
-    ctx="$here/target/context" cc=gcc progs_suffix="" vgpu_build="$repo/libvgpu/build" vgpu_make=() jmods=() platform=()
+    ctx="$here/target/context" progs_suffix="" vgpu_build="$repo/libvgpu/build" vgpu_make=() jmods=() platform=()
     image="${IMAGE:-vgpu-exporter:0.1.0}" base="${BASE_IMAGE:-vgpu-base:local}" ;;
   arm64)
-    ctx="$here/target/context-arm64" cc=aarch64-linux-gnu-gcc progs_suffix=-arm64 vgpu_build="$repo/libvgpu/build-arm64"
+    ctx="$here/target/context-arm64" progs_suffix=-arm64 vgpu_build="$repo/libvgpu/build-arm64"
     vgpu_make=(ARCH=arm64) jmods=(--module-path "$here/target/arm64/jdk/jmods") platform=(--platform linux/arm64)
     image="${IMAGE:-vgpu-exporter:0.1.0-arm64}" base="${BASE_IMAGE:-vgpu-base:local-arm64}"
-    command -v "$cc" >/dev/null || { echo "build: $cc missing (make deps)" >&2; exit 1; }
+    command -v aarch64-linux-gnu-gcc >/dev/null || { echo "build: aarch64-linux-gnu-gcc missing (make deps)" >&2; exit 1; }
     "$here/arm64-runtime.sh" ;;
   *) echo "build: ARCH must be amd64 or arm64, not $arch" >&2; exit 1 ;;
 esac
