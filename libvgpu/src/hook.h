@@ -29,6 +29,16 @@
     vgpu_rc_;                                                                                      \
   })
 
+/* Greatest common divisor (granule and step arithmetic of pools and graphs). */
+static inline uint64_t vgpu_gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 static inline uintptr_t vgpu_current_ctx(void) {
   CUcontext c = NULL;
   if (vgpu_cuda.cuCtxGetCurrent) vgpu_cuda.cuCtxGetCurrent(&c);

@@ -56,21 +56,12 @@ static uint64_t graph_attr(int dev, CUgraphMem_attribute attr) {
   return (uint64_t)v;
 }
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Caller holds g_graph_mu. Moves device `dev`'s count to what its graph pool reserves now. */
 static void graph_settle(int dev) {
   int ridx = vgpu_ridx((CUdevice)dev);
   uint64_t now = graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
   uint64_t have = g_acc[dev] + g_pending[dev];
-  if (now > g_acc[dev]) g_graph_step = gcd_u64(g_graph_step, now - g_acc[dev]);
+  if (now > g_acc[dev]) g_graph_step = vgpu_gcd_u64(g_graph_step, now - g_acc[dev]);
   if (now > have) {
     if (vgpu_mem_reserve(ridx, now - have, VGPU_MEM_DATA) != 0) {
       /* It exists already: count the truth, never hide memory. */
@@ -201,24 +192,25 @@ bool vgpu_graph_mem_before_launch(CUgraphExec exec) {
   return ok;
 }
 
+/* The body every instantiate entry point shares (they differ only in their arguments): reserve
+ * what the graph will allocate, call the driver, keep or return the reservation. */
+#define INSTANTIATE_CHARGED(name, args)                                            \
+  struct graph_need need;                                                          \
+  if (!instantiate_pre(hGraph, &need)) return CUDA_ERROR_OUT_OF_MEMORY;            \
+  CUresult rc = VGPU_CALL_REAL(name, args);                                        \
+  instantiate_post(&need, rc, phGraphExec ? *phGraphExec : NULL);                  \
+  return rc
+
 VGPU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                                  unsigned long long flags) {
   VGPU_HOOK_BEGIN(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
-  struct graph_need need;
-  if (!instantiate_pre(hGraph, &need)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
-  instantiate_post(&need, rc, phGraphExec ? *phGraphExec : NULL);
-  return rc;
+  INSTANTIATE_CHARGED(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
 }
 
 VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
                                            char *logBuffer, size_t bufferSize) {
   VGPU_HOOK_BEGIN(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
-  struct graph_need need;
-  if (!instantiate_pre(hGraph, &need)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
-  instantiate_post(&need, rc, phGraphExec ? *phGraphExec : NULL);
-  return rc;
+  INSTANTIATE_CHARGED(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
 }
 
 /* The CUDA 10 entry point (same ABI as _v2), still exported by the driver and reachable through
@@ -226,11 +218,7 @@ VGPU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGr
 VGPU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
                                         char *logBuffer, size_t bufferSize) {
   VGPU_HOOK_BEGIN(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
-  struct graph_need need;
-  if (!instantiate_pre(hGraph, &need)) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult rc = VGPU_CALL_REAL(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
-  instantiate_post(&need, rc, phGraphExec ? *phGraphExec : NULL);
-  return rc;
+  INSTANTIATE_CHARGED(cuGraphInstantiate, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
 }
 
 static CUresult instantiate_params(bool ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,

@@ -49,15 +49,6 @@ static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
   return (uint64_t)v;
 }
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 static uint64_t round_up_u64(uint64_t v, uint64_t step) {
   if (step == 0) return v;
   uint64_t r = v % step;
@@ -236,7 +227,7 @@ static CUresult alloc_async(bool ptsz, CUdeviceptr *dptr, size_t bytesize, CUmem
               : VGPU_CALL_REAL(cuMemAllocAsync, (dptr, bytesize, stream));
   if (p) {
     uint64_t now = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
-    if (now > before) g_pool_step = gcd_u64(g_pool_step, now - before);
+    if (now > before) g_pool_step = vgpu_gcd_u64(g_pool_step, now - before);
     uint64_t have = p->accounted + pending;
     if (now > have && vgpu_mem_reserve(p->ridx, now - have, VGPU_MEM_DATA) != 0) {
       /* The pool grew by more than was reserved and the rest does not fit the limit. */

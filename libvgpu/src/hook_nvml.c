@@ -9,8 +9,11 @@
 
 #define VGPU_NVML_ERROR_FUNCTION_NOT_FOUND 13
 
-static bool virtualize(nvmlDevice_t device, unsigned long long phys_total, unsigned long long *total,
-                       unsigned long long *used, unsigned long long *free_b) {
+/* Rewrites an NVML answer's three figures in place (*total comes in as the physical size); false
+ * leaves them as the driver gave them. */
+static bool virtualize(nvmlDevice_t device, unsigned long long *total, unsigned long long *used,
+                       unsigned long long *free_b) {
+  const unsigned long long phys_total = *total;
   if (vgpu_hook_depth > 0 || vgpu_config_get()->disabled || !vgpu_nvml.nvmlDeviceGetIndex)
     return false;
   unsigned int idx = 0;
@@ -32,12 +35,7 @@ VGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
   if (!vgpu_nvml.nvmlDeviceGetMemoryInfo) return VGPU_NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = vgpu_nvml.nvmlDeviceGetMemoryInfo(device, memory);
   if (rc != VGPU_NVML_SUCCESS || !memory) return rc;
-  unsigned long long t, u, f;
-  if (virtualize(device, memory->total, &t, &u, &f)) {
-    memory->total = t;
-    memory->used = u;
-    memory->free = f;
-  }
+  virtualize(device, &memory->total, &memory->used, &memory->free);
   return rc;
 }
 
@@ -46,12 +44,6 @@ VGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
   if (!vgpu_nvml.nvmlDeviceGetMemoryInfo_v2) return VGPU_NVML_ERROR_FUNCTION_NOT_FOUND;
   nvmlReturn_t rc = vgpu_nvml.nvmlDeviceGetMemoryInfo_v2(device, memory);
   if (rc != VGPU_NVML_SUCCESS || !memory) return rc;
-  unsigned long long t, u, f;
-  if (virtualize(device, memory->total, &t, &u, &f)) {
-    memory->total = t;
-    memory->reserved = 0;
-    memory->used = u;
-    memory->free = f;
-  }
+  if (virtualize(device, &memory->total, &memory->used, &memory->free)) memory->reserved = 0;
   return rc;
 }

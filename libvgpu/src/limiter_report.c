@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "limiter_internal.h"
+#include "quiet_thread.h"
 
 /* The process-wide limiter's sm_util refresher: HAMi-core's watcher rewrites sm_util every
  * 120 ms, so a process that stops launching reads 0 within a second there too. No driver calls
@@ -30,20 +31,8 @@ void lim_util_thread_start(vgpu_limiter_t *lim) {
   if (lim->cfg.own_slot == NULL ||
       lim->cfg.region == NULL || __atomic_exchange_n(&lim->util_thread, 1, __ATOMIC_ACQ_REL))
     return;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  if (pthread_create(&t, &attr, util_main, lim) == 0)
-    pthread_setname_np(t, "vgpu-smutil");
-  else
+  if (!vgpu_start_quiet_thread(util_main, lim, "vgpu-smutil"))
     __atomic_store_n(&lim->util_thread, 0, __ATOMIC_RELEASE);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
 }
 
 /*

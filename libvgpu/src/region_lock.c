@@ -117,12 +117,8 @@ static void hami_unlock(struct vgpu_region_map *m) {
   __atomic_compare_exchange_n(&m->r->owner_pid, &me, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept
- * it. */
-static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover, pid_t *holder) {
-  if (holder) *holder = 0;
-  uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
-  /* Threads of this process: a timed wait too (the holder may be waiting on a stopped peer). */
+/* CLOCK_REALTIME bound_ns from now: pthread_mutex_timedlock's deadline. */
+static struct timespec realtime_deadline(uint64_t bound_ns) {
   struct timespec dl;
   clock_gettime(CLOCK_REALTIME, &dl);
   dl.tv_sec += (time_t)(bound_ns / 1000000000ull);
@@ -131,6 +127,16 @@ static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover,
     dl.tv_sec++;
     dl.tv_nsec -= 1000000000L;
   }
+  return dl;
+}
+
+/* The slot lock; `recover`: see hami_lock_until. On timeout *holder (if given) names what kept
+ * it. */
+static bool lock_for(struct vgpu_region_map *m, uint64_t bound_ns, bool recover, pid_t *holder) {
+  if (holder) *holder = 0;
+  uint64_t deadline = vgpu_now_monotonic_ns() + bound_ns;
+  /* Threads of this process: a timed wait too (the holder may be waiting on a stopped peer). */
+  struct timespec dl = realtime_deadline(bound_ns);
   if (pthread_mutex_timedlock(&g_lock_mu, &dl) != 0) {
     if (holder) *holder = getpid(); /* another thread of this process */
     return false;
@@ -216,14 +222,7 @@ int vgpu_region_reserve_lock_for(struct vgpu_region_map *m, uint64_t bound_ns) {
   if (!mu) return vgpu_region_lock_for(m, bound_ns) ? 0 : -1;
   int rc = pthread_mutex_trylock(mu);
   if (rc == EBUSY) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += (time_t)(bound_ns / 1000000000ull);
-    deadline.tv_nsec += (long)(bound_ns % 1000000000ull);
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec++;
-      deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = realtime_deadline(bound_ns);
     rc = pthread_mutex_timedlock(mu, &deadline);
     if (rc == ETIMEDOUT) return -1;
   }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "devices.h"
+#include "quiet_thread.h"
 #include "state_degraded.h"
 #include "real.h"
 #include "track.h"
@@ -157,20 +158,7 @@ static void *heartbeat_main(void *arg);
 
 static void start_heartbeat_locked(void) {
   if (g_hb_running) return;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: app signals stay with app */
-  pthread_t t;
-  if (pthread_create(&t, &attr, heartbeat_main, NULL) == 0) {
-    g_hb_running = 1;
-    pthread_setname_np(t, "vgpu-heartbeat");
-  }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
+  if (vgpu_start_quiet_thread(heartbeat_main, NULL, "vgpu-heartbeat")) g_hb_running = 1;
 }
 
 /* Our slot is still ours: in the table's live part and holding our pid. It stops being ours when

@@ -91,13 +91,15 @@ bool vgpu_track_put(const struct vgpu_track_rec *rec) {
   return ok;
 }
 
-bool vgpu_track_get(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
+/* Looks up (kind, key) under the lock, copies the record out and, when asked, removes it. */
+static bool lookup(uint8_t kind, uint64_t key, struct vgpu_track_rec *out, bool remove) {
   pthread_mutex_lock(&g_mu);
   bool found = false;
   if (g_cap) {
     size_t i = find(kind, key);
     if (i != SIZE_MAX) {
       if (out) *out = g_tab[i];
+      if (remove) remove_at(i);
       found = true;
     }
   }
@@ -105,20 +107,9 @@ bool vgpu_track_get(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
   return found;
 }
 
-bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) {
-  pthread_mutex_lock(&g_mu);
-  bool found = false;
-  if (g_cap) {
-    size_t i = find(kind, key);
-    if (i != SIZE_MAX) {
-      if (out) *out = g_tab[i];
-      remove_at(i);
-      found = true;
-    }
-  }
-  pthread_mutex_unlock(&g_mu);
-  return found;
-}
+bool vgpu_track_get(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) { return lookup(kind, key, out, false); }
+
+bool vgpu_track_take(uint8_t kind, uint64_t key, struct vgpu_track_rec *out) { return lookup(kind, key, out, true); }
 
 /* One pass over the table, O(capacity + records removed): a removal shifts later entries of the
  * probe chain back into the hole, so the slot just emptied is examined again before moving on; no
