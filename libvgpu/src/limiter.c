@@ -284,7 +284,9 @@ static int gate_wait(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext ctx
       }
       lim_restore_capture(lim, g);
     }
+    d->draining = 1; /* the end of the busy stretch is what is charged now */
     poll_commit(lim, d, *now, CROWD_POLL_QUERIES);
+    d->draining = 0;
     limit = effective_limit(lim, dev);
     if (limit == 0) return 0;
     lim_update_leff(d, limit);

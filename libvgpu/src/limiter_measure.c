@@ -569,14 +569,14 @@ int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int bu
           }
           frontier = lim_i64min(frontier, poll_stream(lim, d, c, q, now, &budget, eager));
           if (budget == 0) c->poll_cursor = si + 1 <= MAX_STREAMS ? si + 1 : 0;
-          if (q->head < 0 && q->uncov > 0) lim_crowd_cover(lim, d, ci, si, now, &cur, &cur_known);
+          if (q->head < 0 && q->uncov > 0) lim_crowd_cover(lim, d, ci, si, now, &cur, &cur_known, eager);
           if (q->uncov > 0) frontier = lim_i64min(frontier, q->uncov_first_ns);
           if (q->head < 0 && q->uncov == 0) lim_sq_active(c, si, 0);
         }
       }
     }
     lim_restore_capture(lim, g);
-    lim_crowd_inflight_update(d);
+    lim_crowd_inflight_update(d, now);
   }
   return frontier;
 }

@@ -156,6 +156,13 @@
  * and once at most twice this many streams have work each is queried at every poll
  * (limiter_measure.c), so the end of a busy stretch is seen within a poll period. */
 #define CROWD_POLL_QUERIES 4
+/* A crowded stream records at most one untimed E per this long while the process is busy
+ * (limiter_crowd.c lim_crowd_cover_due): 33 busy streams at ~170 000 launches/s then record
+ * ~0.1 E per launch instead of 0.6-0.9. Uncovered launches hold the commit frontier: charges
+ * trail by up to this, far below a crowded burst (CROWD_BURST_NS). */
+#define CROWD_COVER_NS 2000000LL
+/* ...and at most one per this long x the busy streams (128 streams: one per 7.7 ms each). */
+#define CROWD_COVER_PER_STREAM_NS 150000LL
 
 /* ---- the GPU -> host time map ------------------------------------------------------------- */
 
