@@ -177,6 +177,7 @@ int lim_crowd_cover_due(const dev_state_t *d, const ctx_t *c, const stream_q_t *
  */
 void lim_crowd_next_query(stream_q_t *q, int64_t now, int recorded) {
   int64_t half = q->dur_ns / 2;
+  q->query_set_ns = now;
   if (recorded) /* the queue ahead of it (launches x per launch, or less by its estimated end;
                   * covers count launches long done): half of that */
     q->next_query_ns =

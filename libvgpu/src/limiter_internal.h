@@ -65,7 +65,8 @@ typedef struct {
    * E, recorded once that one is seen done, covers them from the first one's launch call. */
   int uncov;
   int64_t uncov_first_ns;
-  int64_t next_query_ns; /* its untimed E is not queried before (limiter_crowd.c) */
+  int64_t next_query_ns; /* its untimed E is not queried before (limiter_crowd.c)... */
+  int64_t query_set_ns;  /* ...as decided then (while the gate drains: CROWD_DRAIN_QUERY_NS) */
   int64_t last_cover_ns; /* when it last recorded an untimed E */
   int64_t tail_est_ns;   /* when its untimed launches are estimated to be done */
 } stream_q_t;

@@ -495,7 +495,8 @@ static int64_t poll_stream(vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream
     if (p->e == NULL) {
       done = 1;
       ok = 0;
-    } else if (p->untimed && !eager && now < q->next_query_ns) { /* not due (limiter_crowd.c) */
+    } else if (p->untimed && !eager && now < q->next_query_ns &&
+               (!d->draining || now - q->query_set_ns < CROWD_DRAIN_QUERY_NS)) { /* not due */
       frontier = lim_i64min(frontier, p->s_host);
     } else {
       CUresult r = lim->drv.cuEventQuery(p->e);
