@@ -322,17 +322,12 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
   b->ctx = -1;
   b->sq = -1;
   if (ctx != NULL) {
-    /* The limiter's own driver calls run in relaxed capture mode; a crowded launch of a known
-     * context makes none here, and the two mode exchanges were ~2 % of a host-bound many-streams
-     * loop (limiter_streams_test). */
+    /* Relaxed capture mode for the limiter's own driver calls only: a crowded launch of a known
+     * context makes none (two exchanges: ~2 % of a host-bound loop, limiter_streams_test). */
     capture_guard_t g = {CU_STREAM_CAPTURE_MODE_RELAXED, 0};
-    int relaxed = 0;
     int ci = lim_ctx_find(d, ctx);
-    if (ci < 0) {
-      g = lim_relax_capture(lim);
-      relaxed = 1;
-      ci = lim_ctx_slot(lim, d, ctx);
-    }
+    if (ci < 0) g = lim_relax_capture(lim);
+    if (ci < 0) ci = lim_ctx_slot(lim, d, ctx);
     if (ci < 0) { /* beyond the context table: its own S/E pair (limiter_crowd.c) */
       b->s = lim_event_pair_create(lim);
       b->s_rec = lim_now_ns(lim);
@@ -349,10 +344,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       int si = lim_stream_slot(d, c, stream);
       if (si < 0 && lim_ctx_crowded(lim, d, c, si, now)) si = OVERFLOW_SQ; /* no slot left */
       int crowded = si >= 0 && lim_ctx_crowded(lim, d, c, si, now);
-      if (!crowded && !relaxed) {
-        g = lim_relax_capture(lim);
-        relaxed = 1;
-      }
+      if (!crowded && !g.swapped) g = lim_relax_capture(lim);
       /* A reference event is a timing event on the internal stream, whose hardware queue an
        * application stream shares when crowded: only timed launches need one. */
       if (!crowded) lim_ctx_calibrate(lim, c, now);
@@ -379,7 +371,7 @@ static void arm_bracket(vgpu_limiter_t *lim, dev_state_t *d, int dev, CUcontext 
       b->sq = si;
       if (si >= 0) lim_crowd_note_launch(c, si, now);
     }
-    if (relaxed) lim_restore_capture(lim, g);
+    lim_restore_capture(lim, g);
   }
   pthread_mutex_unlock(&d->mu);
 }
