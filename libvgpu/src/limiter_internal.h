@@ -65,7 +65,10 @@ typedef struct {
    * E, recorded once that one is seen done, covers them from the first one's launch call. */
   int uncov;
   int64_t uncov_first_ns;
-  int64_t next_query_ns; /* its untimed E is not queried before (limiter_crowd.c) */
+  int64_t next_query_ns; /* its untimed E is not queried before (limiter_crowd.c)... */
+  int64_t query_set_ns;  /* ...as decided then (while the gate drains: CROWD_DRAIN_QUERY_NS) */
+  int64_t last_cover_ns; /* when it last recorded an untimed E */
+  int64_t tail_est_ns;   /* when its untimed launches are estimated to be done */
 } stream_q_t;
 
 typedef struct {
@@ -136,6 +139,7 @@ typedef struct {
   int64_t inflight_est_ns; /* estimates of this process's launches not yet charged */
   int64_t crowd_inflight_ns; /* lim_crowd_inflight_ns: kept by launches and polls */
   int n_uncov;               /* uncovered untimed launches (stream_q_t.uncov), all streams */
+  int draining;              /* the gate waits: covers are recorded at once (limiter_crowd.c) */
   int64_t switch_owed_ns;  /* switches onto this process's contexts not yet charged */
   int64_t switch_ns;       /* switch time charged so far (stats) */
   uint64_t switches;       /* switches onto this process's contexts seen so far (stats) */
@@ -246,11 +250,13 @@ int lim_crowd_record(const vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream
  * that covers them (in the stream's context, pushed if *cur is another; *cur is read once per
  * poll: NULL = not yet). Returns 1 when recorded. */
 int lim_crowd_cover(vgpu_limiter_t *lim, dev_state_t *d, int ci, int si, int64_t now,
-                    CUcontext *cur, int *cur_known);
+                    CUcontext *cur, int *cur_known, int eager);
+/* 1: stream q may record its next untimed E now (at most one per CROWD_COVER_NS while busy). */
+int lim_crowd_cover_due(const dev_state_t *d, const ctx_t *c, const stream_q_t *q, int64_t now);
 /* When to query the stream's untimed E next, after it was recorded or found still running. */
 void lim_crowd_next_query(stream_q_t *q, int64_t now, int recorded);
 /* Recomputes d->crowd_inflight_ns from the streams with launches in flight. */
-void lim_crowd_inflight_update(dev_state_t *d);
+void lim_crowd_inflight_update(dev_state_t *d, int64_t now);
 void lim_ctx_drop(dev_state_t *d, int ci);
 int lim_ctx_find(const dev_state_t *d, CUcontext ctx);
 int lim_ctx_slot(const vgpu_limiter_t *lim, dev_state_t *d, CUcontext ctx);

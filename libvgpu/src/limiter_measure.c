@@ -495,7 +495,8 @@ static int64_t poll_stream(vgpu_limiter_t *lim, dev_state_t *d, ctx_t *c, stream
     if (p->e == NULL) {
       done = 1;
       ok = 0;
-    } else if (p->untimed && !eager && now < q->next_query_ns) { /* not due (limiter_crowd.c) */
+    } else if (p->untimed && !eager && now < q->next_query_ns &&
+               (!d->draining || now - q->query_set_ns < CROWD_DRAIN_QUERY_NS)) { /* not due */
       frontier = lim_i64min(frontier, p->s_host);
     } else {
       CUresult r = lim->drv.cuEventQuery(p->e);
@@ -569,14 +570,14 @@ int64_t lim_poll_locked(vgpu_limiter_t *lim, dev_state_t *d, int64_t now, int bu
           }
           frontier = lim_i64min(frontier, poll_stream(lim, d, c, q, now, &budget, eager));
           if (budget == 0) c->poll_cursor = si + 1 <= MAX_STREAMS ? si + 1 : 0;
-          if (q->head < 0 && q->uncov > 0) lim_crowd_cover(lim, d, ci, si, now, &cur, &cur_known);
+          if (q->head < 0 && q->uncov > 0) lim_crowd_cover(lim, d, ci, si, now, &cur, &cur_known, eager);
           if (q->uncov > 0) frontier = lim_i64min(frontier, q->uncov_first_ns);
           if (q->head < 0 && q->uncov == 0) lim_sq_active(c, si, 0);
         }
       }
     }
     lim_restore_capture(lim, g);
-    lim_crowd_inflight_update(d);
+    lim_crowd_inflight_update(d, now);
   }
   return frontier;
 }
