@@ -19,10 +19,7 @@ build="$lib/build"
 old_lib="${1:-}"
 mkdir -p "$build/gpu"
 make -C "$lib" -s lib >/dev/null
-arch="-arch=native"
-echo 'int main(){return 0;}' >"$build/gpu/arch_probe.cu"
-nvcc $arch -o "$build/gpu/arch_probe" "$build/gpu/arch_probe.cu" >/dev/null 2>&1 || arch="-arch=sm_90"
-nvcc $arch -O2 -o "$build/gpu/limiter_bench" "$here/limiter_bench.cu"
+make -s -C "$here" OUT="$build/gpu" limiter_bench
 bench="$build/gpu/limiter_bench"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 ipus=$("$bench" --calibrate | sed -n 's/^CALIB ipus=\([0-9.]*\).*/\1/p')
