@@ -493,12 +493,7 @@ void vgpu_limiter_after(vgpu_limiter_t *lim, int dev, CUstream stream) {
     lim_pool_put(lim, c, b->s);
   }
   if (q != NULL && (p->measured || p->pair)) {
-    if (q->tail >= 0)
-      d->ent[q->tail].next = idx;
-    else
-      q->head = idx;
-    q->tail = idx;
-    q->count++;
+    lim_sq_append(d, q, idx);
     lim_sq_active(c, (int)(q - c->sq), 1);
   } else {
     /* Unmeasured: committed at its estimate right away. */

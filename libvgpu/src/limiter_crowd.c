@@ -254,12 +254,7 @@ int lim_crowd_cover(vgpu_limiter_t *lim, dev_state_t *d, int ci, int si, int64_t
       q->last_cover_ns = now;
       d->n_uncov -= q->uncov;
       q->uncov = 0;
-      if (q->tail >= 0)
-        d->ent[q->tail].next = idx;
-      else
-        q->head = idx;
-      q->tail = idx;
-      q->count++;
+      lim_sq_append(d, q, idx);
       ok = 1;
     } else {
       lim_ent_free(d, idx);

@@ -285,6 +285,16 @@ int lim_stream_find(const ctx_t *c, CUstream stream);
 /* Adds slot `slot` (its stream set) to the context's stream index. */
 void lim_sidx_insert(ctx_t *c, int slot);
 /* Marks slot si as having launches in flight (1) or none (0). */
+/* Appends pending entry idx at the tail of its stream's queue. */
+static inline void lim_sq_append(dev_state_t *d, stream_q_t *q, int idx) {
+  if (q->tail >= 0)
+    d->ent[q->tail].next = idx;
+  else
+    q->head = idx;
+  q->tail = idx;
+  q->count++;
+}
+
 static inline void lim_sq_active(ctx_t *c, int si, int on) {
   if (on)
     c->act[si >> 6] |= 1ULL << (si & 63);
