@@ -10,6 +10,7 @@ import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.ProcFs;
 import io.vgpu.hostpid.ProcessInfo;
+import io.vgpu.hostpid.ProcessMaps;
 import io.vgpu.regioncodec.SafeOpen;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -62,6 +63,7 @@ public final class EvidenceCollector {
    */
   public static final int POD_SHARE_OF_PASS = 4;
 
+  /** The most bytes of a container's {@code /etc/ld.so.preload} read. */
   private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
 
   /** The pod UID of files inspected outside a {@code <podUID>_<container>} directory. */
@@ -389,14 +391,13 @@ public final class EvidenceCollector {
       budget.shortfall(pod, limit);
       return Optional.empty();
     }
-    Path mapsFile = procFs.path(pid, "maps");
-    Optional<MapsReader.Maps> read =
-        reads.read(pod, mapsFile, () -> MapsReader.read(mapsFile, bound));
+    Optional<ProcessMaps> read =
+        reads.read(pod, procFs.path(pid, "maps"), () -> procFs.readMaps(pid, bound));
     if (read.isEmpty()) {
       budget.shortfall(pod, MapsBudget.Shortfall.DEADLINE);
       return Optional.empty();
     }
-    MapsReader.Maps maps = read.get();
+    ProcessMaps maps = read.get();
     budget.spend(pod, maps.bytesRead());
     if (!maps.readable()) {
       budget.shortfall(pod, MapsBudget.Shortfall.UNREADABLE);
@@ -420,7 +421,7 @@ public final class EvidenceCollector {
             maps.cacheInodes(),
             gpu,
             preload(pod, procFs.path(pid, "root")),
-            environment(pod, procFs.path(pid, "environ"))));
+            environment(pod, pid)));
   }
 
   /** Pod processes the last collection did not see whole (left out or read in part). */
@@ -472,23 +473,10 @@ public final class EvidenceCollector {
   }
 
   /** The variables the checks read from {@code environ}; empty when it was given up. */
-  Map<String, String> environment(String pod, Path environ) {
-    return reads.read(pod, environ, () -> environment(environ)).orElse(Map.of());
-  }
-
-  static Map<String, String> environment(Path environ) {
-    Map<String, String> env = new HashMap<>();
-    read(environ, MAX_SMALL_FILE_BYTES)
-        .ifPresent(
-            text -> {
-              for (String kv : text.split("\0", -1)) {
-                int eq = kv.indexOf('=');
-                if (eq > 0 && ENV_KEYS.contains(kv.substring(0, eq))) {
-                  env.put(kv.substring(0, eq), kv.substring(eq + 1));
-                }
-              }
-            });
-    return env;
+  Map<String, String> environment(String pod, int pid) {
+    return reads
+        .read(pod, procFs.path(pid, "environ"), () -> procFs.readEnviron(pid, ENV_KEYS))
+        .orElse(Map.of());
   }
 
   /**
@@ -521,10 +509,5 @@ public final class EvidenceCollector {
     return new String(s.bytes(), StandardCharsets.ISO_8859_1).contains("libvgpu.so")
         ? NodeEvidence.Preload.NAMES_LIBVGPU
         : NodeEvidence.Preload.DOES_NOT_NAME_LIBVGPU;
-  }
-
-  /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
-  private static Optional<String> read(Path p, int max) {
-    return MapsReader.readBytes(p, max).map(b -> new String(b, StandardCharsets.ISO_8859_1));
   }
 }
