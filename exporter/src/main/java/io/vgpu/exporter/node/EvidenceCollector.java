@@ -2,8 +2,8 @@ package io.vgpu.exporter.node;
 
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.ContainerTargets;
 import io.vgpu.exporter.discovery.SafeOpenSideFileReader;
-import io.vgpu.exporter.discovery.TenantDirListing;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -12,11 +12,7 @@ import io.vgpu.hostpid.ProcFs;
 import io.vgpu.hostpid.ProcessInfo;
 import io.vgpu.hostpid.ProcessMaps;
 import io.vgpu.regioncodec.SafeOpen;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -29,7 +25,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -156,16 +151,13 @@ public final class EvidenceCollector {
    * one cache file.
    */
   public NodeEvidence collect(List<Path> targets) {
-    Map<Path, Target> dirs = new LinkedHashMap<>();
-    for (Path t : targets) {
-      containerDirs(t, dirs);
-    }
+    Map<Path, ContainerTargets.Target> dirs = ContainerTargets.resolve(targets);
     // (device, inode) of every region opened: a second name of one file is judged once.
     Set<String> openedFiles = new HashSet<>();
     List<SampledRegion> opened = new ArrayList<>();
     List<NodeEvidence.Container> containers = new ArrayList<>();
     try {
-      for (Map.Entry<Path, Target> d : dirs.entrySet()) {
+      for (Map.Entry<Path, ContainerTargets.Target> d : dirs.entrySet()) {
         String dirName =
             d.getKey().getFileName() == null ? "" : d.getKey().getFileName().toString();
         Optional<ContainerKey> key = ContainerKey.parse(dirName);
@@ -281,52 +273,6 @@ public final class EvidenceCollector {
       }
     }
     return out;
-  }
-
-  /**
-   * A container directory to judge: its cache files and side-file names, from the directory's one
-   * bounded {@link TenantDirListing} (or the files an operator named).
-   */
-  record Target(List<Path> files, List<String> sideFiles) {}
-
-  /** Resolves a target to container directories and their cache files. */
-  static void containerDirs(Path target, Map<Path, Target> out) {
-    if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)) {
-      Path dir = target.toAbsolutePath().getParent();
-      Target t =
-          out.computeIfAbsent(
-              dir, k -> new Target(new ArrayList<>(), TenantDirListing.of(k).sideFiles()));
-      t.files().add(target.toAbsolutePath());
-      return;
-    }
-    if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    if (ContainerKey.parse(target.getFileName() == null ? "" : target.getFileName().toString())
-        .isPresent()) {
-      out.putIfAbsent(target.toAbsolutePath(), listed(target.toAbsolutePath()));
-      return;
-    }
-    TreeSet<Path> children = new TreeSet<>();
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(target)) {
-      for (Path p : ds) {
-        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
-            && ContainerKey.parse(p.getFileName().toString()).isPresent()) {
-          children.add(p);
-        }
-      }
-    } catch (IOException e) {
-      return;
-    }
-    for (Path p : children) {
-      out.putIfAbsent(p.toAbsolutePath(), listed(p.toAbsolutePath()));
-    }
-  }
-
-  /** A container directory as its bounded listing names it (the cap every reader applies). */
-  private static Target listed(Path dir) {
-    TenantDirListing.Listing l = TenantDirListing.of(dir);
-    return new Target(new ArrayList<>(l.cacheFiles()), l.sideFiles());
   }
 
   /**

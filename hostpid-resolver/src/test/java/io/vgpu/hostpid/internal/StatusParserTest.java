@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.hostpid.testing.ProcTree;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.NullAndEmptySource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusParserTest {
 
@@ -65,22 +68,20 @@ class StatusParserTest {
         .containsExactly(5, 5, 5, 5);
   }
 
-  @Test
-  void parseUids_malformed_returnsNull() {
-    String[] bad = {
-      null,
-      "",
-      "Name:\tx\n",
-      "Uid:\n",
-      "Uid:\t0\t0\t0\t0",
-      "Uid:\t0\tx\t0\t0\n",
-      "Uid:\t0\t-1\t0\t0\n",
-      "Uid:\t0\t4294967296\t0\t0\n",
-      "Uid:\t0\t0\t0\t0\t0\n",
-      " Uid:\t0\n",
-    };
-    for (String text : bad) {
-      assertThat(StatusParser.parseUids(text)).as(String.valueOf(text)).isNull();
-    }
+  @ParameterizedTest
+  @NullAndEmptySource
+  @ValueSource(
+      strings = {
+        "Name:\tx\n",
+        "Uid:\n",
+        "Uid:\t0\t0\t0\t0",
+        "Uid:\t0\tx\t0\t0\n",
+        "Uid:\t0\t-1\t0\t0\n",
+        "Uid:\t0\t4294967296\t0\t0\n",
+        "Uid:\t0\t0\t0\t0\t0\n",
+        " Uid:\t0\n"
+      })
+  void parseUids_malformed_returnsNull(String text) {
+    assertThat(StatusParser.parseUids(text)).isNull();
   }
 }
