@@ -23,7 +23,7 @@ class ProcFilesTest {
   void maps_ofExactlyTheBound_isComplete_oneByteMore_isNot() throws Exception {
     Path region = Files.writeString(dir.resolve("r.cache"), "x");
     ProcTree tree = ProcTree.at(dir.resolve("proc"));
-    tree.proc(10, 1).mapsLibcuda().mapsRegion(region).write();
+    ProcEntry.in(tree, 10, 1).mapsLibcuda().mapsRegion(region).write();
     ProcFs procFs = new ProcFs(tree.root());
     int size = (int) Files.size(tree.root().resolve("10/maps"));
 
@@ -45,8 +45,8 @@ class ProcFilesTest {
   @Test
   void maps_missing_isUnreadable_andAFifo_neverBlocks() throws Exception {
     ProcTree tree = ProcTree.at(dir.resolve("proc"));
-    tree.proc(10, 1).write();
-    tree.proc(11, 1).write();
+    ProcEntry.in(tree, 10, 1).write();
+    ProcEntry.in(tree, 11, 1).write();
     Process mkfifo =
         new ProcessBuilder("mkfifo", tree.root().resolve("11/maps").toString()).start();
     assertThat(mkfifo.waitFor()).isZero();
@@ -64,8 +64,11 @@ class ProcFilesTest {
   @Test
   void environ_givesOnlyTheAskedVariables() {
     ProcTree tree = ProcTree.at(dir.resolve("proc"));
-    tree.proc(10, 1).env("LD_PRELOAD", "/usr/local/vgpu/libvgpu.so").env("SECRET", "x").write();
-    tree.proc(11, 1).write();
+    ProcEntry.in(tree, 10, 1)
+        .env("LD_PRELOAD", "/usr/local/vgpu/libvgpu.so")
+        .env("SECRET", "x")
+        .write();
+    ProcEntry.in(tree, 11, 1).write();
     ProcFs procFs = new ProcFs(tree.root());
 
     assertThat(procFs.readEnviron(10, KEYS))

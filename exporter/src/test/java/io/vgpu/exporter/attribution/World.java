@@ -78,8 +78,7 @@ final class World implements AutoCloseable {
 
   /** A process of pod {@code pod}, container {@code ctr}, with host pid and in-container pid. */
   World podProcess(int hostPid, long startTicks, int pod, int ctr, int innerPid) {
-    procs
-        .proc(hostPid, innerPid)
+    ProcEntry.in(procs, hostPid, innerPid)
         .comm("p" + hostPid)
         .start(startTicks)
         .pod(podUid(pod))
@@ -90,8 +89,7 @@ final class World implements AutoCloseable {
 
   /** A host daemon (not in any pod). */
   World hostProcess(int hostPid, long startTicks) {
-    procs
-        .proc(hostPid, hostPid)
+    ProcEntry.in(procs, hostPid, hostPid)
         .comm("p" + hostPid)
         .start(startTicks)
         .hostService("daemon.service")

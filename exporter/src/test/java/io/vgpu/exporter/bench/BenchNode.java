@@ -3,6 +3,7 @@ package io.vgpu.exporter.bench;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.testing.TestNode;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.hostpid.testing.ProcEntry;
 import io.vgpu.hostpid.testing.ProcTree;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
@@ -96,7 +97,10 @@ public final class BenchNode {
         Path region = root.resolve(uid + "_main").resolve("r.cache");
         for (int p = 0; p < processes; p++) {
           int hostPid = 10_000 + i * processes + p;
-          ProcTree.at(Path.of(procfs)).proc(hostPid, pids[p]).pod(uid).mapsRegion(region).write();
+          ProcEntry.in(ProcTree.at(Path.of(procfs)), hostPid, pids[p])
+              .pod(uid)
+              .mapsRegion(region)
+              .write();
           Files.writeString(
               Path.of(procfs, Integer.toString(hostPid), "maps"),
               MAPS_FILLER,

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.hostpid.testing.ProcEntry;
 import io.vgpu.hostpid.testing.ProcTree;
 import java.io.IOException;
 import java.net.http.HttpClient;
@@ -348,7 +349,12 @@ class BoundedCostTest {
 
   private static void podProcess(Path proc, int pid, String maps) {
     ProcTree tree = ProcTree.at(proc);
-    tree.proc(pid, 7).comm("p").start(5000).pod(LiveExporter.HEALTHY_UID).withEnviron().write();
+    ProcEntry.in(tree, pid, 7)
+        .comm("p")
+        .start(5000)
+        .pod(LiveExporter.HEALTHY_UID)
+        .withEnviron()
+        .write();
     tree.write(pid, "maps", maps);
   }
 }

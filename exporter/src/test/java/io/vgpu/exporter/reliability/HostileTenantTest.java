@@ -81,8 +81,7 @@ class HostileTenantTest {
   static Path process(
       Path proc, int hostPid, int containerPid, String podUid, List<String> maps, int uid) {
     ProcEntry p =
-        ProcTree.at(proc)
-            .proc(hostPid, containerPid)
+        ProcEntry.in(ProcTree.at(proc), hostPid, containerPid)
             .pod(podUid)
             .container("c".repeat(64))
             .uid(uid)

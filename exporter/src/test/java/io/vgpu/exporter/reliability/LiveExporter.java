@@ -140,7 +140,7 @@ final class LiveExporter implements AutoCloseable {
 
   /** {@code stat}, {@code status} and {@code cgroup} of one pod process, as Linux formats them. */
   static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid) {
-    ProcTree.at(proc).proc(hostPid, containerPid).pod(podUid).write();
+    ProcEntry.in(ProcTree.at(proc), hostPid, containerPid).pod(podUid).write();
   }
 
   /**

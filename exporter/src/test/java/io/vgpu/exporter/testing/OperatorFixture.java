@@ -111,8 +111,7 @@ public final class OperatorFixture {
    * /etc/ld.so.preload} names libvgpu.
    */
   public ProcEntry process(int hostPid, int containerPid) {
-    return ProcTree.at(proc)
-        .proc(hostPid, containerPid)
+    return ProcEntry.in(ProcTree.at(proc), hostPid, containerPid)
         .pod(UID_A)
         .container(CID_A)
         .qos("burstable")

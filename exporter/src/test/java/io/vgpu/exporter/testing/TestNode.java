@@ -18,6 +18,7 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.hostpid.testing.ProcEntry;
 import io.vgpu.hostpid.testing.ProcTree;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -117,23 +118,26 @@ public final class TestNode implements AutoCloseable {
   public Path writeProcfs() {
     Path proc = root.resolveSibling(root.getFileName() + "-proc");
     ProcTree procs = ProcTree.at(proc);
-    procs
-        .proc(1010, 10)
+    ProcEntry.in(procs, 1010, 10)
         .pod(UID_TRAIN)
         .mapsRegion(root.resolve(UID_TRAIN + "_trainer/a.cache"))
         .write();
-    procs
-        .proc(1011, 11)
+    ProcEntry.in(procs, 1011, 11)
         .pod(UID_TRAIN)
         .mapsRegion(root.resolve(UID_TRAIN + "_trainer/a.cache"))
         .write();
-    procs
-        .proc(1020, 20)
+    ProcEntry.in(procs, 1020, 20)
         .pod(UID_SERVE)
         .mapsRegion(root.resolve(UID_SERVE + "_server/b.cache"))
         .write();
-    procs.proc(1030, 30).pod(UID_DONE).mapsRegion(root.resolve(UID_DONE + "_job/c.cache")).write();
-    procs.proc(1040, 40).pod(UID_GONE).mapsRegion(root.resolve(UID_GONE + "_main/d.cache")).write();
+    ProcEntry.in(procs, 1030, 30)
+        .pod(UID_DONE)
+        .mapsRegion(root.resolve(UID_DONE + "_job/c.cache"))
+        .write();
+    ProcEntry.in(procs, 1040, 40)
+        .pod(UID_GONE)
+        .mapsRegion(root.resolve(UID_GONE + "_main/d.cache"))
+        .write();
     return proc;
   }
 

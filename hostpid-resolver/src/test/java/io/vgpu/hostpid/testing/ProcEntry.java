@@ -60,7 +60,15 @@ public final class ProcEntry {
   /** {@code root/etc/ld.so.preload}'s content; null removes it. */
   public String ldSoPreload;
 
-  ProcEntry(ProcTree tree, int hostPid, int containerPid) {
+  /**
+   * A process of {@code tree} to build and {@link #write}: host pid {@code hostPid}, pid {@code
+   * containerPid} inside its container (equal: in the host's namespace only).
+   */
+  public static ProcEntry in(ProcTree tree, int hostPid, int containerPid) {
+    return new ProcEntry(tree, hostPid, containerPid);
+  }
+
+  private ProcEntry(ProcTree tree, int hostPid, int containerPid) {
     this.tree = tree;
     this.hostPid = hostPid;
     this.nsPids = hostPid == containerPid ? new int[] {hostPid} : new int[] {hostPid, containerPid};

@@ -106,14 +106,6 @@ public final class ProcTree {
     return this;
   }
 
-  /**
-   * A process to build and {@link ProcEntry#write write}: host pid {@code hostPid}, pid {@code
-   * containerPid} inside its container (equal: in the host's namespace only).
-   */
-  public ProcEntry proc(int hostPid, int containerPid) {
-    return new ProcEntry(this, hostPid, containerPid);
-  }
-
   /** Replaces one file of a process. */
   public ProcTree write(int pid, String file, String content) {
     try {
