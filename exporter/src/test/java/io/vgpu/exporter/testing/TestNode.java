@@ -118,26 +118,21 @@ public final class TestNode implements AutoCloseable {
   public Path writeProcfs() {
     Path proc = root.resolveSibling(root.getFileName() + "-proc");
     ProcTree procs = ProcTree.at(proc);
-    ProcEntry.in(procs, 1010, 10)
-        .pod(UID_TRAIN)
-        .mapsRegion(root.resolve(UID_TRAIN + "_trainer/a.cache"))
-        .write();
-    ProcEntry.in(procs, 1011, 11)
-        .pod(UID_TRAIN)
-        .mapsRegion(root.resolve(UID_TRAIN + "_trainer/a.cache"))
-        .write();
-    ProcEntry.in(procs, 1020, 20)
-        .pod(UID_SERVE)
-        .mapsRegion(root.resolve(UID_SERVE + "_server/b.cache"))
-        .write();
-    ProcEntry.in(procs, 1030, 30)
-        .pod(UID_DONE)
-        .mapsRegion(root.resolve(UID_DONE + "_job/c.cache"))
-        .write();
-    ProcEntry.in(procs, 1040, 40)
-        .pod(UID_GONE)
-        .mapsRegion(root.resolve(UID_GONE + "_main/d.cache"))
-        .write();
+    // host pid, container pid, pod, the region its process maps
+    Object[][] processes = {
+      {1010, 10, UID_TRAIN, "_trainer/a.cache"},
+      {1011, 11, UID_TRAIN, "_trainer/a.cache"},
+      {1020, 20, UID_SERVE, "_server/b.cache"},
+      {1030, 30, UID_DONE, "_job/c.cache"},
+      {1040, 40, UID_GONE, "_main/d.cache"},
+    };
+    for (Object[] p : processes) {
+      String uid = (String) p[2];
+      ProcEntry.in(procs, (int) p[0], (int) p[1])
+          .pod(uid)
+          .mapsRegion(root.resolve(uid + p[3]))
+          .write();
+    }
     return proc;
   }
 
