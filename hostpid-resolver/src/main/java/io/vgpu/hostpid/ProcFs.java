@@ -2,6 +2,8 @@ package io.vgpu.hostpid;
 
 import io.vgpu.hostpid.internal.BoundedReader;
 import io.vgpu.hostpid.internal.CgroupParser;
+import io.vgpu.hostpid.internal.EnvironParser;
+import io.vgpu.hostpid.internal.MapsParser;
 import io.vgpu.hostpid.internal.StatParser;
 import io.vgpu.hostpid.internal.StatParser.Stat;
 import io.vgpu.hostpid.internal.StatusParser;
@@ -10,11 +12,15 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 
 /**
- * Reads processes from a procfs tree: the only class that builds {@code /proc} paths.
+ * Reads processes from a procfs tree: the only class that builds {@code /proc} paths, and the one
+ * reader of its files ({@code stat}, {@code status}, {@code cgroup}, and the bounded facts of
+ * {@code maps} and {@code environ}).
  *
  * <p>The root is the host's {@code /proc} in production (the exporter runs with {@code hostPID}), a
  * host {@code /proc} mounted elsewhere, or a fixture directory in tests. Every file is read whole
@@ -167,6 +173,44 @@ public final class ProcFs {
             startTimeTicks,
             Arrays.stream(nsPids).boxed().toList(),
             CgroupParser.parse(cgroup.text())));
+  }
+
+  /**
+   * The user ids of the process ({@code Uid:} of {@code <root>/<pid>/status}: real, effective,
+   * saved, file-system); empty when it is gone or the line is unusable. Never throws.
+   */
+  public Set<Integer> readUids(int pid) {
+    if (pid <= 0) {
+      return Set.of();
+    }
+    BoundedReader.Result status = reader.read(path(pid, "status"));
+    int[] ids =
+        status.outcome() == BoundedReader.Outcome.OK ? StatusParser.parseUids(status.text()) : null;
+    if (ids == null) {
+      return Set.of();
+    }
+    java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+    for (int id : ids) {
+      out.add(id);
+    }
+    return java.util.Collections.unmodifiableSet(out);
+  }
+
+  /**
+   * The facts of {@code <root>/<pid>/maps} that tell GPU use under a vGPU limit, reading at most
+   * {@code maxBytes} (the caller's budget). A read that stopped at the bound is not {@link
+   * ProcessMaps#complete complete}. Never throws; never blocks on a FIFO.
+   */
+  public ProcessMaps readMaps(int pid, int maxBytes) {
+    return MapsParser.read(path(pid, "maps"), maxBytes);
+  }
+
+  /**
+   * The variables named in {@code keys} from {@code <root>/<pid>/environ} (the process's own bytes,
+   * read up to {@link #MAX_FILE_BYTES}); empty when the file is gone or unreadable. Never throws.
+   */
+  public Map<String, String> readEnviron(int pid, Set<String> keys) {
+    return EnvironParser.read(path(pid, "environ"), MAX_FILE_BYTES, keys);
   }
 
   /** Whether the process with this pid is alive and still the one that started then. */

@@ -249,6 +249,27 @@ class ParserProperties {
   }
 
   @Property
+  void uidsParse_arbitraryText_neverThrowsAndGivesOneToFourIds(@ForAll String text) {
+    int[] uids = StatusParser.parseUids(text);
+    if (uids != null) {
+      assertThat(uids.length).isBetween(1, 4);
+    }
+  }
+
+  @Property
+  void uidsParse_generatedFile_readsBackTheUser(
+      @ForAll @IntRange(min = 0) int uid,
+      @ForAll @Size(min = 1, max = 4) List<@IntRange(min = 1) Integer> nsPids,
+      @ForAll @Size(max = 40) String name) {
+    int[] chain = nsPids.stream().mapToInt(Integer::intValue).toArray();
+    String escapedName = name.replace("\\", "\\\\").replace("\n", "\\n");
+
+    assertThat(StatusParser.parseUids(ProcTree.statusOfUser(escapedName, uid, chain)))
+        .containsExactly(uid, uid, uid, uid);
+    assertThat(StatusParser.parseUids(ProcTree.statusOfUser(escapedName, -1, chain))).isNull();
+  }
+
+  @Property
   void cgroupParse_generatedKubeletPath_readsBackIdentity(@ForAll("kubeletPaths") Rendered r) {
     assertThat(CgroupParser.parse(r.content())).isEqualTo(r.identity());
   }

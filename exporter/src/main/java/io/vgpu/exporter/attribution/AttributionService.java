@@ -320,21 +320,7 @@ public final class AttributionService implements AutoCloseable {
   private Set<Integer> owners(Set<Integer> hostPids) {
     Set<Integer> out = new HashSet<>();
     for (int pid : hostPids) {
-      Path status = pids.procFs().path(pid, "status");
-      try (java.io.BufferedReader in = java.nio.file.Files.newBufferedReader(status)) {
-        String line;
-        int lines = 0;
-        while ((line = in.readLine()) != null && lines++ < 64) {
-          if (line.startsWith("Uid:")) {
-            for (String f : line.substring(4).trim().split("\\s+", -1)) {
-              out.add(Integer.parseUnsignedInt(f));
-            }
-            break;
-          }
-        }
-      } catch (java.io.IOException | RuntimeException e) {
-        // gone or unreadable: that process names no owner
-      }
+      out.addAll(pids.procFs().readUids(pid)); // gone or unreadable: that process names no owner
     }
     return out;
   }

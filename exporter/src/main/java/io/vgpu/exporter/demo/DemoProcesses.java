@@ -2,7 +2,6 @@ package io.vgpu.exporter.demo;
 
 import io.vgpu.hostpid.ProcFs;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -67,17 +66,13 @@ final class DemoProcesses {
     }
   }
 
+  /** The demo's children are real processes: read through the host's procfs like any other. */
+  private static final ProcFs HOST_PROC = ProcFs.host();
+
   private static OptionalInt innermostPid(int hostPid) {
-    try {
-      for (String line : Files.readAllLines(ProcFs.DEFAULT_ROOT.resolve(hostPid + "/status"))) {
-        if (line.startsWith("NSpid:")) {
-          String[] f = line.substring(6).trim().split("\\s+", -1);
-          return OptionalInt.of(Integer.parseInt(f[f.length - 1]));
-        }
-      }
-    } catch (IOException | NumberFormatException e) {
-      return OptionalInt.empty();
-    }
-    return OptionalInt.empty();
+    return HOST_PROC
+        .readProcess(hostPid)
+        .map(p -> OptionalInt.of(p.innermostPid()))
+        .orElse(OptionalInt.empty());
   }
 }

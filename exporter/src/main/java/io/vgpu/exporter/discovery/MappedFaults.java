@@ -16,6 +16,14 @@ public final class MappedFaults {
   private MappedFaults() {}
 
   /**
+   * What a faulted load on a file that kept its size means, in the one wording every reader of
+   * mapped regions (discovery's log, the evidence pass's region error) gives.
+   */
+  public static final String LOAD_FAULT =
+      "reading the mapping faulted although the file kept its size (a page the filesystem cannot"
+          + " provide: a hole of a sparse file on a full tmpfs?)";
+
+  /**
    * A cheap JNI call (no system call, no lock): on its return to Java the JVM throws a pending
    * {@link InternalError} from an earlier faulting access of this thread, if any.
    */

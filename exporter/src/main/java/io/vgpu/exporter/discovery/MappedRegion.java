@@ -98,9 +98,7 @@ public final class MappedRegion {
           .setMessage("region read faulted")
           .addKeyValue("file", path)
           .addKeyValue("reason", "io_error")
-          .addKeyValue(
-              "detail",
-              "the file kept its size; a page the filesystem cannot provide (a hole of a sparse file on a full tmpfs?)")
+          .addKeyValue("detail", MappedFaults.LOAD_FAULT)
           .log();
     }
     return r;

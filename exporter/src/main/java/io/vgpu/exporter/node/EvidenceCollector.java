@@ -2,20 +2,17 @@ package io.vgpu.exporter.node;
 
 import io.vgpu.exporter.discovery.CacheDiscovery;
 import io.vgpu.exporter.discovery.ContainerKey;
+import io.vgpu.exporter.discovery.ContainerTargets;
 import io.vgpu.exporter.discovery.SafeOpenSideFileReader;
-import io.vgpu.exporter.discovery.TenantDirListing;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.ProcFs;
 import io.vgpu.hostpid.ProcessInfo;
+import io.vgpu.hostpid.ProcessMaps;
 import io.vgpu.regioncodec.SafeOpen;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -28,7 +25,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -62,6 +58,7 @@ public final class EvidenceCollector {
    */
   public static final int POD_SHARE_OF_PASS = 4;
 
+  /** The most bytes of a container's {@code /etc/ld.so.preload} read. */
   private static final int MAX_SMALL_FILE_BYTES = 64 << 10;
 
   /** The pod UID of files inspected outside a {@code <podUID>_<container>} directory. */
@@ -154,16 +151,13 @@ public final class EvidenceCollector {
    * one cache file.
    */
   public NodeEvidence collect(List<Path> targets) {
-    Map<Path, Target> dirs = new LinkedHashMap<>();
-    for (Path t : targets) {
-      containerDirs(t, dirs);
-    }
+    Map<Path, ContainerTargets.Target> dirs = ContainerTargets.resolve(targets);
     // (device, inode) of every region opened: a second name of one file is judged once.
     Set<String> openedFiles = new HashSet<>();
     List<SampledRegion> opened = new ArrayList<>();
     List<NodeEvidence.Container> containers = new ArrayList<>();
     try {
-      for (Map.Entry<Path, Target> d : dirs.entrySet()) {
+      for (Map.Entry<Path, ContainerTargets.Target> d : dirs.entrySet()) {
         String dirName =
             d.getKey().getFileName() == null ? "" : d.getKey().getFileName().toString();
         Optional<ContainerKey> key = ContainerKey.parse(dirName);
@@ -282,52 +276,6 @@ public final class EvidenceCollector {
   }
 
   /**
-   * A container directory to judge: its cache files and side-file names, from the directory's one
-   * bounded {@link TenantDirListing} (or the files an operator named).
-   */
-  record Target(List<Path> files, List<String> sideFiles) {}
-
-  /** Resolves a target to container directories and their cache files. */
-  static void containerDirs(Path target, Map<Path, Target> out) {
-    if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)) {
-      Path dir = target.toAbsolutePath().getParent();
-      Target t =
-          out.computeIfAbsent(
-              dir, k -> new Target(new ArrayList<>(), TenantDirListing.of(k).sideFiles()));
-      t.files().add(target.toAbsolutePath());
-      return;
-    }
-    if (!Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    if (ContainerKey.parse(target.getFileName() == null ? "" : target.getFileName().toString())
-        .isPresent()) {
-      out.putIfAbsent(target.toAbsolutePath(), listed(target.toAbsolutePath()));
-      return;
-    }
-    TreeSet<Path> children = new TreeSet<>();
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(target)) {
-      for (Path p : ds) {
-        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
-            && ContainerKey.parse(p.getFileName().toString()).isPresent()) {
-          children.add(p);
-        }
-      }
-    } catch (IOException e) {
-      return;
-    }
-    for (Path p : children) {
-      out.putIfAbsent(p.toAbsolutePath(), listed(p.toAbsolutePath()));
-    }
-  }
-
-  /** A container directory as its bounded listing names it (the cap every reader applies). */
-  private static Target listed(Path dir) {
-    TenantDirListing.Listing l = TenantDirListing.of(dir);
-    return new Target(new ArrayList<>(l.cacheFiles()), l.sideFiles());
-  }
-
-  /**
    * Every pod process that uses the GPU, maps libvgpu or maps a region. Pods are read round-robin
    * within the pass's and each pod's {@code maps} budget ({@link MapsBudget}); a process not read
    * whole puts its pod in the "not fully seen" set.
@@ -389,14 +337,13 @@ public final class EvidenceCollector {
       budget.shortfall(pod, limit);
       return Optional.empty();
     }
-    Path mapsFile = procFs.path(pid, "maps");
-    Optional<MapsReader.Maps> read =
-        reads.read(pod, mapsFile, () -> MapsReader.read(mapsFile, bound));
+    Optional<ProcessMaps> read =
+        reads.read(pod, procFs.path(pid, "maps"), () -> procFs.readMaps(pid, bound));
     if (read.isEmpty()) {
       budget.shortfall(pod, MapsBudget.Shortfall.DEADLINE);
       return Optional.empty();
     }
-    MapsReader.Maps maps = read.get();
+    ProcessMaps maps = read.get();
     budget.spend(pod, maps.bytesRead());
     if (!maps.readable()) {
       budget.shortfall(pod, MapsBudget.Shortfall.UNREADABLE);
@@ -420,7 +367,7 @@ public final class EvidenceCollector {
             maps.cacheInodes(),
             gpu,
             preload(pod, procFs.path(pid, "root")),
-            environment(pod, procFs.path(pid, "environ"))));
+            environment(pod, pid)));
   }
 
   /** Pod processes the last collection did not see whole (left out or read in part). */
@@ -472,23 +419,10 @@ public final class EvidenceCollector {
   }
 
   /** The variables the checks read from {@code environ}; empty when it was given up. */
-  Map<String, String> environment(String pod, Path environ) {
-    return reads.read(pod, environ, () -> environment(environ)).orElse(Map.of());
-  }
-
-  static Map<String, String> environment(Path environ) {
-    Map<String, String> env = new HashMap<>();
-    read(environ, MAX_SMALL_FILE_BYTES)
-        .ifPresent(
-            text -> {
-              for (String kv : text.split("\0", -1)) {
-                int eq = kv.indexOf('=');
-                if (eq > 0 && ENV_KEYS.contains(kv.substring(0, eq))) {
-                  env.put(kv.substring(0, eq), kv.substring(eq + 1));
-                }
-              }
-            });
-    return env;
+  Map<String, String> environment(String pod, int pid) {
+    return reads
+        .read(pod, procFs.path(pid, "environ"), () -> procFs.readEnviron(pid, ENV_KEYS))
+        .orElse(Map.of());
   }
 
   /**
@@ -521,10 +455,5 @@ public final class EvidenceCollector {
     return new String(s.bytes(), StandardCharsets.ISO_8859_1).contains("libvgpu.so")
         ? NodeEvidence.Preload.NAMES_LIBVGPU
         : NodeEvidence.Preload.DOES_NOT_NAME_LIBVGPU;
-  }
-
-  /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
-  private static Optional<String> read(Path p, int max) {
-    return MapsReader.readBytes(p, max).map(b -> new String(b, StandardCharsets.ISO_8859_1));
   }
 }

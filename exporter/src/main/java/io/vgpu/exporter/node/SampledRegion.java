@@ -63,9 +63,7 @@ final class SampledRegion {
       "hard_link: another name of a region already read (each file is judged once)";
 
   /** A load faulted (SIGBUS) on a file that kept its size. */
-  static final String FAULTED =
-      "io_error: reading the mapping faulted although the file kept its size (a page the"
-          + " filesystem cannot provide: a hole of a sparse file on a full tmpfs?)";
+  static final String FAULTED = "io_error: " + MappedFaults.LOAD_FAULT;
 
   NodeEvidence.Region second(boolean resample) {
     Optional<RegionSnapshot> second = first;

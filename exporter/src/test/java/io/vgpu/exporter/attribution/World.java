@@ -8,6 +8,8 @@ import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.hostpid.HostPidResolver;
 import io.vgpu.hostpid.ProcFs;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
@@ -23,10 +25,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * A simulated node for attribution tests: a procfs tree (the hostpid-resolver reads it for real),
@@ -41,6 +41,7 @@ final class World implements AutoCloseable {
 
   final Path root;
   final Path proc;
+  private final ProcTree procs;
   final MutableClock clock = new MutableClock(START);
   final HostPidResolver resolver;
   final FakeNvml fake;
@@ -50,7 +51,7 @@ final class World implements AutoCloseable {
   World(Path root) {
     this.root = root;
     this.proc = root.resolve("proc");
-    mkdirs(proc);
+    this.procs = ProcTree.at(proc);
     this.resolver = new HostPidResolver(new ProcFs(proc), Duration.ZERO, System::nanoTime);
     this.fake = FakeNvml.in(root);
     this.sampler =
@@ -77,60 +78,22 @@ final class World implements AutoCloseable {
 
   /** A process of pod {@code pod}, container {@code ctr}, with host pid and in-container pid. */
   World podProcess(int hostPid, long startTicks, int pod, int ctr, int innerPid) {
-    String uid = podUid(pod).replace('-', '_');
-    String cgroup =
-        "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
-            + uid
-            + ".slice/cri-containerd-"
-            + containerId(ctr)
-            + ".scope\n";
-    return process(hostPid, startTicks, cgroup, hostPid, innerPid);
+    ProcEntry.in(procs, hostPid, innerPid)
+        .comm("p" + hostPid)
+        .start(startTicks)
+        .pod(podUid(pod))
+        .container(containerId(ctr))
+        .write();
+    return this;
   }
 
   /** A host daemon (not in any pod). */
   World hostProcess(int hostPid, long startTicks) {
-    return process(hostPid, startTicks, "0::/system.slice/daemon.service\n", hostPid);
-  }
-
-  World process(int pid, long startTicks, String cgroup, int... nsPids) {
-    Path dir = proc.resolve(Integer.toString(pid));
-    mkdirs(dir);
-    StringBuilder chain = new StringBuilder();
-    for (int p : nsPids) {
-      chain.append(chain.isEmpty() ? "" : "\t").append(p);
-    }
-    String stat =
-        pid
-            + " (p"
-            + pid
-            + ") S 1 "
-            + pid
-            + " "
-            + pid
-            + " 0 -1 4194560 2350 0 0 0 12 9 0 0"
-            + " 20 0 1 0 "
-            + startTicks
-            + " 12345678 900 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1"
-            + " 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-    String status =
-        "Name:\tp"
-            + pid
-            + "\nState:\tS (sleeping)\nTgid:\t"
-            + pid
-            + "\nPid:\t"
-            + pid
-            + "\nPPid:\t1\nNStgid:\t"
-            + chain
-            + "\nNSpid:\t"
-            + chain
-            + "\nNSpgid:\t"
-            + chain
-            + "\nNSsid:\t"
-            + chain
-            + "\nThreads:\t1\n";
-    write(dir.resolve("stat"), stat);
-    write(dir.resolve("status"), status);
-    write(dir.resolve("cgroup"), cgroup);
+    ProcEntry.in(procs, hostPid, hostPid)
+        .comm("p" + hostPid)
+        .start(startTicks)
+        .hostService("daemon.service")
+        .write();
     return this;
   }
 
@@ -140,25 +103,12 @@ final class World implements AutoCloseable {
    * call the slot ALIVE.
    */
   World mapsRegion(int pid, Path file) {
-    try {
-      long inode = ((Number) Files.getAttribute(file, "unix:ino")).longValue();
-      write(
-          proc.resolve(Integer.toString(pid)).resolve("maps"),
-          "7f0000000000-7f0000100000 rw-s 00000000 00:2a " + inode + " " + file + "\n");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    procs.write(pid, "maps", ProcEntry.regionMapping(file) + "\n");
     return this;
   }
 
   World kill(int pid) {
-    try (Stream<Path> files = Files.walk(proc.resolve(Integer.toString(pid)))) {
-      for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    procs.remove(pid);
     return this;
   }
 
@@ -275,14 +225,6 @@ final class World implements AutoCloseable {
   private static void mkdirs(Path p) {
     try {
       Files.createDirectories(p);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static void write(Path p, String content) {
-    try {
-      Files.writeString(p, content);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

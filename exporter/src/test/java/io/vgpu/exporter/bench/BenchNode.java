@@ -2,8 +2,9 @@ package io.vgpu.exporter.bench;
 
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.testing.TestNode;
-import io.vgpu.exporter.testing.TestProcfs;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
@@ -96,7 +97,10 @@ public final class BenchNode {
         Path region = root.resolve(uid + "_main").resolve("r.cache");
         for (int p = 0; p < processes; p++) {
           int hostPid = 10_000 + i * processes + p;
-          TestProcfs.podProcess(Path.of(procfs), hostPid, pids[p], uid, region);
+          ProcEntry.in(ProcTree.at(Path.of(procfs)), hostPid, pids[p])
+              .pod(uid)
+              .mapsRegion(region)
+              .write();
           Files.writeString(
               Path.of(procfs, Integer.toString(hostPid), "maps"),
               MAPS_FILLER,

@@ -7,6 +7,7 @@ import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
+import io.vgpu.hostpid.ProcFs;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -36,23 +37,18 @@ class DemoNodeTest {
         // The processes of one container share its PID namespace, pids 1, 2, 3 there, as in a
         // pod: the first is its init, the others joined it.
         for (DemoContainer c : node.containers()) {
-          List<String> inner = new java.util.ArrayList<>();
+          List<Integer> inner = new java.util.ArrayList<>();
           java.util.Set<String> namespaces = new java.util.HashSet<>();
           for (DemoContainer.Child child : c.children) {
             int pid = child.hostPid();
-            String nspid =
-                Files.readAllLines(Path.of("/proc/" + pid + "/status")).stream()
-                    .filter(l -> l.startsWith("NSpid:"))
-                    .findFirst()
-                    .orElseThrow();
-            String[] f = nspid.trim().split("\\s+");
-            assertThat(f).hasSize(3);
-            inner.add(f[2]);
+            List<Integer> nsPids = ProcFs.host().readProcess(pid).orElseThrow().nsPids();
+            assertThat(nsPids).hasSize(2);
+            inner.add(nsPids.get(1));
             namespaces.add(Files.readSymbolicLink(Path.of("/proc/" + pid + "/ns/pid")).toString());
           }
           assertThat(namespaces).as(c.pod).hasSizeLessThanOrEqualTo(1);
           if (!inner.isEmpty()) {
-            assertThat(inner).as(c.pod).startsWith("1").doesNotHaveDuplicates();
+            assertThat(inner).as(c.pod).startsWith(1).doesNotHaveDuplicates();
           }
         }
       }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.doctor.RepairPlan;
 import io.vgpu.exporter.testing.OperatorFixture;
+import io.vgpu.hostpid.testing.ProcEntry;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -25,7 +26,7 @@ class MapsBudgetAttackTest {
 
   @TempDir Path tmp;
 
-  private static void pad(OperatorFixture.Proc p, int lines) {
+  private static void pad(ProcEntry p, int lines) {
     for (int i = 0; i < lines; i++) {
       p.maps.add(PADDING);
     }
@@ -42,7 +43,7 @@ class MapsBudgetAttackTest {
             // pid), so only its maps tie the slot to the live process
             OperatorFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(3 * GIB, 30)).build());
     // A live CUDA process: libcuda first, then many libraries, its region's mapping last.
-    OperatorFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
+    ProcEntry live = fx.process(1008, 8).mapsLibcuda();
     pad(live, 200);
     live.mapsRegion(region).write();
 
@@ -66,7 +67,7 @@ class MapsBudgetAttackTest {
             OperatorFixture.UID_A,
             "main",
             OperatorFixture.v12(4 * GIB, 50).slot(8, 5555, 1, usage(GIB, 30)).build());
-    OperatorFixture.Proc live = fx.process(1008, 8).mapsLibcuda();
+    ProcEntry live = fx.process(1008, 8).mapsLibcuda();
     pad(live, 50_000); // ~4.6 MB: more than one process's 4 MiB bound
     live.mapsRegion(region).write();
 
@@ -86,7 +87,7 @@ class MapsBudgetAttackTest {
     OperatorFixture fx = new OperatorFixture(tmp);
     // The attacker: 20 processes of ~100 KB of maps each, pids before the neighbour's.
     for (int i = 0; i < 20; i++) {
-      OperatorFixture.Proc p = fx.process(1001 + i, 1 + i).pod(OperatorFixture.UID_B).mapsLibcuda();
+      ProcEntry p = fx.process(1001 + i, 1 + i).pod(OperatorFixture.UID_B).mapsLibcuda();
       pad(p, 1000);
       p.write();
     }

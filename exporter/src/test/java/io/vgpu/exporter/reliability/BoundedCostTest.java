@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import java.io.IOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -345,41 +347,14 @@ class BoundedCostTest {
     return b.toString();
   }
 
-  private static void podProcess(Path proc, int pid, String maps) throws IOException {
-    Path d = Files.createDirectories(proc.resolve(Integer.toString(pid)));
-    String uid = LiveExporter.HEALTHY_UID.replace('-', '_');
-    Files.writeString(
-        d.resolve("cgroup"),
-        "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
-            + uid
-            + ".slice/cri-containerd-"
-            + "%064x".formatted(pid)
-            + ".scope\n");
-    Files.writeString(
-        d.resolve("stat"),
-        pid
-            + " (p) S 1 "
-            + pid
-            + " "
-            + pid
-            + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 5000 12345678 900"
-            + " 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-    Files.writeString(
-        d.resolve("status"),
-        "Name:\tp\nState:\tS (sleeping)\nTgid:\t"
-            + pid
-            + "\nPid:\t"
-            + pid
-            + "\nPPid:\t1\nNStgid:\t"
-            + pid
-            + "\t7\nNSpid:\t"
-            + pid
-            + "\t7\nNSpgid:\t"
-            + pid
-            + "\t7\nNSsid:\t"
-            + pid
-            + "\t7\nThreads:\t1\n");
-    Files.writeString(d.resolve("maps"), maps, StandardCharsets.ISO_8859_1);
-    Files.writeString(d.resolve("environ"), "PATH=/usr/bin\0");
+  private static void podProcess(Path proc, int pid, String maps) {
+    ProcTree tree = ProcTree.at(proc);
+    ProcEntry.in(tree, pid, 7)
+        .comm("p")
+        .start(5000)
+        .pod(LiveExporter.HEALTHY_UID)
+        .withEnviron()
+        .write();
+    tree.write(pid, "maps", maps);
   }
 }

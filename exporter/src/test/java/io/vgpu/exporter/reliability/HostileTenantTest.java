@@ -1,5 +1,7 @@
 package io.vgpu.exporter.reliability;
 
+import static io.vgpu.hostpid.testing.ProcEntry.libcudaMapping;
+import static io.vgpu.hostpid.testing.ProcEntry.regionMapping;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -14,6 +16,8 @@ import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.ShrregTool;
 import io.vgpu.hostpid.ProcFs;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionFile;
@@ -75,66 +79,17 @@ class HostileTenantTest {
 
   /** One process as /proc shows it: pod cgroup, NSpid chain, maps, and its container root. */
   static Path process(
-      Path proc, int hostPid, int containerPid, String podUid, List<String> maps, int uid)
-      throws Exception {
-    Path d = Files.createDirectories(proc.resolve(Integer.toString(hostPid)));
-    Files.createDirectories(d.resolve("root/etc"));
-    String chain = hostPid + "\t" + containerPid;
-    Files.writeString(
-        d.resolve("stat"),
-        hostPid
-            + " (python3) S 1 "
-            + hostPid
-            + " "
-            + hostPid
-            + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 4242 12345678 900"
-            + " 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-    Files.writeString(
-        d.resolve("status"),
-        "Name:\tpython3\nState:\tS (sleeping)\nTgid:\t"
-            + hostPid
-            + "\nPid:\t"
-            + hostPid
-            + "\nPPid:\t1\nUid:\t"
-            + uid
-            + "\t"
-            + uid
-            + "\t"
-            + uid
-            + "\t"
-            + uid
-            + "\nNStgid:\t"
-            + chain
-            + "\nNSpid:\t"
-            + chain
-            + "\nNSpgid:\t"
-            + chain
-            + "\nNSsid:\t"
-            + chain
-            + "\nThreads:\t1\n");
-    Files.writeString(
-        d.resolve("cgroup"),
-        "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
-            + podUid.replace('-', '_')
-            + ".slice/cri-containerd-"
-            + "c".repeat(64)
-            + ".scope\n");
-    Files.writeString(d.resolve("maps"), String.join("\n", maps) + "\n");
-    Files.writeString(d.resolve("environ"), "PATH=/usr/bin\0HOME=/root\0");
-    return d;
-  }
-
-  static String libcudaMapping() {
-    return "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 "
-        + "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04";
-  }
-
-  static String regionMapping(Path region) throws Exception {
-    long ino = ((Number) Files.getAttribute(region, "unix:ino")).longValue();
-    return "7f0000000000-7f00001ea000 rw-s 00000000 00:2a "
-        + ino
-        + "                 /usr/local/vgpu/"
-        + region.getFileName();
+      Path proc, int hostPid, int containerPid, String podUid, List<String> maps, int uid) {
+    ProcEntry p =
+        ProcEntry.in(ProcTree.at(proc), hostPid, containerPid)
+            .pod(podUid)
+            .container("c".repeat(64))
+            .uid(uid)
+            .withMaps()
+            .withEnviron()
+            .withContainerRoot();
+    p.maps.addAll(maps);
+    return p.write();
   }
 
   private record Result(int code, String out, String err) {}

@@ -11,6 +11,8 @@ import io.vgpu.exporter.nvml.FakeNvml;
 import io.vgpu.exporter.testing.Await;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestRegions;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -120,57 +122,25 @@ final class LiveExporter implements AutoCloseable {
    * surface, {@code /metrics} included, renders) then calls its slots ALIVE, so its values stay
    * exact. A procfs fixture, never the real {@code /proc}.
    */
-  static void neighbourProcesses(Path proc, Path root) throws IOException {
+  static void neighbourProcesses(Path proc, Path root) {
     if (proc.equals(Path.of("/proc"))) {
       return;
     }
     Path region = root.resolve(HEALTHY_UID + "_" + HEALTHY_CTR).resolve("a.cache");
+    ProcTree tree = ProcTree.at(proc);
     for (int pid : new int[] {101, 102}) {
-      Path dir = proc.resolve(Integer.toString(pid + 1000));
-      if (!Files.exists(dir.resolve("status"))) {
+      if (!Files.exists(tree.root().resolve(Integer.toString(pid + 1000)).resolve("status"))) {
         writePodProcess(proc, pid + 1000, pid, HEALTHY_UID);
       }
       if (Files.isRegularFile(region, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-        long inode = ((Number) Files.getAttribute(region, "unix:ino")).longValue();
-        Files.writeString(
-            dir.resolve("maps"),
-            "7f0000000000-7f00001ea000 rw-s 00000000 00:2a " + inode + " " + region + "\n");
+        tree.write(pid + 1000, "maps", ProcEntry.regionMapping(region) + "\n");
       }
     }
   }
 
   /** {@code stat}, {@code status} and {@code cgroup} of one pod process, as Linux formats them. */
-  static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid)
-      throws IOException {
-    Path dir = Files.createDirectories(proc.resolve(Integer.toString(hostPid)));
-    Files.writeString(
-        dir.resolve("stat"),
-        hostPid
-            + " (python3) S 1 "
-            + hostPid
-            + " "
-            + hostPid
-            + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 4242 12345678 900 18446744073709551615"
-            + " 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
-    String chain = hostPid + "\t" + containerPid;
-    Files.writeString(
-        dir.resolve("status"),
-        "Name:\tpython3\nState:\tS (sleeping)\nTgid:\t"
-            + hostPid
-            + "\nPid:\t"
-            + hostPid
-            + "\nPPid:\t1\nNStgid:\t"
-            + chain
-            + "\nNSpid:\t"
-            + chain
-            + "\nThreads:\t1\n");
-    Files.writeString(
-        dir.resolve("cgroup"),
-        "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
-            + podUid.replace('-', '_')
-            + ".slice/cri-containerd-"
-            + "%064x".formatted(hostPid)
-            + ".scope\n");
+  static void writePodProcess(Path proc, int hostPid, int containerPid, String podUid) {
+    ProcEntry.in(ProcTree.at(proc), hostPid, containerPid).pod(podUid).write();
   }
 
   /**

@@ -14,20 +14,19 @@ import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.NvmlStatus;
 import io.vgpu.exporter.nvml.RunningProcess;
 import io.vgpu.hostpid.ProcFs;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import io.vgpu.regioncodec.DeviceUsage;
 import io.vgpu.regioncodec.RegionSpec;
 import io.vgpu.regioncodec.RegionWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -94,11 +93,7 @@ public final class OperatorFixture {
   }
 
   public static long inode(Path file) {
-    try {
-      return ((Number) Files.getAttribute(file, "unix:ino", LinkOption.NOFOLLOW_LINKS)).longValue();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return ProcEntry.inode(file);
   }
 
   /** A v1.2 region builder with one 16 GiB GPU, SM limit {@code sm}. */
@@ -110,139 +105,19 @@ public final class OperatorFixture {
     return new DeviceUsage(0, bytes / 4, 0, bytes - bytes / 4, bytes, bytes, smUtil);
   }
 
-  /** Builds one process of the fake procfs. */
-  public final class Proc {
-    public final int hostPid;
-    public int containerPid;
-    public String podUid = UID_A;
-    public String containerId = CID_A;
-    public long start = 4242;
-    public final List<String> maps = new ArrayList<>();
-    public final Map<String, String> env = new HashMap<>();
-    public String ldSoPreload = "/usr/local/vgpu/libvgpu.so\n";
-    public boolean outsidePods;
-
-    public Proc(int hostPid, int containerPid) {
-      this.hostPid = hostPid;
-      this.containerPid = containerPid;
-    }
-
-    public Proc pod(String uid) {
-      this.podUid = uid;
-      return this;
-    }
-
-    public Proc start(long ticks) {
-      this.start = ticks;
-      return this;
-    }
-
-    public Proc mapsRegion(Path region) {
-      maps.add(
-          "7f0000000000-7f00001ea000 rw-s 00000000 00:2a "
-              + inode(region)
-              + "                 /usr/local/vgpu/"
-              + region.getFileName());
-      return this;
-    }
-
-    public Proc mapsLibvgpu(String path, long inode) {
-      maps.add(
-          "7f1000000000-7f1000100000 r-xp 00000000 08:01 " + inode + "                 " + path);
-      return this;
-    }
-
-    public Proc mapsLibcuda() {
-      maps.add(
-          "7f2000000000-7f2002000000 r-xp 00000000 08:01 777                 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04");
-      return this;
-    }
-
-    public Proc env(String k, String v) {
-      env.put(k, v);
-      return this;
-    }
-
-    /** A process outside Kubernetes' cgroups (plain container runtime, demo, tests). */
-    public Proc outsidePods() {
-      this.outsidePods = true;
-      return this;
-    }
-
-    public Proc noPreload() {
-      this.ldSoPreload = null;
-      return this;
-    }
-
-    public Proc preload(String content) {
-      this.ldSoPreload = content;
-      return this;
-    }
-
-    /** A typical limited GPU process: libcuda, libvgpu, the region. */
-    public Proc gpu(Path region) {
-      return mapsLibcuda().mapsLibvgpu("/usr/local/vgpu/libvgpu.so", 9001).mapsRegion(region);
-    }
-
-    public void write() {
-      Path dir = proc.resolve(Integer.toString(hostPid));
-      try {
-        Files.createDirectories(dir.resolve("root/etc"));
-        String stat =
-            hostPid
-                + " (python3) S 1 "
-                + hostPid
-                + " "
-                + hostPid
-                + " 0 -1 4194560 2350 0 0 0 12 9 0 0 20 0 1 0 "
-                + start
-                + " 12345678 900 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-        String chain =
-            hostPid == containerPid ? Integer.toString(hostPid) : hostPid + "\t" + containerPid;
-        String status =
-            "Name:\tpython3\nState:\tS (sleeping)\nTgid:\t"
-                + hostPid
-                + "\nPid:\t"
-                + hostPid
-                + "\nPPid:\t1\nNStgid:\t"
-                + chain
-                + "\nNSpid:\t"
-                + chain
-                + "\nNSpgid:\t"
-                + chain
-                + "\nNSsid:\t"
-                + chain
-                + "\nThreads:\t1\n";
-        String cgroup =
-            outsidePods
-                ? "0::/system.slice/containerd.service\n"
-                : "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-                    + podUid.replace('-', '_')
-                    + ".slice/cri-containerd-"
-                    + containerId
-                    + ".scope\n";
-        Files.writeString(dir.resolve("stat"), stat);
-        Files.writeString(dir.resolve("status"), status);
-        Files.writeString(dir.resolve("cgroup"), cgroup);
-        Files.writeString(dir.resolve("maps"), String.join("\n", maps) + "\n");
-        StringBuilder environ = new StringBuilder("PATH=/usr/bin\0HOME=/root\0");
-        env.forEach((k, v) -> environ.append(k).append('=').append(v).append('\0'));
-        Files.write(
-            dir.resolve("environ"), environ.toString().getBytes(StandardCharsets.ISO_8859_1));
-        Path preload = dir.resolve("root/etc/ld.so.preload");
-        if (ldSoPreload != null) {
-          Files.writeString(preload, ldSoPreload);
-        } else {
-          Files.deleteIfExists(preload);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-  }
-
-  public Proc process(int hostPid, int containerPid) {
-    return new Proc(hostPid, containerPid);
+  /**
+   * One process of the fake procfs, to build and write: in pod {@link #UID_A}'s container {@link
+   * #CID_A} (burstable), with {@code maps}, {@code environ} and a container root whose {@code
+   * /etc/ld.so.preload} names libvgpu.
+   */
+  public ProcEntry process(int hostPid, int containerPid) {
+    return ProcEntry.in(ProcTree.at(proc), hostPid, containerPid)
+        .pod(UID_A)
+        .container(CID_A)
+        .qos("burstable")
+        .withMaps()
+        .withEnviron()
+        .preload("/usr/local/vgpu/libvgpu.so\n");
   }
 
   /** NVML up with GPU0 running {@code pids} using {@code bytes} each at {@code smRatio} each. */

@@ -18,6 +18,8 @@ import io.vgpu.exporter.metrics.CollectorContext;
 import io.vgpu.exporter.metrics.CollectorStats;
 import io.vgpu.exporter.metrics.Collectors;
 import io.vgpu.exporter.node.NodeStateProvider;
+import io.vgpu.hostpid.testing.ProcEntry;
+import io.vgpu.hostpid.testing.ProcTree;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -115,11 +117,22 @@ public final class TestNode implements AutoCloseable {
    */
   public Path writeProcfs() {
     Path proc = root.resolveSibling(root.getFileName() + "-proc");
-    TestProcfs.podProcess(proc, 1010, 10, UID_TRAIN, root.resolve(UID_TRAIN + "_trainer/a.cache"));
-    TestProcfs.podProcess(proc, 1011, 11, UID_TRAIN, root.resolve(UID_TRAIN + "_trainer/a.cache"));
-    TestProcfs.podProcess(proc, 1020, 20, UID_SERVE, root.resolve(UID_SERVE + "_server/b.cache"));
-    TestProcfs.podProcess(proc, 1030, 30, UID_DONE, root.resolve(UID_DONE + "_job/c.cache"));
-    TestProcfs.podProcess(proc, 1040, 40, UID_GONE, root.resolve(UID_GONE + "_main/d.cache"));
+    ProcTree procs = ProcTree.at(proc);
+    // host pid, container pid, pod, the region its process maps
+    Object[][] processes = {
+      {1010, 10, UID_TRAIN, "_trainer/a.cache"},
+      {1011, 11, UID_TRAIN, "_trainer/a.cache"},
+      {1020, 20, UID_SERVE, "_server/b.cache"},
+      {1030, 30, UID_DONE, "_job/c.cache"},
+      {1040, 40, UID_GONE, "_main/d.cache"},
+    };
+    for (Object[] p : processes) {
+      String uid = (String) p[2];
+      ProcEntry.in(procs, (int) p[0], (int) p[1])
+          .pod(uid)
+          .mapsRegion(root.resolve(uid + p[3]))
+          .write();
+    }
     return proc;
   }
 

@@ -1,6 +1,7 @@
 package io.vgpu.hostpid.internal;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -10,6 +11,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Optional;
 
 /**
  * Reads a small file whole, but never more than a bound, into a Latin-1 string (one char per byte:
@@ -88,6 +90,25 @@ public final class BoundedReader {
     byte[] bytes = new byte[length];
     buffer.get(0, bytes);
     return new Result(Outcome.OK, new String(bytes, StandardCharsets.ISO_8859_1));
+  }
+
+  /**
+   * Up to {@code max} bytes from the start of {@code file}, read until the end or the bound (files
+   * like {@code maps} and {@code environ} that a single read(2) need not return whole); empty when
+   * it is missing, unreadable or not a regular file (so a planted FIFO never blocks the read).
+   * Never throws.
+   */
+  public static Optional<byte[]> readPrefix(Path file, int max) {
+    try {
+      if (!Files.isRegularFile(file)) {
+        return Optional.empty();
+      }
+      try (InputStream in = Files.newInputStream(file)) {
+        return Optional.of(in.readNBytes(max));
+      }
+    } catch (IOException | RuntimeException e) {
+      return Optional.empty();
+    }
   }
 
   /** A process that exits while its file is open makes read(2) fail with ESRCH. */

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.vgpu.hostpid.testing.ProcTree;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.NullAndEmptySource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class StatusParserTest {
 
@@ -54,5 +57,31 @@ class StatusParserTest {
     String text = "Name:\tevil\\nNSpid:\t1\nNSpid:\t55\t2\n";
 
     assertThat(StatusParser.parseNsPids(text)).containsExactly(55, 2);
+  }
+
+  @Test
+  void parseUids_theFirstUidLine_realEffectiveSavedFilesystem() {
+    assertThat(StatusParser.parseUids(ProcTree.status("a", 42, 1))).containsExactly(0, 0, 0, 0);
+    assertThat(StatusParser.parseUids("Name:\tx\nUid:\t1000\t1001\t1002\t4294967295\n"))
+        .containsExactly(1000, 1001, 1002, -1);
+    assertThat(StatusParser.parseUids("Uid:\t5\t5\t5\t5\nUid:\t6\t6\t6\t6\n"))
+        .containsExactly(5, 5, 5, 5);
+  }
+
+  @ParameterizedTest
+  @NullAndEmptySource
+  @ValueSource(
+      strings = {
+        "Name:\tx\n",
+        "Uid:\n",
+        "Uid:\t0\t0\t0\t0",
+        "Uid:\t0\tx\t0\t0\n",
+        "Uid:\t0\t-1\t0\t0\n",
+        "Uid:\t0\t4294967296\t0\t0\n",
+        "Uid:\t0\t0\t0\t0\t0\n",
+        " Uid:\t0\n"
+      })
+  void parseUids_malformed_returnsNull(String text) {
+    assertThat(StatusParser.parseUids(text)).isNull();
   }
 }

@@ -146,17 +146,28 @@ public final class ProcTree {
     return sb.toString();
   }
 
-  /** A status file in the kernel's layout (tabs, NSpid outermost first). */
+  /** A status file in the kernel's layout (tabs, NSpid outermost first) of a root process. */
   public static String status(String name, int... nsPids) {
+    return statusOfUser(name, 0, nsPids);
+  }
+
+  /**
+   * A status file in the kernel's layout whose {@code Uid:} line names {@code uid} four times (no
+   * such line when {@code uid} is negative: the fixtures that write none stay as they were).
+   */
+  public static String statusOfUser(String name, int uid, int... nsPids) {
     String chain =
         IntStream.of(nsPids).mapToObj(Integer::toString).collect(Collectors.joining("\t"));
+    String uids = uid < 0 ? "" : "Uid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\n";
     return "Name:\t"
         + name
         + "\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t"
         + nsPids[0]
         + "\nNgid:\t0\nPid:\t"
         + nsPids[0]
-        + "\nPPid:\t1\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t \n"
+        + "\nPPid:\t1\nTracerPid:\t0\n"
+        + uids
+        + "Gid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t \n"
         + "NStgid:\t"
         + chain
         + "\nNSpid:\t"

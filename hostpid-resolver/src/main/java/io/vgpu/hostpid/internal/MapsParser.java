@@ -1,9 +1,7 @@
-package io.vgpu.exporter.node;
+package io.vgpu.hostpid.internal;
 
-import java.io.IOException;
-import java.io.InputStream;
+import io.vgpu.hostpid.ProcessMaps;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -12,33 +10,19 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * Reads a pod process's {@code /proc/<pid>/maps} within a byte bound and keeps the few facts the
- * judgment needs (libvgpu mappings, whether a GPU library is mapped, the inodes of mapped {@code
- * *.cache} regions). A read that stopped at its bound is never complete: the region a slot's
- * process maps may be on the line after the bound.
+ * Reads a process's {@code /proc/<pid>/maps} within a byte bound and keeps the few facts of {@link
+ * ProcessMaps} (libvgpu mappings, whether a GPU library is mapped, the inodes of mapped {@code
+ * *.cache} regions). A read that stopped at its bound is never complete: the region a process maps
+ * may be on the line after the bound.
  */
-final class MapsReader {
-  private MapsReader() {}
-
-  /**
-   * What one {@code maps} read gave.
-   *
-   * @param bytesRead bytes read (what the read cost the pass's and the pod's budgets)
-   * @param readable the file could be opened and read
-   * @param complete read to its end within the bound: every mapping was seen
-   */
-  record Maps(
-      List<String> vgpu,
-      Set<Long> cacheInodes,
-      boolean gpu,
-      int bytesRead,
-      boolean readable,
-      boolean complete) {}
+public final class MapsParser {
+  private MapsParser() {}
 
   /** Parses {@code maps} ("addr perms offset dev inode path"), reading at most {@code maxBytes}. */
-  static Maps read(Path maps, int maxBytes) {
+  public static ProcessMaps read(Path maps, int maxBytes) {
     // One byte more than the bound tells a file of exactly the bound from a longer one.
-    Optional<byte[]> text = readBytes(maps, maxBytes < Integer.MAX_VALUE ? maxBytes + 1 : maxBytes);
+    Optional<byte[]> text =
+        BoundedReader.readPrefix(maps, maxBytes < Integer.MAX_VALUE ? maxBytes + 1 : maxBytes);
     TreeSet<String> vgpu = new TreeSet<>();
     Set<Long> inodes = new HashSet<>();
     boolean gpu = false;
@@ -88,7 +72,7 @@ final class MapsReader {
         }
       }
     }
-    return new Maps(
+    return new ProcessMaps(
         List.copyOf(vgpu),
         inodes,
         gpu,
@@ -142,19 +126,5 @@ final class MapsReader {
       }
     }
     return true;
-  }
-
-  /** Reads at most {@code max} bytes; empty when missing or unreadable (never blocks on a FIFO). */
-  static Optional<byte[]> readBytes(Path p, int max) {
-    try {
-      if (!Files.isRegularFile(p)) {
-        return Optional.empty();
-      }
-      try (InputStream in = Files.newInputStream(p)) {
-        return Optional.of(in.readNBytes(max));
-      }
-    } catch (IOException | SecurityException e) {
-      return Optional.empty();
-    }
   }
 }
