@@ -41,7 +41,7 @@ test: deps ## everything: C suite (plus lint, an ASan/UBSan run and the aarch64 
 	rc=0; { $(MAKE) -C libvgpu all lint test-both \
 	  && FUZZ_SECONDS=20 libvgpu/test/fuzz/run.sh \
 	  && libvgpu/test/stress/run.sh \
-	  && $(MVN) install; } || rc=$$?; \
+	  && $(MVN) install && scripts/check-no-skips.sh; } || rc=$$?; \
 	arm_rc=0; wait $$arm || arm_rc=$$?; \
 	side_rc=0; wait $$side || side_rc=$$?; \
 	echo "--- libvgpu on aarch64 under qemu-user (make -C libvgpu test-arm64-quick): exit $$arm_rc"; cat libvgpu/build-arm64/suite.log; \
@@ -53,9 +53,10 @@ test: deps ## everything: C suite (plus lint, an ASan/UBSan run and the aarch64 
 	echo "--- fleet check (ran beside the image test): exit $$fleet_rc"; cat target/fleet-check.log; \
 	[ "$$rc" -eq 0 ] && [ "$$fleet_rc" -eq 0 ]
 
-test-java: libvgpu ## the Java suite only
+test-java: libvgpu ## the Java suite only (a skipped test fails it: scripts/check-no-skips.sh)
 	$(need_jdk)
 	$(MVN) install
+	scripts/check-no-skips.sh
 
 test-scripts: ## the checks that need no JVM: every shell script parses, no literal /proc paths, rules/runbooks/dashboards/installer (scripts/test-deploy.sh)
 	@scripts/test-scripts.sh

@@ -186,5 +186,17 @@ lib_check "await_http fails on a 404" bash -c '! scripts/lib.sh await_http "http
 kill "$server"
 wait "$server" 2>/dev/null || true
 
+# scripts/check-no-skips.sh: a skipped test fails `make test`, and so does a module that ran none.
+skips="$probe/skips"
+mkdir -p "$skips/clean/target/surefire-reports" "$skips/skipped/target/surefire-reports" "$skips/none"
+echo '<testsuite name="a" tests="1"><testcase classname="p.A" name="x"/></testsuite>' \
+  >"$skips/clean/target/surefire-reports/TEST-p.A.xml"
+echo '<testsuite name="a" tests="2" skipped="1"><testcase classname="p.A" name="x"/><testcase classname="p.A" name="y"><skipped message="promtool not installed"/></testcase></testsuite>' \
+  >"$skips/skipped/target/surefire-reports/TEST-p.A.xml"
+lib_check "check-no-skips passes a module with no skip" scripts/check-no-skips.sh "$skips/clean"
+lib_check "check-no-skips fails a skipped test and names it" \
+  bash -c 'out=$(scripts/check-no-skips.sh "$1" 2>&1) && exit 1; grep -q "p.A.y: promtool not installed" <<<"$out"' _ "$skips/skipped"
+lib_check "check-no-skips fails a module that ran no tests" bash -c '! scripts/check-no-skips.sh "$1" 2>/dev/null' _ "$skips/none"
+
 echo "scripts: $passed passed, $fail failed"
 [ "$fail" -eq 0 ]
