@@ -145,6 +145,21 @@ public final class Families {
     return new Info(cachedMetadata(name, help, null)); // info families carry no unit
   }
 
+  /** The gauge family {@code spec} declares, under construction. */
+  public Gauge gauge(FamilySpec.Gauge spec) {
+    return gauge(spec.name(), spec.help());
+  }
+
+  /** The counter family {@code spec} declares, under construction. */
+  public Counter counter(FamilySpec.Counter spec) {
+    return counter(spec.name(), spec.help());
+  }
+
+  /** The info family {@code spec} declares, under construction. */
+  public Info info(FamilySpec.Info spec) {
+    return info(spec.name(), spec.help());
+  }
+
   private static Unit unitOf(String name) {
     if (name.endsWith("_bytes")) {
       return Unit.BYTES;

@@ -33,11 +33,6 @@ public abstract class VgpuCollector implements MultiCollector {
   /** The families this collector can emit (names, types, label names). */
   protected abstract List<MetricFamilyDescriptor> descriptors();
 
-  /** Help text of the {@code i}-th descriptor, so families and descriptors cannot disagree. */
-  protected final String help(int i) {
-    return descriptors().get(i).getMetadata().getHelp();
-  }
-
   /** Adds snapshots for the families {@code out} wants. */
   protected abstract void collect(NodeState state, Sink out);
 
@@ -55,6 +50,11 @@ public abstract class VgpuCollector implements MultiCollector {
       // client_java's name filters match a requested exposition name (x_total, x_info) against
       // the base name by prefix, so the base name is what to test.
       return included.test(name);
+    }
+
+    /** Whether the scrape wants the family {@code spec} declares. */
+    public boolean wants(FamilySpec spec) {
+      return wants(spec.name());
     }
 
     public void add(Family family) {
