@@ -17,7 +17,6 @@ import io.vgpu.exporter.attribution.UnknownReason;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import java.util.List;
 import java.util.Map;
@@ -182,8 +181,8 @@ public final class AttributionCollector extends VgpuCollector {
 
   private final HolderSource holders;
 
-  public AttributionCollector(NodeStateProvider states, AttributionService service) {
-    this(states, service, HolderSource.NONE);
+  public AttributionCollector(AttributionService service) {
+    this(service, HolderSource.NONE);
   }
 
   /**
@@ -191,9 +190,7 @@ public final class AttributionCollector extends VgpuCollector {
    *     unknown) per device they hold; GPU processes they hold leave the unattributed counts, and
    *     those that stay are counted by reason
    */
-  public AttributionCollector(
-      NodeStateProvider states, AttributionService service, HolderSource holders) {
-    super(states);
+  public AttributionCollector(AttributionService service, HolderSource holders) {
     this.service = service;
     this.holders = holders;
   }

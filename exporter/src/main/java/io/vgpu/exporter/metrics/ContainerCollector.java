@@ -9,7 +9,6 @@ import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -99,20 +98,17 @@ public final class ContainerCollector extends VgpuCollector {
   private final HolderSource holders;
 
   /**
-   * @param states the scrape state
    * @param podLabelKeys allow-listed pod label keys (exported as {@code label_<sanitized key>})
    */
-  public ContainerCollector(NodeStateProvider states, List<String> podLabelKeys) {
-    this(states, podLabelKeys, HolderSource.NONE);
+  public ContainerCollector(List<String> podLabelKeys) {
+    this(podLabelKeys, HolderSource.NONE);
   }
 
   /**
    * @param holders containers without a region: {@code vgpu_container_processes} counts their GPU
    *     processes as running (NVML lists them; the other states are a region's and read 0)
    */
-  public ContainerCollector(
-      NodeStateProvider states, List<String> podLabelKeys, HolderSource holders) {
-    super(states);
+  public ContainerCollector(List<String> podLabelKeys, HolderSource holders) {
     this.holders = holders;
     Map<String, String> names = new java.util.LinkedHashMap<>();
     for (String k : podLabelKeys) {

@@ -5,7 +5,6 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.ClockEventReason;
 import io.vgpu.exporter.nvml.DeviceHealth;
 import io.vgpu.exporter.nvml.EccCounts;
@@ -101,8 +100,7 @@ public final class DeviceHealthCollector extends VgpuCollector {
           GPU_HEALTH_UNAVAILABLE.descriptor(),
           EXPORTER_XID_EVENTS_UNMATCHED.descriptor());
 
-  public DeviceHealthCollector(NodeStateProvider states, NvmlSampler sampler) {
-    super(states);
+  public DeviceHealthCollector(NvmlSampler sampler) {
     this.sampler = sampler;
   }
 

@@ -14,7 +14,6 @@ import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -54,8 +53,7 @@ public final class DeviceHoldingCollector extends VgpuCollector {
 
   private final HolderSource holders;
 
-  public DeviceHoldingCollector(NodeStateProvider states, HolderSource holders) {
-    super(states);
+  public DeviceHoldingCollector(HolderSource holders) {
     this.holders = holders;
   }
 

@@ -10,7 +10,6 @@ import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -86,8 +85,7 @@ public final class EvidenceHealthCollector extends VgpuCollector {
   private final EvidencePass pass;
   private final DeadlineReads reads;
 
-  public EvidenceHealthCollector(NodeStateProvider states, EvidencePass pass, DeadlineReads reads) {
-    super(states);
+  public EvidenceHealthCollector(EvidencePass pass, DeadlineReads reads) {
     this.pass = pass;
     this.reads = reads;
   }

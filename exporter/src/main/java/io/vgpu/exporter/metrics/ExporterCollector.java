@@ -6,7 +6,6 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.regioncodec.RegionException;
 import java.time.Duration;
 import java.util.List;
@@ -110,9 +109,7 @@ public final class ExporterCollector extends VgpuCollector {
   private final ParseErrors errors;
   private final CollectorStats stats;
 
-  public ExporterCollector(
-      NodeStateProvider states, BuildInfo build, ParseErrors errors, CollectorStats stats) {
-    super(states);
+  public ExporterCollector(BuildInfo build, ParseErrors errors, CollectorStats stats) {
     this.build = build;
     this.errors = errors;
     this.stats = stats;

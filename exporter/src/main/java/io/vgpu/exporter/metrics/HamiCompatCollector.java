@@ -8,7 +8,6 @@ import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 import java.util.Objects;
 
@@ -89,8 +88,7 @@ public final class HamiCompatCollector extends VgpuCollector {
 
   private final UtilizationSource utilization;
 
-  public HamiCompatCollector(NodeStateProvider states, UtilizationSource utilization) {
-    super(states);
+  public HamiCompatCollector(UtilizationSource utilization) {
     this.utilization = Objects.requireNonNull(utilization, "utilization");
   }
 

@@ -16,7 +16,6 @@ import io.vgpu.exporter.doctor.Severity;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -105,8 +104,7 @@ public final class JudgmentCollector extends VgpuCollector {
   /**
    * @param passes the latest evidence pass (the one the status page judges)
    */
-  public JudgmentCollector(NodeStateProvider states, Supplier<Optional<EvidencePass.Pass>> passes) {
-    super(states);
+  public JudgmentCollector(Supplier<Optional<EvidencePass.Pass>> passes) {
     this.passes = passes;
   }
 

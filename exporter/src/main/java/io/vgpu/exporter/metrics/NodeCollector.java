@@ -6,7 +6,6 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.time.Duration;
 import java.util.List;
 
@@ -43,9 +42,7 @@ public final class NodeCollector extends VgpuCollector {
           NODE_REGISTERED_DEVICES.descriptor(),
           NODE_MUTEX_LOCKED.descriptor());
 
-  public NodeCollector(NodeStateProvider states) {
-    super(states);
-  }
+  public NodeCollector() {}
 
   @Override
   protected List<MetricFamilyDescriptor> descriptors() {

@@ -5,7 +5,6 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -63,8 +62,7 @@ public final class NvmlCollector extends VgpuCollector {
 
   private final List<MetricFamilyDescriptor> descriptors;
 
-  public NvmlCollector(NodeStateProvider states, NvmlSampler sampler, boolean hamiCompat) {
-    super(states);
+  public NvmlCollector(NvmlSampler sampler, boolean hamiCompat) {
     this.sampler = sampler;
     this.hamiCompat = hamiCompat;
     List<MetricFamilyDescriptor> d = new ArrayList<>();

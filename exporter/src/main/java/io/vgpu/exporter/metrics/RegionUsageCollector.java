@@ -7,7 +7,6 @@ import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -100,8 +99,8 @@ public final class RegionUsageCollector extends VgpuCollector {
 
   private final HolderSource holders;
 
-  public RegionUsageCollector(NodeStateProvider states) {
-    this(states, HolderSource.NONE);
+  public RegionUsageCollector() {
+    this(HolderSource.NONE);
   }
 
   /**
@@ -109,8 +108,7 @@ public final class RegionUsageCollector extends VgpuCollector {
    *     per-process memory (0 while no process runs there), the only family of this collector they
    *     have (no limit, no region)
    */
-  public RegionUsageCollector(NodeStateProvider states, HolderSource holders) {
-    super(states);
+  public RegionUsageCollector(HolderSource holders) {
     this.holders = holders;
   }
 

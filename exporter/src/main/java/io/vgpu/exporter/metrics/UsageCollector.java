@@ -7,7 +7,6 @@ import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.UsageAccountant;
 import io.vgpu.exporter.attribution.UsageSnapshot;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -111,8 +110,7 @@ public final class UsageCollector extends VgpuCollector {
 
   private final UsageAccountant usage;
 
-  public UsageCollector(NodeStateProvider states, UsageAccountant usage) {
-    super(states);
+  public UsageCollector(UsageAccountant usage) {
     this.usage = usage;
   }
 
