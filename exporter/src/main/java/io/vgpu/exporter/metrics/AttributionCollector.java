@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.AttributionResult;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.attribution.ContainerAttribution;
@@ -155,27 +154,27 @@ public final class AttributionCollector extends VgpuCollector {
           L_MODEL,
           "reason");
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          CONTAINER_SM_UTILIZATION.descriptor(),
-          CONTAINER_SM_UTILIZATION_UNKNOWN.descriptor(),
-          CONTAINER_NVML_MEMORY_USED.descriptor(),
-          CONTAINER_ZOMBIE_MEMORY.descriptor(),
-          CONTAINER_OVER_SM_LIMIT_SECONDS.descriptor(),
-          CONTAINER_ZOMBIE_SLOTS.descriptor(),
-          CONTAINER_HOSTPID_MISMATCH_SLOTS.descriptor(),
-          CONTAINER_MEMORY_IDLE_SECONDS.descriptor(),
-          CONTAINER_MEMORY_LEAK_SUSPECTED.descriptor(),
-          CONTAINER_PRIORITY_BLOCKED.descriptor(),
-          CONTAINER_PRIORITY_BLOCKED_SECONDS.descriptor(),
-          CONTAINER_UTILIZATION_SWITCH.descriptor(),
-          GPU_CONTAINERS.descriptor(),
-          GPU_PROCESSES.descriptor(),
-          GPU_UNATTRIBUTED_PROCESSES.descriptor(),
-          GPU_UNATTRIBUTED_MEMORY.descriptor(),
-          EXPORTER_REGION_WRITES.descriptor(),
-          EXPORTER_REGION_WRITE_ERRORS.descriptor(),
-          GPU_UNATTRIBUTED_PROCESSES_BY_REASON.descriptor());
+          CONTAINER_SM_UTILIZATION,
+          CONTAINER_SM_UTILIZATION_UNKNOWN,
+          CONTAINER_NVML_MEMORY_USED,
+          CONTAINER_ZOMBIE_MEMORY,
+          CONTAINER_OVER_SM_LIMIT_SECONDS,
+          CONTAINER_ZOMBIE_SLOTS,
+          CONTAINER_HOSTPID_MISMATCH_SLOTS,
+          CONTAINER_MEMORY_IDLE_SECONDS,
+          CONTAINER_MEMORY_LEAK_SUSPECTED,
+          CONTAINER_PRIORITY_BLOCKED,
+          CONTAINER_PRIORITY_BLOCKED_SECONDS,
+          CONTAINER_UTILIZATION_SWITCH,
+          GPU_CONTAINERS,
+          GPU_PROCESSES,
+          GPU_UNATTRIBUTED_PROCESSES,
+          GPU_UNATTRIBUTED_MEMORY,
+          EXPORTER_REGION_WRITES,
+          EXPORTER_REGION_WRITE_ERRORS,
+          GPU_UNATTRIBUTED_PROCESSES_BY_REASON);
 
   private final AttributionService service;
 
@@ -191,17 +190,13 @@ public final class AttributionCollector extends VgpuCollector {
    *     those that stay are counted by reason
    */
   public AttributionCollector(AttributionService service, HolderSource holders) {
+    super(FAMILIES);
     this.service = service;
     this.holders = holders;
   }
 
   public AttributionService service() {
     return service;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
 import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
@@ -81,17 +80,17 @@ public final class ContainerCollector extends VgpuCollector {
           "1 while a cache file of the container cannot be read (reason: the codec's, e.g. unknown_version, unknown_size, bad_magic); absent while every file reads. The doctor calls such a container FAIL.",
           with(C, "reason"));
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          CONTAINER_PROCESSES.descriptor(),
-          CONTAINER_LAST_KERNEL_TIMESTAMP.descriptor(),
-          CONTAINER_REGION_INFO.descriptor(),
-          CONTAINER_INFO.descriptor(),
-          CONTAINER_STALE.descriptor(),
-          CONTAINER_FINISHED.descriptor(),
-          CONTAINER_CACHE_FILES.descriptor(),
-          CONTAINER_REGION_DEGRADED.descriptor(),
-          CONTAINER_REGION_UNREADABLE.descriptor());
+          CONTAINER_PROCESSES,
+          CONTAINER_LAST_KERNEL_TIMESTAMP,
+          CONTAINER_REGION_INFO,
+          CONTAINER_INFO,
+          CONTAINER_STALE,
+          CONTAINER_FINISHED,
+          CONTAINER_CACHE_FILES,
+          CONTAINER_REGION_DEGRADED,
+          CONTAINER_REGION_UNREADABLE);
 
   private final Map<String, String> podLabelNames;
 
@@ -109,6 +108,7 @@ public final class ContainerCollector extends VgpuCollector {
    *     processes as running (NVML lists them; the other states are a region's and read 0)
    */
   public ContainerCollector(List<String> podLabelKeys, HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
     Map<String, String> names = new java.util.LinkedHashMap<>();
     for (String k : podLabelKeys) {
@@ -121,11 +121,6 @@ public final class ContainerCollector extends VgpuCollector {
     String[] out = java.util.Arrays.copyOf(base, base.length + extra.length);
     System.arraycopy(extra, 0, out, base.length, extra.length);
     return out;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

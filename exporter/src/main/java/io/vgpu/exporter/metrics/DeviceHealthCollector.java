@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.nvml.ClockEventReason;
 import io.vgpu.exporter.nvml.DeviceHealth;
@@ -86,21 +85,22 @@ public final class DeviceHealthCollector extends VgpuCollector {
               + " 0)",
           L_NODE);
 
-  private final List<MetricFamilyDescriptor> descriptors =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          GPU_POWER.descriptor(),
-          GPU_TEMPERATURE.descriptor(),
-          GPU_CLOCK_EVENT_REASONS.descriptor(),
-          GPU_XID_ERRORS.descriptor(),
-          GPU_ECC_VOLATILE_ERRORS.descriptor(),
-          GPU_ECC_AGGREGATE_ERRORS.descriptor(),
-          GPU_REMAPPED_ROWS.descriptor(),
-          GPU_ROW_REMAP_PENDING.descriptor(),
-          GPU_ROW_REMAP_FAILURE.descriptor(),
-          GPU_HEALTH_UNAVAILABLE.descriptor(),
-          EXPORTER_XID_EVENTS_UNMATCHED.descriptor());
+          GPU_POWER,
+          GPU_TEMPERATURE,
+          GPU_CLOCK_EVENT_REASONS,
+          GPU_XID_ERRORS,
+          GPU_ECC_VOLATILE_ERRORS,
+          GPU_ECC_AGGREGATE_ERRORS,
+          GPU_REMAPPED_ROWS,
+          GPU_ROW_REMAP_PENDING,
+          GPU_ROW_REMAP_FAILURE,
+          GPU_HEALTH_UNAVAILABLE,
+          EXPORTER_XID_EVENTS_UNMATCHED);
 
   public DeviceHealthCollector(NvmlSampler sampler) {
+    super(FAMILIES);
     this.sampler = sampler;
   }
 
@@ -108,11 +108,6 @@ public final class DeviceHealthCollector extends VgpuCollector {
     String[] out = java.util.Arrays.copyOf(base, base.length + more.length);
     System.arraycopy(more, 0, out, base.length, more.length);
     return out;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return descriptors;
   }
 
   @Override

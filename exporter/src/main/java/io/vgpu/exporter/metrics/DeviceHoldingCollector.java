@@ -8,7 +8,6 @@ import static io.vgpu.exporter.metrics.MetricNames.L_NODE;
 import static io.vgpu.exporter.metrics.MetricNames.L_POD;
 import static io.vgpu.exporter.metrics.MetricNames.L_POD_UID;
 
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
 import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.node.ContainerState;
@@ -48,18 +47,13 @@ public final class DeviceHoldingCollector extends VgpuCollector {
               + " empty for a DRA device that names no GPU.",
           NAMES);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(CONTAINER_DEVICE_INFO.descriptor());
+  private static final List<FamilySpec> FAMILIES = List.of(CONTAINER_DEVICE_INFO);
 
   private final HolderSource holders;
 
   public DeviceHoldingCollector(HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

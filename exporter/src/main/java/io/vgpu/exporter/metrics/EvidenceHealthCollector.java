@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeadlineReads;
 import io.vgpu.exporter.node.EvidenceCollector;
@@ -69,14 +68,14 @@ public final class EvidenceHealthCollector extends VgpuCollector {
           L_POD_UID,
           "reason");
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          EVIDENCE_PASS_AGE.descriptor(),
-          EVIDENCE_PASS_STALLED.descriptor(),
-          EVIDENCE_UNSEEN_PROCESSES.descriptor(),
-          EVIDENCE_PODS_NOT_FULLY_SEEN.descriptor(),
-          TENANT_READS_GIVEN_UP.descriptor(),
-          CONTAINER_UNSLOTTED_PROCESSES.descriptor());
+          EVIDENCE_PASS_AGE,
+          EVIDENCE_PASS_STALLED,
+          EVIDENCE_UNSEEN_PROCESSES,
+          EVIDENCE_PODS_NOT_FULLY_SEEN,
+          TENANT_READS_GIVEN_UP,
+          CONTAINER_UNSLOTTED_PROCESSES);
 
   private static final String[] UNSLOTTED_NAMES = {
     L_CONTAINER, L_NAMESPACE, L_NODE, L_POD, L_POD_UID, "reason"
@@ -86,13 +85,9 @@ public final class EvidenceHealthCollector extends VgpuCollector {
   private final DeadlineReads reads;
 
   public EvidenceHealthCollector(EvidencePass pass, DeadlineReads reads) {
+    super(FAMILIES);
     this.pass = pass;
     this.reads = reads;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.discovery.ParseErrors;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.regioncodec.RegionException;
@@ -90,34 +89,30 @@ public final class ExporterCollector extends VgpuCollector {
           "Requests answered 429 without checking their credentials because the bounded password hashing was saturated (a wrong-password flood, or more new clients at once than it admits).",
           L_NODE);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          EXPORTER_BUILD_INFO.descriptor(),
-          EXPORTER_SCRAPE_DURATION.descriptor(),
-          EXPORTER_FILES_MAPPED.descriptor(),
-          EXPORTER_PARSE_ERRORS.descriptor(),
-          EXPORTER_BEST_EFFORT_READS.descriptor(),
-          EXPORTER_APISERVER_UP.descriptor(),
-          EXPORTER_CACHE_ROOT_READABLE.descriptor(),
-          EXPORTER_DISCOVERY_AGE.descriptor(),
-          EXPORTER_COLLECTOR_SUCCESS.descriptor(),
-          EXPORTER_COLLECTOR_DURATION.descriptor(),
-          HTTP_CONNECTIONS_REJECTED.descriptor(),
-          HTTP_AUTH_THROTTLED.descriptor());
+          EXPORTER_BUILD_INFO,
+          EXPORTER_SCRAPE_DURATION,
+          EXPORTER_FILES_MAPPED,
+          EXPORTER_PARSE_ERRORS,
+          EXPORTER_BEST_EFFORT_READS,
+          EXPORTER_APISERVER_UP,
+          EXPORTER_CACHE_ROOT_READABLE,
+          EXPORTER_DISCOVERY_AGE,
+          EXPORTER_COLLECTOR_SUCCESS,
+          EXPORTER_COLLECTOR_DURATION,
+          HTTP_CONNECTIONS_REJECTED,
+          HTTP_AUTH_THROTTLED);
 
   private final BuildInfo build;
   private final ParseErrors errors;
   private final CollectorStats stats;
 
   public ExporterCollector(BuildInfo build, ParseErrors errors, CollectorStats stats) {
+    super(FAMILIES);
     this.build = build;
     this.errors = errors;
     this.stats = stats;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   private static final String[] BUILD_LABELS = {"version", "revision"};

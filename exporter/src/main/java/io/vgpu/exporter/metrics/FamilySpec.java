@@ -2,6 +2,8 @@ package io.vgpu.exporter.metrics;
 
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
+import io.prometheus.metrics.model.snapshots.MetricMetadata;
+import io.prometheus.metrics.model.snapshots.Unit;
 import java.util.List;
 
 /**
@@ -20,7 +22,27 @@ public abstract sealed class FamilySpec
   private FamilySpec(MetricType type, String name, String help, String... labels) {
     this.name = name;
     this.help = help;
-    this.descriptor = Families.describe(type, name, help, labels);
+    this.descriptor = MetricFamilyDescriptor.of(type, metadata(name, help), List.of(labels));
+  }
+
+  /** Metadata with the unit its name ends in ({@code _bytes}, {@code _seconds}, {@code _ratio}). */
+  static MetricMetadata metadata(String name, String help) {
+    Unit unit = unitOf(name);
+    return unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
+  }
+
+  /** The unit a family's name ends in; null for none (OpenMetrics then writes no # UNIT). */
+  static Unit unitOf(String name) {
+    if (name.endsWith("_bytes")) {
+      return Unit.BYTES;
+    }
+    if (name.endsWith("_seconds")) {
+      return Unit.SECONDS;
+    }
+    if (name.endsWith("_ratio")) {
+      return Unit.RATIO;
+    }
+    return null;
   }
 
   /** A gauge family; {@code labels} are its label names. */

@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
@@ -56,16 +55,16 @@ public final class HamiCompatCollector extends VgpuCollector {
       FamilySpec.gauge(
           MetricNames.HAMI_VGPU_MEMORY_BUFFER, "vGPU device buffer memory in bytes", H);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          HAMI_VGPU_MEMORY_USED.descriptor(),
-          HAMI_VGPU_MEMORY_LIMIT.descriptor(),
-          HAMI_CONTAINER_DEVICE_UTILIZATION.descriptor(),
-          HAMI_CONTAINER_DEVICE_MEMORY.descriptor(),
-          HAMI_CONTAINER_LAST_KERNEL_ELAPSED.descriptor(),
-          HAMI_VGPU_MEMORY_CONTEXT.descriptor(),
-          HAMI_VGPU_MEMORY_MODULE.descriptor(),
-          HAMI_VGPU_MEMORY_BUFFER.descriptor());
+          HAMI_VGPU_MEMORY_USED,
+          HAMI_VGPU_MEMORY_LIMIT,
+          HAMI_CONTAINER_DEVICE_UTILIZATION,
+          HAMI_CONTAINER_DEVICE_MEMORY,
+          HAMI_CONTAINER_LAST_KERNEL_ELAPSED,
+          HAMI_VGPU_MEMORY_CONTEXT,
+          HAMI_VGPU_MEMORY_MODULE,
+          HAMI_VGPU_MEMORY_BUFFER);
 
   /** Where the utilization family's value comes from. */
   @FunctionalInterface
@@ -89,12 +88,8 @@ public final class HamiCompatCollector extends VgpuCollector {
   private final UtilizationSource utilization;
 
   public HamiCompatCollector(UtilizationSource utilization) {
+    super(FAMILIES);
     this.utilization = Objects.requireNonNull(utilization, "utilization");
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   /** Last scrape's series count, so the dedup set is sized once instead of grown. */

@@ -5,7 +5,6 @@ import static io.vgpu.exporter.metrics.MetricNames.CONTAINER_VERDICT;
 import static io.vgpu.exporter.metrics.MetricNames.NODE_FINDINGS;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.doctor.Checks;
 import io.vgpu.exporter.doctor.Doctor;
@@ -78,11 +77,8 @@ public final class JudgmentCollector extends VgpuCollector {
           L_CHECK,
           L_LEVEL);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(
-          CONTAINER_VERDICT.descriptor(),
-          CONTAINER_FINDINGS.descriptor(),
-          NODE_FINDINGS.descriptor());
+  private static final List<FamilySpec> FAMILIES =
+      List.of(CONTAINER_VERDICT, CONTAINER_FINDINGS, NODE_FINDINGS);
 
   /** One pass, judged. */
   record Judged(
@@ -105,12 +101,8 @@ public final class JudgmentCollector extends VgpuCollector {
    * @param passes the latest evidence pass (the one the status page judges)
    */
   public JudgmentCollector(Supplier<Optional<EvidencePass.Pass>> passes) {
+    super(FAMILIES);
     this.passes = passes;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   /** The latest finished judgment; starts judging a newer pass in the background. */

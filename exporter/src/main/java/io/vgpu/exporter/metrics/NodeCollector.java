@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.node.NodeState;
 import java.time.Duration;
@@ -36,17 +35,11 @@ public final class NodeCollector extends VgpuCollector {
           "1 while hami.io/mutex.lock is present (the scheduler is allocating on this node, or a stuck lock).",
           L_NODE);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(
-          NODE_HANDSHAKE_AGE.descriptor(),
-          NODE_REGISTERED_DEVICES.descriptor(),
-          NODE_MUTEX_LOCKED.descriptor());
+  private static final List<FamilySpec> FAMILIES =
+      List.of(NODE_HANDSHAKE_AGE, NODE_REGISTERED_DEVICES, NODE_MUTEX_LOCKED);
 
-  public NodeCollector() {}
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
+  public NodeCollector() {
+    super(FAMILIES);
   }
 
   @Override

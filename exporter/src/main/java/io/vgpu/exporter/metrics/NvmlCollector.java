@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSampler;
@@ -60,32 +59,27 @@ public final class NvmlCollector extends VgpuCollector {
           "GPU memory controller utilization ratio (0-100)",
           H);
 
-  private final List<MetricFamilyDescriptor> descriptors;
-
   public NvmlCollector(NvmlSampler sampler, boolean hamiCompat) {
+    super(families(hamiCompat));
     this.sampler = sampler;
     this.hamiCompat = hamiCompat;
-    List<MetricFamilyDescriptor> d = new ArrayList<>();
-    d.add(GPU_MEMORY_USED.descriptor());
-    d.add(GPU_MEMORY_TOTAL.descriptor());
-    d.add(GPU_UTILIZATION.descriptor());
-    d.add(EXPORTER_NVML_UP.descriptor());
-    d.add(EXPORTER_NVML_ERRORS.descriptor());
+  }
+
+  /** NVML's own families, and HAMi's host families with --hami-compat. */
+  private static List<FamilySpec> families(boolean hamiCompat) {
+    List<FamilySpec> d = new ArrayList<>();
+    d.addAll(List.of(GPU_MEMORY_USED, GPU_MEMORY_TOTAL, GPU_UTILIZATION));
+    d.addAll(List.of(EXPORTER_NVML_UP, EXPORTER_NVML_ERRORS));
     if (hamiCompat) {
-      d.add(HAMI_HOST_GPU_MEMORY_USED.descriptor());
-      d.add(HAMI_HOST_GPU_UTILIZATION.descriptor());
-      d.add(HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION.descriptor());
+      d.add(HAMI_HOST_GPU_MEMORY_USED);
+      d.add(HAMI_HOST_GPU_UTILIZATION);
+      d.add(HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION);
     }
-    this.descriptors = List.copyOf(d);
+    return d;
   }
 
   public NvmlSampler sampler() {
     return sampler;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return descriptors;
   }
 
   /** {node, device_index, device_uuid, model} of a GPU; MIG devices carry their parent's index. */

@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
@@ -83,19 +82,19 @@ public final class RegionUsageCollector extends VgpuCollector {
           "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
           with(DEVICE, "reason"));
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          CONTAINER_MEMORY_USED.descriptor(),
-          CONTAINER_MEMORY_LIMIT.descriptor(),
-          CONTAINER_MEMORY_BREAKDOWN.descriptor(),
-          CONTAINER_SM_LIMIT.descriptor(),
-          CONTAINER_REGION_SM_UTILIZATION.descriptor(),
-          CONTAINER_REGION_NVML_MEMORY_USED.descriptor(),
-          CONTAINER_OOM_REJECTIONS.descriptor(),
-          LIMITER_THROTTLED_SECONDS.descriptor(),
-          LIMITER_LAUNCHES_DELAYED.descriptor(),
-          LIMITER_BUSY_SECONDS.descriptor(),
-          CONTAINER_DEVICE_UUID_REJECTED.descriptor());
+          CONTAINER_MEMORY_USED,
+          CONTAINER_MEMORY_LIMIT,
+          CONTAINER_MEMORY_BREAKDOWN,
+          CONTAINER_SM_LIMIT,
+          CONTAINER_REGION_SM_UTILIZATION,
+          CONTAINER_REGION_NVML_MEMORY_USED,
+          CONTAINER_OOM_REJECTIONS,
+          LIMITER_THROTTLED_SECONDS,
+          LIMITER_LAUNCHES_DELAYED,
+          LIMITER_BUSY_SECONDS,
+          CONTAINER_DEVICE_UUID_REJECTED);
 
   private final HolderSource holders;
 
@@ -109,6 +108,7 @@ public final class RegionUsageCollector extends VgpuCollector {
    *     have (no limit, no region)
    */
   public RegionUsageCollector(HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
   }
 
@@ -116,11 +116,6 @@ public final class RegionUsageCollector extends VgpuCollector {
     String[] out = java.util.Arrays.copyOf(base, base.length + 1);
     out[base.length] = extra;
     return out;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

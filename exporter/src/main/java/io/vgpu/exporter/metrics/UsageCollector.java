@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.UsageAccountant;
 import io.vgpu.exporter.attribution.UsageSnapshot;
 import io.vgpu.exporter.node.NodeState;
@@ -95,28 +94,24 @@ public final class UsageCollector extends VgpuCollector {
           "Unix time of the accounting pass the usage counters are as of (they move once per attribution pass, not per scrape).",
           L_NODE);
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          CONTAINER_SM_BUSY_SECONDS.descriptor(),
-          CONTAINER_MEMORY_USED_BYTE_SECONDS.descriptor(),
-          CONTAINER_MEMORY_LIMIT_BYTE_SECONDS.descriptor(),
-          CONTAINER_ENERGY.descriptor(),
-          GPU_ENERGY.descriptor(),
-          GPU_UNATTRIBUTED_ENERGY.descriptor(),
-          GPU_EXPIRED_ENERGY.descriptor(),
-          GPU_UNATTRIBUTED_SM_BUSY.descriptor(),
-          GPU_USAGE_UNKNOWN.descriptor(),
-          EXPORTER_USAGE_ACCOUNTED_TIMESTAMP.descriptor());
+          CONTAINER_SM_BUSY_SECONDS,
+          CONTAINER_MEMORY_USED_BYTE_SECONDS,
+          CONTAINER_MEMORY_LIMIT_BYTE_SECONDS,
+          CONTAINER_ENERGY,
+          GPU_ENERGY,
+          GPU_UNATTRIBUTED_ENERGY,
+          GPU_EXPIRED_ENERGY,
+          GPU_UNATTRIBUTED_SM_BUSY,
+          GPU_USAGE_UNKNOWN,
+          EXPORTER_USAGE_ACCOUNTED_TIMESTAMP);
 
   private final UsageAccountant usage;
 
   public UsageCollector(UsageAccountant usage) {
+    super(FAMILIES);
     this.usage = usage;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override

@@ -20,15 +20,28 @@ public abstract class VgpuCollector {
   /** This collector's family builders (metadata and last label order remembered per family). */
   protected final Families families = new Families();
 
+  private final List<MetricFamilyDescriptor> descriptors;
+
+  /**
+   * @param specs every family this collector can emit, each declared once by name: the chain
+   *     registers their descriptors (names, types, label names) and skips the collector when a
+   *     scrape's name filter wants none of them
+   */
+  protected VgpuCollector(List<? extends FamilySpec> specs) {
+    this.descriptors = FamilySpec.descriptors(specs);
+  }
+
   /** The families this collector can emit (names, types, label names). */
-  protected abstract List<MetricFamilyDescriptor> descriptors();
+  final List<MetricFamilyDescriptor> descriptors() {
+    return descriptors;
+  }
 
   /** Adds families for the families {@code out} wants. */
   protected abstract void collect(NodeState state, Sink out);
 
   /** Whether the scrape wants any of this collector's families (else it is not asked). */
   final boolean wantsAny(Predicate<String> includedNames) {
-    for (MetricFamilyDescriptor d : descriptors()) {
+    for (MetricFamilyDescriptor d : descriptors) {
       if (includedNames.test(d.getPrometheusName())) {
         return true;
       }

@@ -3,7 +3,6 @@ package io.vgpu.exporter.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.exporter.testing.TestNode;
@@ -22,7 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,17 +32,22 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CollectorChainTest {
   @TempDir Path root;
-  private TestNode node;
+  @AutoClose private TestNode node;
   private final AtomicInteger builds = new AtomicInteger();
+  private final CollectorStats stats = new CollectorStats();
 
   @BeforeEach
   void setUp() throws IOException {
     node = new TestNode(root);
   }
 
-  @AfterEach
-  void tearDown() {
-    node.close();
+  /** A chain of {@code members}, each named after its family, over counted node states. */
+  private CollectorChain chainOf(Recording... members) {
+    List<CollectorChain.Member> list = new ArrayList<>();
+    for (Recording r : members) {
+      list.add(new CollectorChain.Member(r.spec.name().substring("test_".length()), r));
+    }
+    return new CollectorChain(list, this::countedBuild, stats);
   }
 
   /** A fresh node state, counted (each one reads every mapped region). */
@@ -60,14 +64,14 @@ class CollectorChainTest {
     final boolean fail;
 
     Recording(String family, CyclicBarrier barrier, boolean fail) {
-      this.spec = FamilySpec.gauge(family, "test family", "node");
-      this.barrier = barrier;
-      this.fail = fail;
+      this(FamilySpec.gauge(family, "test family", "node"), barrier, fail);
     }
 
-    @Override
-    protected List<MetricFamilyDescriptor> descriptors() {
-      return List.of(spec.descriptor());
+    private Recording(FamilySpec.Gauge spec, CyclicBarrier barrier, boolean fail) {
+      super(List.of(spec));
+      this.spec = spec;
+      this.barrier = barrier;
+      this.fail = fail;
     }
 
     @Override
@@ -91,12 +95,7 @@ class CollectorChainTest {
   void oneScrape_buildsOneNodeState_andEveryCollectorGetsIt() {
     Recording a = new Recording("test_a", null, false);
     Recording b = new Recording("test_b", null, false);
-    CollectorStats stats = new CollectorStats();
-    CollectorChain chain =
-        new CollectorChain(
-            List.of(new CollectorChain.Member("a", a), new CollectorChain.Member("b", b)),
-            this::countedBuild,
-            stats);
+    CollectorChain chain = chainOf(a, b);
 
     List<Family> page = chain.families();
 
@@ -118,9 +117,7 @@ class CollectorChainTest {
   @Test
   void scrapeThatWantsNoFamilyOfAnyCollector_readsNoRegion_butRecordsEveryOutcome() {
     Recording a = new Recording("test_a", null, false);
-    CollectorStats stats = new CollectorStats();
-    CollectorChain chain =
-        new CollectorChain(List.of(new CollectorChain.Member("a", a)), this::countedBuild, stats);
+    CollectorChain chain = chainOf(a);
 
     assertThat(chain.collect(name -> name.equals("other"), null)).isEmpty();
 
@@ -133,13 +130,7 @@ class CollectorChainTest {
   void failingCollector_isRecordedOnce_andTheNextOneStillGetsTheSameState() {
     Recording boom = new Recording("test_boom", null, true);
     Recording after = new Recording("test_after", null, false);
-    CollectorStats stats = new CollectorStats();
-    CollectorChain chain =
-        new CollectorChain(
-            List.of(
-                new CollectorChain.Member("boom", boom), new CollectorChain.Member("after", after)),
-            this::countedBuild,
-            stats);
+    CollectorChain chain = chainOf(boom, after);
 
     List<Family> page = chain.families();
 
@@ -165,14 +156,7 @@ class CollectorChainTest {
     Recording first = new Recording("test_first", allInFlight, false);
     Recording boom = new Recording("test_boom", null, true);
     Recording last = new Recording("test_last", null, false);
-    CollectorChain chain =
-        new CollectorChain(
-            List.of(
-                new CollectorChain.Member("first", first),
-                new CollectorChain.Member("boom", boom),
-                new CollectorChain.Member("last", last)),
-            this::countedBuild,
-            new CollectorStats());
+    CollectorChain chain = chainOf(first, boom, last);
 
     ExecutorService pool = Executors.newFixedThreadPool(scrapes);
     try {

@@ -10,7 +10,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
@@ -338,12 +337,7 @@ class CollectorsTest {
     CollectorStats stats = new CollectorStats();
     PrometheusRegistry r = new PrometheusRegistry();
     VgpuCollector boom =
-        new VgpuCollector() {
-          @Override
-          protected List<MetricFamilyDescriptor> descriptors() {
-            return List.of(FamilySpec.gauge("boom_value", "never built").descriptor());
-          }
-
+        new VgpuCollector(List.of(FamilySpec.gauge("boom_value", "never built"))) {
           @Override
           protected void collect(NodeState state, Sink out) {
             throw new IllegalStateException("broken");
