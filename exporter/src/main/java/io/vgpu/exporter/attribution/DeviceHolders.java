@@ -8,6 +8,7 @@ import io.vgpu.exporter.kubelet.PodResourcesSnapshot;
 import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
+import io.vgpu.exporter.text.SnakeCaseLabel;
 import io.vgpu.hostpid.ProcessOwner;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -48,25 +49,15 @@ import java.util.Set;
  */
 public final class DeviceHolders {
   /** Why a GPU process stays unattributed. */
-  public enum UnattributedReason {
+  public enum UnattributedReason implements SnakeCaseLabel {
     /** Its cgroup is no Kubernetes pod's (a host process), or it was gone before /proc was read. */
-    NOT_IN_A_POD("not_in_a_pod"),
+    NOT_IN_A_POD,
     /** Its pod UID is not one the pod metadata knows (not synced yet, or not this node's). */
-    POD_UNKNOWN("pod_unknown"),
+    POD_UNKNOWN,
     /** Its container id is none of its pod's containers (or its cgroup is the pod's own). */
-    CONTAINER_UNKNOWN("container_unknown"),
+    CONTAINER_UNKNOWN,
     /** The kubelet answered, and the container holds no claim on this GPU. */
-    NO_CLAIM("no_claim");
-
-    private final String label;
-
-    UnattributedReason(String label) {
-      this.label = label;
-    }
-
-    public String label() {
-      return label;
-    }
+    NO_CLAIM;
   }
 
   /**

@@ -2,9 +2,7 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.AttributionResult;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.attribution.ContainerAttribution;
@@ -18,7 +16,6 @@ import io.vgpu.exporter.attribution.UnknownReason;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import java.util.List;
 import java.util.Map;
@@ -53,118 +50,138 @@ public final class AttributionCollector extends VgpuCollector {
     L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL, L_NODE, "reason"
   };
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Gauge CONTAINER_SM_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_SM_UTILIZATION,
+          "SM utilization of the container's processes (0-1), NVML per-process means over host"
+              + " pids",
+          D);
+  private static final FamilySpec.Gauge CONTAINER_SM_UTILIZATION_UNKNOWN =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_SM_UTILIZATION_UNKNOWN,
+          "1 while the container's SM utilization cannot be attributed, by reason",
+          DR);
+  private static final FamilySpec.Gauge CONTAINER_NVML_MEMORY_USED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_NVML_MEMORY_USED,
+          "Device memory NVML attributes to the container's host pids",
+          D);
+  private static final FamilySpec.Gauge CONTAINER_ZOMBIE_MEMORY =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_ZOMBIE_MEMORY,
+          "Region memory held by slots the one judgment calls GONE (their process is gone;"
+              + " the same slots as vgpu_container_processes{state=\"gone\"}); left out of"
+              + " used memory",
+          D);
+  private static final FamilySpec.Counter CONTAINER_OVER_SM_LIMIT_SECONDS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_OVER_SM_LIMIT_SECONDS,
+          "Time the reconciled SM utilization was above the SM limit",
+          D);
+  private static final FamilySpec.Gauge CONTAINER_ZOMBIE_SLOTS =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_ZOMBIE_SLOTS,
+          "Slots the one judgment calls GONE (doctor's zombie-slots finding, GONE on the"
+              + " status page and in inspect; equals vgpu_container_processes{state=\"gone\"})",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_HOSTPID_MISMATCH_SLOTS =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_HOSTPID_MISMATCH_SLOTS,
+          "Live slots whose recorded hostpid is wrong, by reason",
+          CR);
+  private static final FamilySpec.Gauge CONTAINER_MEMORY_IDLE_SECONDS =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_MEMORY_IDLE_SECONDS,
+          "How long the container has held device memory without running a kernel",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_MEMORY_LEAK_SUSPECTED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_MEMORY_LEAK_SUSPECTED,
+          "1 when memory has been held without a kernel for the leak threshold",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_PRIORITY_BLOCKED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_PRIORITY_BLOCKED,
+          "1 while a higher-priority task blocks the container's launches (recent_kernel < 0)",
+          C);
+  private static final FamilySpec.Counter CONTAINER_PRIORITY_BLOCKED_SECONDS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_PRIORITY_BLOCKED_SECONDS,
+          "Time the container was seen blocked by priority",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_UTILIZATION_SWITCH =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_UTILIZATION_SWITCH,
+          "The region's utilization_switch: 1 = SM limit enforced",
+          C);
+  private static final FamilySpec.Gauge GPU_CONTAINERS =
+      FamilySpec.gauge(MetricNames.GPU_CONTAINERS, "Containers whose regions name this GPU", G);
+  private static final FamilySpec.Gauge GPU_PROCESSES =
+      FamilySpec.gauge(MetricNames.GPU_PROCESSES, "Processes NVML lists or sampled on this GPU", G);
+  private static final FamilySpec.Gauge GPU_UNATTRIBUTED_PROCESSES =
+      FamilySpec.gauge(
+          MetricNames.GPU_UNATTRIBUTED_PROCESSES,
+          "GPU processes that belong to no known container",
+          G);
+  private static final FamilySpec.Gauge GPU_UNATTRIBUTED_MEMORY =
+      FamilySpec.gauge(
+          MetricNames.GPU_UNATTRIBUTED_MEMORY,
+          "NVML memory of GPU processes that belong to no known container",
+          G);
+  private static final FamilySpec.Counter EXPORTER_REGION_WRITES =
+      FamilySpec.counter(
+          MetricNames.EXPORTER_REGION_WRITES,
+          "Writes the exporter made into shared regions, by field",
+          L_NODE,
+          "field");
+  private static final FamilySpec.Counter EXPORTER_REGION_WRITE_ERRORS =
+      FamilySpec.counter(
+          MetricNames.EXPORTER_REGION_WRITE_ERRORS,
+          "Region writes that failed, by reason (fault: the store hit SIGBUS, e.g. a hole of a"
+              + " sparse file on a full filesystem)",
+          L_NODE,
+          "reason");
+  private static final FamilySpec.Gauge GPU_UNATTRIBUTED_PROCESSES_BY_REASON =
+      FamilySpec.gauge(
+          MetricNames.GPU_UNATTRIBUTED_PROCESSES_BY_REASON,
+          "GPU processes no container holds, by reason: not_in_a_pod (a host process, or"
+              + " gone), pod_unknown (a pod the metadata does not know), container_unknown,"
+              + " no_claim (the kubelet answered and the container holds no claim on this"
+              + " GPU); they sum to vgpu_gpu_unattributed_processes",
+          L_NODE,
+          L_DEVICE_INDEX,
+          L_DEVICE_UUID,
+          L_MODEL,
+          "reason");
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_SM_UTILIZATION,
-              "SM utilization of the container's processes (0-1), NVML per-process means over host"
-                  + " pids",
-              D),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_SM_UTILIZATION_UNKNOWN,
-              "1 while the container's SM utilization cannot be attributed, by reason",
-              DR),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_NVML_MEMORY_USED,
-              "Device memory NVML attributes to the container's host pids",
-              D),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_ZOMBIE_MEMORY,
-              "Region memory held by slots the one judgment calls GONE (their process is gone;"
-                  + " the same slots as vgpu_container_processes{state=\"gone\"}); left out of"
-                  + " used memory",
-              D),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_OVER_SM_LIMIT_SECONDS,
-              "Time the reconciled SM utilization was above the SM limit",
-              D),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_ZOMBIE_SLOTS,
-              "Slots the one judgment calls GONE (doctor's zombie-slots finding, GONE on the"
-                  + " status page and in inspect; equals vgpu_container_processes{state=\"gone\"})",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_HOSTPID_MISMATCH_SLOTS,
-              "Live slots whose recorded hostpid is wrong, by reason",
-              CR),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_MEMORY_IDLE_SECONDS,
-              "How long the container has held device memory without running a kernel",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_MEMORY_LEAK_SUSPECTED,
-              "1 when memory has been held without a kernel for the leak threshold",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_PRIORITY_BLOCKED,
-              "1 while a higher-priority task blocks the container's launches (recent_kernel < 0)",
-              C),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_PRIORITY_BLOCKED_SECONDS,
-              "Time the container was seen blocked by priority",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_UTILIZATION_SWITCH,
-              "The region's utilization_switch: 1 = SM limit enforced",
-              C),
-          Families.describe(
-              MetricType.GAUGE, GPU_CONTAINERS, "Containers whose regions name this GPU", G),
-          Families.describe(
-              MetricType.GAUGE, GPU_PROCESSES, "Processes NVML lists or sampled on this GPU", G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_UNATTRIBUTED_PROCESSES,
-              "GPU processes that belong to no known container",
-              G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_UNATTRIBUTED_MEMORY,
-              "NVML memory of GPU processes that belong to no known container",
-              G),
-          Families.describe(
-              MetricType.COUNTER,
-              EXPORTER_REGION_WRITES,
-              "Writes the exporter made into shared regions, by field",
-              L_NODE,
-              "field"),
-          Families.describe(
-              MetricType.COUNTER,
-              EXPORTER_REGION_WRITE_ERRORS,
-              "Region writes that failed, by reason (fault: the store hit SIGBUS, e.g. a hole of a"
-                  + " sparse file on a full filesystem)",
-              L_NODE,
-              "reason"),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_UNATTRIBUTED_PROCESSES_BY_REASON,
-              "GPU processes no container holds, by reason: not_in_a_pod (a host process, or"
-                  + " gone), pod_unknown (a pod the metadata does not know), container_unknown,"
-                  + " no_claim (the kubelet answered and the container holds no claim on this"
-                  + " GPU); they sum to vgpu_gpu_unattributed_processes",
-              L_NODE,
-              L_DEVICE_INDEX,
-              L_DEVICE_UUID,
-              L_MODEL,
-              "reason"));
+          CONTAINER_SM_UTILIZATION,
+          CONTAINER_SM_UTILIZATION_UNKNOWN,
+          CONTAINER_NVML_MEMORY_USED,
+          CONTAINER_ZOMBIE_MEMORY,
+          CONTAINER_OVER_SM_LIMIT_SECONDS,
+          CONTAINER_ZOMBIE_SLOTS,
+          CONTAINER_HOSTPID_MISMATCH_SLOTS,
+          CONTAINER_MEMORY_IDLE_SECONDS,
+          CONTAINER_MEMORY_LEAK_SUSPECTED,
+          CONTAINER_PRIORITY_BLOCKED,
+          CONTAINER_PRIORITY_BLOCKED_SECONDS,
+          CONTAINER_UTILIZATION_SWITCH,
+          GPU_CONTAINERS,
+          GPU_PROCESSES,
+          GPU_UNATTRIBUTED_PROCESSES,
+          GPU_UNATTRIBUTED_MEMORY,
+          EXPORTER_REGION_WRITES,
+          EXPORTER_REGION_WRITE_ERRORS,
+          GPU_UNATTRIBUTED_PROCESSES_BY_REASON);
 
   private final AttributionService service;
 
   private final HolderSource holders;
 
-  public AttributionCollector(NodeStateProvider states, AttributionService service) {
-    this(states, service, HolderSource.NONE);
+  public AttributionCollector(AttributionService service) {
+    this(service, HolderSource.NONE);
   }
 
   /**
@@ -172,9 +189,8 @@ public final class AttributionCollector extends VgpuCollector {
    *     unknown) per device they hold; GPU processes they hold leave the unattributed counts, and
    *     those that stay are counted by reason
    */
-  public AttributionCollector(
-      NodeStateProvider states, AttributionService service, HolderSource holders) {
-    super(states);
+  public AttributionCollector(AttributionService service, HolderSource holders) {
+    super(FAMILIES);
     this.service = service;
     this.holders = holders;
   }
@@ -184,26 +200,21 @@ public final class AttributionCollector extends VgpuCollector {
   }
 
   @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
-  }
-
-  @Override
   protected void collect(NodeState state, Sink out) {
     AttributionResult result = service.latest();
     Map<io.vgpu.exporter.discovery.ContainerKey, ContainerAttribution> byKey = result.byKey();
-    var util = families.gauge(CONTAINER_SM_UTILIZATION, help(0));
-    var unknown = families.gauge(CONTAINER_SM_UTILIZATION_UNKNOWN, help(1));
-    var nvmlMem = families.gauge(CONTAINER_NVML_MEMORY_USED, help(2));
-    var zombieMem = families.gauge(CONTAINER_ZOMBIE_MEMORY, help(3));
-    var overLimit = families.counter(CONTAINER_OVER_SM_LIMIT_SECONDS, help(4));
-    var zombies = families.gauge(CONTAINER_ZOMBIE_SLOTS, help(5));
-    var mismatch = families.gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS, help(6));
-    var idle = families.gauge(CONTAINER_MEMORY_IDLE_SECONDS, help(7));
-    var leak = families.gauge(CONTAINER_MEMORY_LEAK_SUSPECTED, help(8));
-    var blocked = families.gauge(CONTAINER_PRIORITY_BLOCKED, help(9));
-    var blockedSeconds = families.counter(CONTAINER_PRIORITY_BLOCKED_SECONDS, help(10));
-    var utilSwitch = families.gauge(CONTAINER_UTILIZATION_SWITCH, help(11));
+    var util = families.gauge(CONTAINER_SM_UTILIZATION);
+    var unknown = families.gauge(CONTAINER_SM_UTILIZATION_UNKNOWN);
+    var nvmlMem = families.gauge(CONTAINER_NVML_MEMORY_USED);
+    var zombieMem = families.gauge(CONTAINER_ZOMBIE_MEMORY);
+    var overLimit = families.counter(CONTAINER_OVER_SM_LIMIT_SECONDS);
+    var zombies = families.gauge(CONTAINER_ZOMBIE_SLOTS);
+    var mismatch = families.gauge(CONTAINER_HOSTPID_MISMATCH_SLOTS);
+    var idle = families.gauge(CONTAINER_MEMORY_IDLE_SECONDS);
+    var leak = families.gauge(CONTAINER_MEMORY_LEAK_SUSPECTED);
+    var blocked = families.gauge(CONTAINER_PRIORITY_BLOCKED);
+    var blockedSeconds = families.counter(CONTAINER_PRIORITY_BLOCKED_SECONDS);
+    var utilSwitch = families.gauge(CONTAINER_UTILIZATION_SWITCH);
     String node = state.node();
     for (ContainerState c : state.containers()) {
       if (c.finished()) {
@@ -266,11 +277,11 @@ public final class AttributionCollector extends VgpuCollector {
                 labels, node, h, e.getValue(), "reason", h.unknown().orElseThrow().label()));
       }
     }
-    var byReason = families.gauge(GPU_UNATTRIBUTED_PROCESSES_BY_REASON, help(18));
-    var gpuContainers = families.gauge(GPU_CONTAINERS, help(12));
-    var gpuProcesses = families.gauge(GPU_PROCESSES, help(13));
-    var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES, help(14));
-    var unattributedMem = families.gauge(GPU_UNATTRIBUTED_MEMORY, help(15));
+    var byReason = families.gauge(GPU_UNATTRIBUTED_PROCESSES_BY_REASON);
+    var gpuContainers = families.gauge(GPU_CONTAINERS);
+    var gpuProcesses = families.gauge(GPU_PROCESSES);
+    var unattributed = families.gauge(GPU_UNATTRIBUTED_PROCESSES);
+    var unattributedMem = families.gauge(GPU_UNATTRIBUTED_MEMORY);
     for (GpuSnapshot g : result.nvml().gpus()) {
       Optional<GpuAttribution> ga = result.gpu(g.identity().uuid());
       if (ga.isEmpty()) {
@@ -306,9 +317,9 @@ public final class AttributionCollector extends VgpuCollector {
       unattributedMem.add(
           (double) held.unattributedBytes().getOrDefault(g.identity().uuid(), 0L), gl);
     }
-    var writes = families.counter(EXPORTER_REGION_WRITES, help(16));
+    var writes = families.counter(EXPORTER_REGION_WRITES);
     service.regionWrites().forEach((f, n) -> writes.add(n, labels.nodeWith(node, "field", f)));
-    var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS, help(17));
+    var writeErrors = families.counter(EXPORTER_REGION_WRITE_ERRORS);
     service
         .regionWriteErrors()
         .forEach((r, n) -> writeErrors.add(n, labels.nodeWith(node, "reason", r)));

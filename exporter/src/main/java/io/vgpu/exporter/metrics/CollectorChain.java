@@ -7,36 +7,65 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.exposition.Family;
 import io.vgpu.exporter.exposition.FamilySource;
-import io.vgpu.exporter.exposition.UnsupportedFamilyException;
+import io.vgpu.exporter.node.NodeState;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Runs collectors in list order as one registration. The registry keeps collectors in a hash set,
- * so without this the exporter collector could run before the ones whose outcomes it reports.
- * Duplicate family names across members fail at construction.
+ * The one collector registered: on each scrape it builds one {@link NodeState} (every mapped region
+ * read once) and hands it to each member in list order, recording each member's outcome and
+ * duration ({@code vgpu_exporter_collector_success/duration_seconds}). Members run in list order
+ * because the exporter collector, last, reports the outcomes of the ones before it (a registry
+ * keeps its collectors in a hash set). Duplicate family names across members fail at construction.
+ *
+ * <p>The node state is a local of the scrape: it is built when the first member that wants a family
+ * asks (so a {@code name[]} filter that wants nothing of the regions reads none), and it is garbage
+ * once the scrape returns. Nothing keeps it between scrapes, so concurrent scrapes each hold their
+ * own and back-to-back scrapes never pile states up (each is ~1 MB at 200 containers); how many
+ * scrapes run at once is bounded where they arrive ({@code MetricsEndpoint}: one render per format
+ * shared by every waiting scrape, a few client_java scrapes at once).
  */
 final class CollectorChain implements MultiCollector, FamilySource {
-  private final List<InstrumentedCollector> members;
-  private final List<MetricFamilyDescriptor> descriptors;
-  private final java.util.function.Consumer<Object> scrapeEnded;
+  private static final Logger LOG = LoggerFactory.getLogger(CollectorChain.class);
 
   /**
-   * @param scrapeEnded told when all members have collected a scrape, so per-scrape state (the
-   *     shared NodeState) is released
+   * One member of the chain.
+   *
+   * @param name the {@code collector} label of its success and duration
    */
-  CollectorChain(
-      List<InstrumentedCollector> members, java.util.function.Consumer<Object> scrapeEnded) {
+  record Member(String name, VgpuCollector collector) {
+    Member {
+      Objects.requireNonNull(name, "name");
+      Objects.requireNonNull(collector, "collector");
+    }
+  }
+
+  private final List<Member> members;
+  private final Supplier<NodeState> nodeState;
+  private final CollectorStats stats;
+  private final List<MetricFamilyDescriptor> descriptors;
+
+  /**
+   * @param nodeState builds a fresh node state (reads every mapped region): called at most once a
+   *     scrape
+   * @param stats where each member's outcome and duration are recorded
+   */
+  CollectorChain(List<Member> members, Supplier<NodeState> nodeState, CollectorStats stats) {
     this.members = List.copyOf(members);
-    this.scrapeEnded = scrapeEnded;
+    this.nodeState = Objects.requireNonNull(nodeState, "nodeState");
+    this.stats = Objects.requireNonNull(stats, "stats");
     List<MetricFamilyDescriptor> all = new ArrayList<>();
     Set<String> names = new HashSet<>();
-    for (MultiCollector m : members) {
-      for (MetricFamilyDescriptor d : m.getMetricFamilyDescriptors()) {
+    for (Member m : members) {
+      for (MetricFamilyDescriptor d : m.collector().descriptors()) {
         if (!names.add(d.getPrometheusName())) {
           throw new IllegalArgumentException(
               "metric family registered twice: " + d.getPrometheusName());
@@ -52,50 +81,24 @@ final class CollectorChain implements MultiCollector, FamilySource {
     return collect(n -> true, null);
   }
 
-  @Override
-  public MetricSnapshots collect(PrometheusScrapeRequest request) {
-    return collect(n -> true, request);
-  }
-
-  @Override
-  public MetricSnapshots collect(Predicate<String> includedNames) {
-    return collect(includedNames, null);
-  }
-
+  /** The client_java path (protobuf, {@code name[]}): the same families as snapshots. */
   @Override
   public MetricSnapshots collect(Predicate<String> includedNames, PrometheusScrapeRequest request) {
-    // Members share one NodeState per scrape, keyed by the request's identity. A scrape without a
-    // request (registry.scrape(), tests, benchmarks) gets a fresh key so that every member still
-    // reads the regions once, not once per member.
-    PrometheusScrapeRequest scrape = request != null ? request : new UnnamedScrape();
-    List<MetricSnapshot> out = new ArrayList<>();
-    try {
-      for (InstrumentedCollector m : members) {
-        for (MetricSnapshot s : m.collect(includedNames, scrape)) {
-          out.add(s);
-        }
-      }
-    } finally {
-      scrapeEnded.accept(scrape);
+    List<Family> families = scrape(includedNames);
+    List<MetricSnapshot> out = new ArrayList<>(families.size());
+    for (Family f : families) {
+      out.add(f.toSnapshot());
     }
     return new MetricSnapshots(out);
   }
 
   /**
-   * One render's families from every member, sharing one NodeState, ordered by name as client_java
-   * orders a registry's snapshots (so both paths write the families in the same order).
+   * One render's families from every member, ordered by name as client_java orders a registry's
+   * snapshots (so both paths write the families in the same order).
    */
   @Override
-  public List<Family> families() throws UnsupportedFamilyException {
-    PrometheusScrapeRequest scrape = new UnnamedScrape();
-    List<Family> out = new ArrayList<>();
-    try {
-      for (InstrumentedCollector m : members) {
-        out.addAll(m.families(scrape));
-      }
-    } finally {
-      scrapeEnded.accept(scrape);
-    }
+  public List<Family> families() {
+    List<Family> out = scrape(n -> true);
     out.sort(Comparator.comparing(f -> f.metadata().getPrometheusName()));
     return out;
   }
@@ -105,16 +108,42 @@ final class CollectorChain implements MultiCollector, FamilySource {
     return descriptors;
   }
 
-  /** Identity of one scrape that arrived without an HTTP request: no path, no parameters. */
-  private static final class UnnamedScrape implements PrometheusScrapeRequest {
-    @Override
-    public String getRequestPath() {
-      return "";
+  /**
+   * One scrape: every member in order, sharing one node state. A member that throws is left out of
+   * this scrape and recorded as failed (one broken collector never fails the scrape); so is one
+   * whose node state could not be built (the next member that wants families tries again).
+   */
+  private List<Family> scrape(Predicate<String> includedNames) {
+    NodeState state = null;
+    List<Family> out = new ArrayList<>();
+    for (Member m : members) {
+      long start = System.nanoTime();
+      try {
+        if (m.collector().wantsAny(includedNames)) {
+          if (state == null) {
+            state = nodeState.get(); // timed as the first asking member's, as it waits for it
+          }
+          VgpuCollector.Sink sink = new VgpuCollector.Sink(includedNames);
+          m.collector().collect(state, sink);
+          out.addAll(sink.families());
+        }
+        stats.record(m.name(), true, System.nanoTime() - start);
+      } catch (CollectorUnavailableException e) {
+        LOG.atDebug()
+            .setMessage("collector unavailable")
+            .addKeyValue("collector", m.name())
+            .addKeyValue("reason", e.getMessage())
+            .log();
+        stats.record(m.name(), false, System.nanoTime() - start);
+      } catch (RuntimeException e) {
+        LOG.atError()
+            .setMessage("collector failed")
+            .addKeyValue("collector", m.name())
+            .setCause(e)
+            .log();
+        stats.record(m.name(), false, System.nanoTime() - start);
+      }
     }
-
-    @Override
-    public String[] getParameterValues(String name) {
-      return null;
-    }
+    return out;
   }
 }

@@ -1,6 +1,5 @@
 package io.vgpu.exporter.metrics;
 
-import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.config.ConfigException;
@@ -35,7 +34,7 @@ public final class Collectors {
       String name,
       String description,
       Predicate<ExporterConfig> enabled,
-      Function<CollectorContext, Optional<MultiCollector>> factory) {
+      Function<CollectorContext, Optional<VgpuCollector>> factory) {
     public Entry {
       Objects.requireNonNull(name, "name");
       Objects.requireNonNull(description, "description");
@@ -50,26 +49,25 @@ public final class Collectors {
               "region",
               "per container x device memory, limits and region-claimed utilization",
               c -> true,
-              ctx -> Optional.of(new RegionUsageCollector(ctx.states(), ctx.holders()))),
+              ctx -> Optional.of(new RegionUsageCollector(ctx.holders()))),
           new Entry(
               "container",
               "per container processes, last kernel, layout, stale/finished state",
               c -> true,
               ctx ->
                   Optional.of(
-                      new ContainerCollector(
-                          ctx.states(), ctx.config().get(Flags.POD_LABELS), ctx.holders()))),
+                      new ContainerCollector(ctx.config().get(Flags.POD_LABELS), ctx.holders()))),
           new Entry(
               "device",
               "per container x device: how the container holds it (vgpu, whole, mig, timeslice,"
                   + " mps, dra; regions and the kubelet's pod-resources API)",
               c -> true,
-              ctx -> Optional.of(new DeviceHoldingCollector(ctx.states(), ctx.holders()))),
+              ctx -> Optional.of(new DeviceHoldingCollector(ctx.holders()))),
           new Entry(
               "node",
               "HAMi node annotations (handshake age, registered devices, mutex)",
               c -> true,
-              ctx -> Optional.of(new NodeCollector(ctx.states()))),
+              ctx -> Optional.of(new NodeCollector())),
           new Entry(
               "hami",
               "HAMi vGPU monitor drop-in families (zone=\"vGPU\")",
@@ -77,7 +75,6 @@ public final class Collectors {
               ctx ->
                   Optional.of(
                       new HamiCompatCollector(
-                          ctx.states(),
                           ctx.attribution()
                               .map(HamiCompatCollector.UtilizationSource::reconciled)
                               .orElse(HamiCompatCollector.UtilizationSource.REGION)))),
@@ -86,24 +83,19 @@ public final class Collectors {
               "per GPU memory and utilization, NVML health and errors (hami_host_gpu_* too)",
               c -> c.get(Flags.NVML),
               ctx ->
-                  ctx.nvml()
-                      .map(
-                          sampler ->
-                              new NvmlCollector(ctx.states(), sampler, ctx.config().hamiCompat()))),
+                  ctx.nvml().map(sampler -> new NvmlCollector(sampler, ctx.config().hamiCompat()))),
           new Entry(
               "health",
               "per GPU power, temperature, clock event reasons, XID errors, ECC and remapped rows",
               c -> c.get(Flags.NVML),
-              ctx -> ctx.nvml().map(sampler -> new DeviceHealthCollector(ctx.states(), sampler))),
+              ctx -> ctx.nvml().map(sampler -> new DeviceHealthCollector(sampler))),
           new Entry(
               "attribution",
               "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
               c -> true,
               ctx ->
                   ctx.attribution()
-                      .map(
-                          service ->
-                              new AttributionCollector(ctx.states(), service, ctx.holders()))),
+                      .map(service -> new AttributionCollector(service, ctx.holders()))),
           new Entry(
               "evidence",
               "what the evidence pass could not judge (budgets, deadlines, stalls) and GPU processes of limited pods without a slot",
@@ -113,9 +105,7 @@ public final class Collectors {
                       .map(
                           pass ->
                               new EvidenceHealthCollector(
-                                  ctx.states(),
-                                  pass,
-                                  io.vgpu.exporter.node.DeadlineReads.shared()))),
+                                  pass, io.vgpu.exporter.node.DeadlineReads.shared()))),
           new Entry(
               "judgment",
               "the one judgment per container: doctor's verdict and WARN/FAIL findings by check,"
@@ -123,8 +113,7 @@ public final class Collectors {
               c -> true,
               ctx ->
                   Optional.of(
-                      new JudgmentCollector(
-                          ctx.states(), () -> ctx.evidence().flatMap(EvidencePass::latest)))),
+                      new JudgmentCollector(() -> ctx.evidence().flatMap(EvidencePass::latest)))),
           new Entry(
               "usage",
               "usage accounting: per container SM-busy seconds, memory byte-seconds, energy",
@@ -132,15 +121,13 @@ public final class Collectors {
               ctx ->
                   ctx.attribution()
                       .flatMap(AttributionService::usage)
-                      .map(u -> new UsageCollector(ctx.states(), u))),
+                      .map(u -> new UsageCollector(u))),
           new Entry(
               "exporter",
               "the exporter's own health (must stay last: reports this scrape's collectors)",
               c -> true,
               ctx ->
-                  Optional.of(
-                      new ExporterCollector(
-                          ctx.states(), ctx.build(), ctx.parseErrors(), ctx.stats()))));
+                  Optional.of(new ExporterCollector(ctx.build(), ctx.parseErrors(), ctx.stats()))));
 
   private Collectors() {}
 
@@ -189,17 +176,17 @@ public final class Collectors {
     if (!problems.isEmpty()) {
       throw new ConfigException(problems);
     }
-    List<InstrumentedCollector> chain = new ArrayList<>();
+    List<CollectorChain.Member> chain = new ArrayList<>();
     for (Entry e : ALL) {
       if (!only.test(e.name()) || !e.enabled().test(ctx.config()) || disabled.contains(e.name())) {
         continue;
       }
-      Optional<MultiCollector> c = e.factory().apply(ctx);
+      Optional<VgpuCollector> c = e.factory().apply(ctx);
       if (c.isPresent()) {
-        chain.add(new InstrumentedCollector(e.name(), c.get(), ctx.stats()));
+        chain.add(new CollectorChain.Member(e.name(), c.get()));
       }
     }
-    CollectorChain registered = new CollectorChain(chain, ctx.states()::endScrape);
+    CollectorChain registered = new CollectorChain(chain, ctx.states()::build, ctx.stats());
     registry.register(registered);
     return registered;
   }

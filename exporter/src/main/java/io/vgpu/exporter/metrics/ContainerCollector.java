@@ -2,15 +2,12 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
 import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.regioncodec.RegionSnapshot;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -37,73 +34,81 @@ import java.util.Set;
  */
 public final class ContainerCollector extends VgpuCollector {
   private static final String[] C = {L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID};
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Gauge CONTAINER_PROCESSES =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_PROCESSES,
+          "Slots in the container's regions by the one judgment's liveness (the word doctor, inspect, the status page and /api/v1/containers print): running and suspended are ALIVE slots by status, gone GONE (its process is gone), unknown UNKNOWN (cannot be judged from here, or the background evidence pass has not seen it yet); 0 once the pod finished.",
+          RegionUsageCollector.with(C, "state"));
+  private static final FamilySpec.Gauge CONTAINER_LAST_KERNEL_TIMESTAMP =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_LAST_KERNEL_TIMESTAMP,
+          "Unix time of the container's last kernel launch as the library recorded it (absent when never).",
+          C);
+  private static final FamilySpec.Info CONTAINER_REGION_INFO =
+      FamilySpec.info(
+          MetricNames.CONTAINER_REGION_INFO,
+          "Layout and version of each readable region in the container (value 1).",
+          with(C, "layout", "version"));
+  private static final FamilySpec.Info CONTAINER_INFO =
+      FamilySpec.info(
+          MetricNames.CONTAINER_INFO,
+          "Pod facts for the container: kind, QoS class, allow-listed pod labels (value 1).",
+          with(C, "container_kind", "qos_class"));
+  private static final FamilySpec.Gauge CONTAINER_STALE =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_STALE,
+          "1 when the container's pod no longer exists (past the grace period); the directory is left behind.",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_FINISHED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_FINISHED,
+          "1 when the pod Succeeded/Failed or the init container completed: usage is no longer exported.",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_CACHE_FILES =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_CACHE_FILES,
+          "Cache files in the container directory, by whether they could be mapped and read.",
+          with(C, "result"));
+  private static final FamilySpec.Gauge CONTAINER_REGION_DEGRADED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_REGION_DEGRADED,
+          "1 while libvgpu's side file says a process of the container could not use the shared region (cause: its token, or malformed): its limits hold for its process tree only, not container-wide.",
+          with(C, "cause"));
+  private static final FamilySpec.Gauge CONTAINER_REGION_UNREADABLE =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_REGION_UNREADABLE,
+          "1 while a cache file of the container cannot be read (reason: the codec's, e.g. unknown_version, unknown_size, bad_magic); absent while every file reads. The doctor calls such a container FAIL.",
+          with(C, "reason"));
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_PROCESSES,
-              "Slots in the container's regions by the one judgment's liveness (the word doctor, inspect, the status page and /api/v1/containers print): running and suspended are ALIVE slots by status, gone GONE (its process is gone), unknown UNKNOWN (cannot be judged from here, or the background evidence pass has not seen it yet); 0 once the pod finished.",
-              RegionUsageCollector.with(C, "state")),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_LAST_KERNEL_TIMESTAMP,
-              "Unix time of the container's last kernel launch as the library recorded it (absent when never).",
-              C),
-          Families.describe(
-              MetricType.INFO,
-              CONTAINER_REGION_INFO,
-              "Layout and version of each readable region in the container (value 1).",
-              with(C, "layout", "version")),
-          Families.describe(
-              MetricType.INFO,
-              CONTAINER_INFO,
-              "Pod facts for the container: kind, QoS class, allow-listed pod labels (value 1).",
-              with(C, "container_kind", "qos_class")),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_STALE,
-              "1 when the container's pod no longer exists (past the grace period); the directory is left behind.",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_FINISHED,
-              "1 when the pod Succeeded/Failed or the init container completed: usage is no longer exported.",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_CACHE_FILES,
-              "Cache files in the container directory, by whether they could be mapped and read.",
-              with(C, "result")),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_REGION_DEGRADED,
-              "1 while libvgpu's side file says a process of the container could not use the shared region (cause: its token, or malformed): its limits hold for its process tree only, not container-wide.",
-              with(C, "cause")),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_REGION_UNREADABLE,
-              "1 while a cache file of the container cannot be read (reason: the codec's, e.g. unknown_version, unknown_size, bad_magic); absent while every file reads. The doctor calls such a container FAIL.",
-              with(C, "reason")));
+          CONTAINER_PROCESSES,
+          CONTAINER_LAST_KERNEL_TIMESTAMP,
+          CONTAINER_REGION_INFO,
+          CONTAINER_INFO,
+          CONTAINER_STALE,
+          CONTAINER_FINISHED,
+          CONTAINER_CACHE_FILES,
+          CONTAINER_REGION_DEGRADED,
+          CONTAINER_REGION_UNREADABLE);
 
   private final Map<String, String> podLabelNames;
 
   private final HolderSource holders;
 
   /**
-   * @param states the scrape state
    * @param podLabelKeys allow-listed pod label keys (exported as {@code label_<sanitized key>})
    */
-  public ContainerCollector(NodeStateProvider states, List<String> podLabelKeys) {
-    this(states, podLabelKeys, HolderSource.NONE);
+  public ContainerCollector(List<String> podLabelKeys) {
+    this(podLabelKeys, HolderSource.NONE);
   }
 
   /**
    * @param holders containers without a region: {@code vgpu_container_processes} counts their GPU
    *     processes as running (NVML lists them; the other states are a region's and read 0)
    */
-  public ContainerCollector(
-      NodeStateProvider states, List<String> podLabelKeys, HolderSource holders) {
-    super(states);
+  public ContainerCollector(List<String> podLabelKeys, HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
     Map<String, String> names = new java.util.LinkedHashMap<>();
     for (String k : podLabelKeys) {
@@ -119,21 +124,16 @@ public final class ContainerCollector extends VgpuCollector {
   }
 
   @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
-  }
-
-  @Override
   protected void collect(NodeState state, Sink out) {
-    var processes = families.gauge(CONTAINER_PROCESSES, help(0));
-    var lastKernel = families.gauge(CONTAINER_LAST_KERNEL_TIMESTAMP, help(1));
-    var regionInfo = families.info(CONTAINER_REGION_INFO, help(2));
-    var info = families.info(CONTAINER_INFO, help(3));
-    var stale = families.gauge(CONTAINER_STALE, help(4));
-    var finished = families.gauge(CONTAINER_FINISHED, help(5));
-    var files = families.gauge(CONTAINER_CACHE_FILES, help(6));
-    var degraded = families.gauge(CONTAINER_REGION_DEGRADED, help(7));
-    var unreadable = families.gauge(CONTAINER_REGION_UNREADABLE, help(8));
+    var processes = families.gauge(CONTAINER_PROCESSES);
+    var lastKernel = families.gauge(CONTAINER_LAST_KERNEL_TIMESTAMP);
+    var regionInfo = families.info(CONTAINER_REGION_INFO);
+    var info = families.info(CONTAINER_INFO);
+    var stale = families.gauge(CONTAINER_STALE);
+    var finished = families.gauge(CONTAINER_FINISHED);
+    var files = families.gauge(CONTAINER_CACHE_FILES);
+    var degraded = families.gauge(CONTAINER_REGION_DEGRADED);
+    var unreadable = families.gauge(CONTAINER_REGION_UNREADABLE);
     for (ContainerState c : state.containers()) {
       Labels l = labels.container(state.node(), c);
       processes.add(

@@ -2,11 +2,8 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.ClockEventReason;
 import io.vgpu.exporter.nvml.DeviceHealth;
 import io.vgpu.exporter.nvml.EccCounts;
@@ -31,69 +28,79 @@ public final class DeviceHealthCollector extends VgpuCollector {
   private static final String[] G = {L_NODE, L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL};
 
   private final NvmlSampler sampler;
-  private final List<MetricFamilyDescriptor> descriptors =
-      List.of(
-          Families.describe(
-              MetricType.GAUGE, GPU_POWER, "Board power draw (NVML nvmlDeviceGetPowerUsage)", G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_TEMPERATURE,
-              "GPU die temperature in degrees Celsius (NVML_TEMPERATURE_GPU)",
-              G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_CLOCK_EVENT_REASONS,
-              "1 while the reason holds the GPU clocks down (nvmlDeviceGetCurrentClocksEventReasons;"
-                  + " other: a bit this exporter does not name)",
-              with(G, "reason")),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_XID_ERRORS,
-              "XID errors NVML reported through events since the exporter started, by XID (other:"
-                  + " beyond the label bound)",
-              with(G, "xid")),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_ECC_VOLATILE_ERRORS,
-              "ECC errors since the driver loaded (NVML_VOLATILE_ECC), by error corrected or"
-                  + " uncorrected",
-              with(G, "error")),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_ECC_AGGREGATE_ERRORS,
-              "ECC errors over the GPU's life (NVML_AGGREGATE_ECC), by error corrected or"
-                  + " uncorrected",
-              with(G, "error")),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_REMAPPED_ROWS,
-              "Memory rows remapped to spares, by the cause correctable or uncorrectable",
-              with(G, "cause")),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_ROW_REMAP_PENDING,
-              "1 while a row remapping waits for a GPU reset",
-              G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_ROW_REMAP_FAILURE,
-              "1 when a row remapping failed (no spare row left): the GPU needs service",
-              G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_HEALTH_UNAVAILABLE,
-              "1 for a health field NVML does not give for the GPU, with the nvmlReturn_t name as"
-                  + " reason (not_supported, function_not_found, no_permission, ...)",
-              with(G, "field", "reason")),
-          Families.describe(
-              MetricType.COUNTER,
-              EXPORTER_XID_EVENTS_UNMATCHED,
-              "XID events NVML delivered for a device handle that is no polled GPU (absent while"
-                  + " 0)",
-              L_NODE));
+  private static final FamilySpec.Gauge GPU_POWER =
+      FamilySpec.gauge(MetricNames.GPU_POWER, "Board power draw (NVML nvmlDeviceGetPowerUsage)", G);
+  private static final FamilySpec.Gauge GPU_TEMPERATURE =
+      FamilySpec.gauge(
+          MetricNames.GPU_TEMPERATURE,
+          "GPU die temperature in degrees Celsius (NVML_TEMPERATURE_GPU)",
+          G);
+  private static final FamilySpec.Gauge GPU_CLOCK_EVENT_REASONS =
+      FamilySpec.gauge(
+          MetricNames.GPU_CLOCK_EVENT_REASONS,
+          "1 while the reason holds the GPU clocks down (nvmlDeviceGetCurrentClocksEventReasons;"
+              + " other: a bit this exporter does not name)",
+          with(G, "reason"));
+  private static final FamilySpec.Counter GPU_XID_ERRORS =
+      FamilySpec.counter(
+          MetricNames.GPU_XID_ERRORS,
+          "XID errors NVML reported through events since the exporter started, by XID (other:"
+              + " beyond the label bound)",
+          with(G, "xid"));
+  private static final FamilySpec.Counter GPU_ECC_VOLATILE_ERRORS =
+      FamilySpec.counter(
+          MetricNames.GPU_ECC_VOLATILE_ERRORS,
+          "ECC errors since the driver loaded (NVML_VOLATILE_ECC), by error corrected or"
+              + " uncorrected",
+          with(G, "error"));
+  private static final FamilySpec.Counter GPU_ECC_AGGREGATE_ERRORS =
+      FamilySpec.counter(
+          MetricNames.GPU_ECC_AGGREGATE_ERRORS,
+          "ECC errors over the GPU's life (NVML_AGGREGATE_ECC), by error corrected or"
+              + " uncorrected",
+          with(G, "error"));
+  private static final FamilySpec.Gauge GPU_REMAPPED_ROWS =
+      FamilySpec.gauge(
+          MetricNames.GPU_REMAPPED_ROWS,
+          "Memory rows remapped to spares, by the cause correctable or uncorrectable",
+          with(G, "cause"));
+  private static final FamilySpec.Gauge GPU_ROW_REMAP_PENDING =
+      FamilySpec.gauge(
+          MetricNames.GPU_ROW_REMAP_PENDING, "1 while a row remapping waits for a GPU reset", G);
+  private static final FamilySpec.Gauge GPU_ROW_REMAP_FAILURE =
+      FamilySpec.gauge(
+          MetricNames.GPU_ROW_REMAP_FAILURE,
+          "1 when a row remapping failed (no spare row left): the GPU needs service",
+          G);
+  private static final FamilySpec.Gauge GPU_HEALTH_UNAVAILABLE =
+      FamilySpec.gauge(
+          MetricNames.GPU_HEALTH_UNAVAILABLE,
+          "1 for a health field NVML does not give for the GPU, with the nvmlReturn_t name as"
+              + " reason (not_supported, function_not_found, no_permission, ...)",
+          with(G, "field", "reason"));
+  private static final FamilySpec.Counter EXPORTER_XID_EVENTS_UNMATCHED =
+      FamilySpec.counter(
+          MetricNames.EXPORTER_XID_EVENTS_UNMATCHED,
+          "XID events NVML delivered for a device handle that is no polled GPU (absent while"
+              + " 0)",
+          L_NODE);
 
-  public DeviceHealthCollector(NodeStateProvider states, NvmlSampler sampler) {
-    super(states);
+  private static final List<FamilySpec> FAMILIES =
+      List.of(
+          GPU_POWER,
+          GPU_TEMPERATURE,
+          GPU_CLOCK_EVENT_REASONS,
+          GPU_XID_ERRORS,
+          GPU_ECC_VOLATILE_ERRORS,
+          GPU_ECC_AGGREGATE_ERRORS,
+          GPU_REMAPPED_ROWS,
+          GPU_ROW_REMAP_PENDING,
+          GPU_ROW_REMAP_FAILURE,
+          GPU_HEALTH_UNAVAILABLE,
+          EXPORTER_XID_EVENTS_UNMATCHED);
+
+  public DeviceHealthCollector(NvmlSampler sampler) {
+    super(FAMILIES);
     this.sampler = sampler;
   }
 
@@ -104,23 +111,18 @@ public final class DeviceHealthCollector extends VgpuCollector {
   }
 
   @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return descriptors;
-  }
-
-  @Override
   protected void collect(NodeState state, Sink out) {
     String node = state.node();
-    var power = families.gauge(GPU_POWER, help(0));
-    var temperature = families.gauge(GPU_TEMPERATURE, help(1));
-    var clocks = families.gauge(GPU_CLOCK_EVENT_REASONS, help(2));
-    var xid = families.counter(GPU_XID_ERRORS, help(3));
-    var eccVolatile = families.counter(GPU_ECC_VOLATILE_ERRORS, help(4));
-    var eccAggregate = families.counter(GPU_ECC_AGGREGATE_ERRORS, help(5));
-    var rows = families.gauge(GPU_REMAPPED_ROWS, help(6));
-    var pending = families.gauge(GPU_ROW_REMAP_PENDING, help(7));
-    var failure = families.gauge(GPU_ROW_REMAP_FAILURE, help(8));
-    var unavailable = families.gauge(GPU_HEALTH_UNAVAILABLE, help(9));
+    var power = families.gauge(GPU_POWER);
+    var temperature = families.gauge(GPU_TEMPERATURE);
+    var clocks = families.gauge(GPU_CLOCK_EVENT_REASONS);
+    var xid = families.counter(GPU_XID_ERRORS);
+    var eccVolatile = families.counter(GPU_ECC_VOLATILE_ERRORS);
+    var eccAggregate = families.counter(GPU_ECC_AGGREGATE_ERRORS);
+    var rows = families.gauge(GPU_REMAPPED_ROWS);
+    var pending = families.gauge(GPU_ROW_REMAP_PENDING);
+    var failure = families.gauge(GPU_ROW_REMAP_FAILURE);
+    var unavailable = families.gauge(GPU_HEALTH_UNAVAILABLE);
     for (GpuSnapshot g : sampler.latest().gpus()) {
       if (g.identity().migIndex() >= 0) {
         continue; // health is the physical GPU's
@@ -163,7 +165,7 @@ public final class DeviceHealthCollector extends VgpuCollector {
     out.add(failure.build());
     out.add(unavailable.build());
     long unmatched = sampler.unmatchedXidEvents();
-    var unmatchedFamily = families.counter(EXPORTER_XID_EVENTS_UNMATCHED, help(10));
+    var unmatchedFamily = families.counter(EXPORTER_XID_EVENTS_UNMATCHED);
     if (unmatched > 0) {
       unmatchedFamily.add((double) unmatched, labels.node(node));
     }

@@ -8,14 +8,11 @@ import static io.vgpu.exporter.metrics.MetricNames.L_NODE;
 import static io.vgpu.exporter.metrics.MetricNames.L_POD;
 import static io.vgpu.exporter.metrics.MetricNames.L_POD_UID;
 
-import io.prometheus.metrics.model.registry.MetricType;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
 import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -40,33 +37,28 @@ public final class DeviceHoldingCollector extends VgpuCollector {
     L_CONTAINER, L_DEVICE_UUID, L_MIG_PROFILE, L_NAMESPACE, L_NODE, L_POD, L_POD_UID, L_SHARING
   };
   private static final String[] VGPU_EXTRA = {L_DEVICE_UUID, L_MIG_PROFILE, L_SHARING};
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(
-          Families.describe(
-              MetricType.INFO,
-              CONTAINER_DEVICE_INFO,
-              "How the container holds the device (value 1): sharing=vgpu (a shared region),"
-                  + " whole, mig, timeslice, mps or dra (the kubelet's pod-resources assignment;"
-                  + " whole also for a pod's GPU process found by its cgroup while the kubelet has"
-                  + " not answered); mig_profile from a MIG resource name, else empty; device_uuid"
-                  + " empty for a DRA device that names no GPU.",
-              NAMES));
+  private static final FamilySpec.Info CONTAINER_DEVICE_INFO =
+      FamilySpec.info(
+          MetricNames.CONTAINER_DEVICE_INFO,
+          "How the container holds the device (value 1): sharing=vgpu (a shared region),"
+              + " whole, mig, timeslice, mps or dra (the kubelet's pod-resources assignment;"
+              + " whole also for a pod's GPU process found by its cgroup while the kubelet has"
+              + " not answered); mig_profile from a MIG resource name, else empty; device_uuid"
+              + " empty for a DRA device that names no GPU.",
+          NAMES);
+
+  private static final List<FamilySpec> FAMILIES = List.of(CONTAINER_DEVICE_INFO);
 
   private final HolderSource holders;
 
-  public DeviceHoldingCollector(NodeStateProvider states, HolderSource holders) {
-    super(states);
+  public DeviceHoldingCollector(HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
   }
 
   @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
-  }
-
-  @Override
   protected void collect(NodeState state, Sink out) {
-    var info = families.info(CONTAINER_DEVICE_INFO, help(0));
+    var info = families.info(CONTAINER_DEVICE_INFO);
     String node = state.node();
     for (ContainerState c : state.containers()) {
       if (c.finished() || c.stale()) {

@@ -2,16 +2,13 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeadlineReads;
 import io.vgpu.exporter.node.EvidenceCollector;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeEvidence;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -34,44 +31,51 @@ import java.util.TreeMap;
  * Reads the latest pass only (no I/O in a scrape).
  */
 public final class EvidenceHealthCollector extends VgpuCollector {
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Gauge EVIDENCE_PASS_AGE =
+      FamilySpec.gauge(
+          MetricNames.EVIDENCE_PASS_AGE,
+          "Seconds since the latest evidence pass (slot liveness, status page) finished.",
+          L_NODE);
+  private static final FamilySpec.Gauge EVIDENCE_PASS_STALLED =
+      FamilySpec.gauge(
+          MetricNames.EVIDENCE_PASS_STALLED,
+          "1 while the evidence pass loop is stuck in a pass or failing (readiness is then false).",
+          L_NODE);
+  private static final FamilySpec.Gauge EVIDENCE_UNSEEN_PROCESSES =
+      FamilySpec.gauge(
+          MetricNames.EVIDENCE_UNSEEN_PROCESSES,
+          "Pod processes the latest evidence pass did not see whole, by reason (pass_budget, pod_budget, maps_too_large, unreadable, deadline): their pods' slots stay UNKNOWN, never GONE.",
+          L_NODE,
+          "reason");
+  private static final FamilySpec.Gauge EVIDENCE_PODS_NOT_FULLY_SEEN =
+      FamilySpec.gauge(
+          MetricNames.EVIDENCE_PODS_NOT_FULLY_SEEN,
+          "Pods with a process the latest evidence pass did not see whole.",
+          L_NODE);
+  private static final FamilySpec.Counter TENANT_READS_GIVEN_UP =
+      FamilySpec.counter(
+          MetricNames.TENANT_READS_GIVEN_UP,
+          "Reads of tenant files (maps, environ, ld.so.preload) given up at their deadline or because earlier reads are still blocked.",
+          L_NODE);
+  private static final FamilySpec.Gauge CONTAINER_UNSLOTTED_PROCESSES =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_UNSLOTTED_PROCESSES,
+          "GPU processes of a pod whose regions set limits that hold no slot in any of them (no limit applies), by reason (library_not_loaded, not_registered).",
+          L_NODE,
+          L_NAMESPACE,
+          L_POD,
+          L_CONTAINER,
+          L_POD_UID,
+          "reason");
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              EVIDENCE_PASS_AGE,
-              "Seconds since the latest evidence pass (slot liveness, status page) finished.",
-              L_NODE),
-          Families.describe(
-              MetricType.GAUGE,
-              EVIDENCE_PASS_STALLED,
-              "1 while the evidence pass loop is stuck in a pass or failing (readiness is then false).",
-              L_NODE),
-          Families.describe(
-              MetricType.GAUGE,
-              EVIDENCE_UNSEEN_PROCESSES,
-              "Pod processes the latest evidence pass did not see whole, by reason (pass_budget, pod_budget, maps_too_large, unreadable, deadline): their pods' slots stay UNKNOWN, never GONE.",
-              L_NODE,
-              "reason"),
-          Families.describe(
-              MetricType.GAUGE,
-              EVIDENCE_PODS_NOT_FULLY_SEEN,
-              "Pods with a process the latest evidence pass did not see whole.",
-              L_NODE),
-          Families.describe(
-              MetricType.COUNTER,
-              TENANT_READS_GIVEN_UP,
-              "Reads of tenant files (maps, environ, ld.so.preload) given up at their deadline or because earlier reads are still blocked.",
-              L_NODE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_UNSLOTTED_PROCESSES,
-              "GPU processes of a pod whose regions set limits that hold no slot in any of them (no limit applies), by reason (library_not_loaded, not_registered).",
-              L_NODE,
-              L_NAMESPACE,
-              L_POD,
-              L_CONTAINER,
-              L_POD_UID,
-              "reason"));
+          EVIDENCE_PASS_AGE,
+          EVIDENCE_PASS_STALLED,
+          EVIDENCE_UNSEEN_PROCESSES,
+          EVIDENCE_PODS_NOT_FULLY_SEEN,
+          TENANT_READS_GIVEN_UP,
+          CONTAINER_UNSLOTTED_PROCESSES);
 
   private static final String[] UNSLOTTED_NAMES = {
     L_CONTAINER, L_NAMESPACE, L_NODE, L_POD, L_POD_UID, "reason"
@@ -80,15 +84,10 @@ public final class EvidenceHealthCollector extends VgpuCollector {
   private final EvidencePass pass;
   private final DeadlineReads reads;
 
-  public EvidenceHealthCollector(NodeStateProvider states, EvidencePass pass, DeadlineReads reads) {
-    super(states);
+  public EvidenceHealthCollector(EvidencePass pass, DeadlineReads reads) {
+    super(FAMILIES);
     this.pass = pass;
     this.reads = reads;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override
@@ -99,30 +98,26 @@ public final class EvidenceHealthCollector extends VgpuCollector {
     latest.ifPresent(
         p -> {
           double age = Duration.between(p.evidence().now(), state.at()).toMillis() / 1000.0;
-          out.add(
-              families.gauge(EVIDENCE_PASS_AGE, help(0)).add(Math.max(0, age), nodeLabels).build());
+          out.add(families.gauge(EVIDENCE_PASS_AGE).add(Math.max(0, age), nodeLabels).build());
         });
     out.add(
         families
-            .gauge(EVIDENCE_PASS_STALLED, help(1))
+            .gauge(EVIDENCE_PASS_STALLED)
             .add(pass.loopHealth().problem().isPresent() ? 1 : 0, nodeLabels)
             .build());
     Map<String, Integer> unseen = latest.map(p -> p.evidence().unseenProcesses()).orElse(Map.of());
-    var byReason = families.gauge(EVIDENCE_UNSEEN_PROCESSES, help(2));
+    var byReason = families.gauge(EVIDENCE_UNSEEN_PROCESSES);
     for (String reason : EvidenceCollector.shortfallReasons()) {
       byReason.add(unseen.getOrDefault(reason, 0), labels.nodeWith(node, "reason", reason));
     }
     out.add(byReason.build());
     out.add(
         families
-            .gauge(EVIDENCE_PODS_NOT_FULLY_SEEN, help(3))
+            .gauge(EVIDENCE_PODS_NOT_FULLY_SEEN)
             .add(latest.map(p -> p.evidence().podsNotFullySeen().size()).orElse(0), nodeLabels)
             .build());
     out.add(
-        families
-            .counter(TENANT_READS_GIVEN_UP, help(4))
-            .add((double) reads.givenUp(), nodeLabels)
-            .build());
+        families.counter(TENANT_READS_GIVEN_UP).add((double) reads.givenUp(), nodeLabels).build());
     if (latest.isEmpty()) {
       return;
     }
@@ -147,7 +142,7 @@ public final class EvidenceHealthCollector extends VgpuCollector {
               u.reason());
       counts.merge(values, 1, Integer::sum);
     }
-    var unslotted = families.gauge(CONTAINER_UNSLOTTED_PROCESSES, help(5));
+    var unslotted = families.gauge(CONTAINER_UNSLOTTED_PROCESSES);
     counts.forEach(
         (values, n) -> unslotted.add(n, labels.of(UNSLOTTED_NAMES, values.toArray(new String[0]))));
     out.add(unslotted.build());

@@ -1,6 +1,5 @@
 package io.vgpu.exporter.metrics;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.DuplicateLabelsException;
@@ -9,7 +8,6 @@ import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapsho
 import io.prometheus.metrics.model.snapshots.InfoSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot.InfoDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.prometheus.metrics.model.snapshots.MetricMetadata;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.Unit;
@@ -111,8 +109,7 @@ public final class Families {
 
   /** Metadata with the unit its name ends in ({@code _bytes}, {@code _seconds}, {@code _ratio}). */
   public static MetricMetadata metadata(String name, String help) {
-    Unit unit = unitOf(name);
-    return unit == null ? new MetricMetadata(name, help) : new MetricMetadata(name, help, unit);
+    return FamilySpec.metadata(name, help);
   }
 
   /** Cached by name; rebuilt when the help text or unit asked for differs from the cached one. */
@@ -145,22 +142,23 @@ public final class Families {
     return new Info(cachedMetadata(name, help, null)); // info families carry no unit
   }
 
-  private static Unit unitOf(String name) {
-    if (name.endsWith("_bytes")) {
-      return Unit.BYTES;
-    }
-    if (name.endsWith("_seconds")) {
-      return Unit.SECONDS;
-    }
-    if (name.endsWith("_ratio")) {
-      return Unit.RATIO;
-    }
-    return null;
+  /** The gauge family {@code spec} declares, under construction. */
+  public Gauge gauge(FamilySpec.Gauge spec) {
+    return gauge(spec.name(), spec.help());
   }
 
-  public static MetricFamilyDescriptor describe(
-      MetricType type, String name, String help, String... labels) {
-    return MetricFamilyDescriptor.of(type, metadata(name, help), List.of(labels));
+  /** The counter family {@code spec} declares, under construction. */
+  public Counter counter(FamilySpec.Counter spec) {
+    return counter(spec.name(), spec.help());
+  }
+
+  /** The info family {@code spec} declares, under construction. */
+  public Info info(FamilySpec.Info spec) {
+    return info(spec.name(), spec.help());
+  }
+
+  private static Unit unitOf(String name) {
+    return FamilySpec.unitOf(name);
   }
 
   /** A family under construction: points in the order added, sorted once by {@link #finish}. */

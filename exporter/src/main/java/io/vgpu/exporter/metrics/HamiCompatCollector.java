@@ -2,14 +2,11 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.AttributionService;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 import java.util.Objects;
 
@@ -31,33 +28,43 @@ public final class HamiCompatCollector extends VgpuCollector {
   private static final String[] H = {
     L_NAMESPACE, L_POD, L_CONTAINER, L_HAMI_VDEVICE_INDEX, L_DEVICE_UUID, HAMI_ZONE_LABEL
   };
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Gauge HAMI_VGPU_MEMORY_USED =
+      FamilySpec.gauge(MetricNames.HAMI_VGPU_MEMORY_USED, "vGPU device memory usage in bytes", H);
+  private static final FamilySpec.Gauge HAMI_VGPU_MEMORY_LIMIT =
+      FamilySpec.gauge(MetricNames.HAMI_VGPU_MEMORY_LIMIT, "vGPU device memory limit in bytes", H);
+  private static final FamilySpec.Gauge HAMI_CONTAINER_DEVICE_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.HAMI_CONTAINER_DEVICE_UTILIZATION,
+          "Container device SM utilization ratio",
+          H);
+  private static final FamilySpec.Gauge HAMI_CONTAINER_DEVICE_MEMORY =
+      FamilySpec.gauge(
+          MetricNames.HAMI_CONTAINER_DEVICE_MEMORY, "Container device memory usage in bytes", H);
+  private static final FamilySpec.Gauge HAMI_CONTAINER_LAST_KERNEL_ELAPSED =
+      FamilySpec.gauge(
+          MetricNames.HAMI_CONTAINER_LAST_KERNEL_ELAPSED,
+          "Seconds since last kernel execution in container",
+          H);
+  private static final FamilySpec.Gauge HAMI_VGPU_MEMORY_CONTEXT =
+      FamilySpec.gauge(
+          MetricNames.HAMI_VGPU_MEMORY_CONTEXT, "vGPU device context memory in bytes", H);
+  private static final FamilySpec.Gauge HAMI_VGPU_MEMORY_MODULE =
+      FamilySpec.gauge(
+          MetricNames.HAMI_VGPU_MEMORY_MODULE, "vGPU device module memory in bytes", H);
+  private static final FamilySpec.Gauge HAMI_VGPU_MEMORY_BUFFER =
+      FamilySpec.gauge(
+          MetricNames.HAMI_VGPU_MEMORY_BUFFER, "vGPU device buffer memory in bytes", H);
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.GAUGE, HAMI_VGPU_MEMORY_USED, "vGPU device memory usage in bytes", H),
-          Families.describe(
-              MetricType.GAUGE, HAMI_VGPU_MEMORY_LIMIT, "vGPU device memory limit in bytes", H),
-          Families.describe(
-              MetricType.GAUGE,
-              HAMI_CONTAINER_DEVICE_UTILIZATION,
-              "Container device SM utilization ratio",
-              H),
-          Families.describe(
-              MetricType.GAUGE,
-              HAMI_CONTAINER_DEVICE_MEMORY,
-              "Container device memory usage in bytes",
-              H),
-          Families.describe(
-              MetricType.GAUGE,
-              HAMI_CONTAINER_LAST_KERNEL_ELAPSED,
-              "Seconds since last kernel execution in container",
-              H),
-          Families.describe(
-              MetricType.GAUGE, HAMI_VGPU_MEMORY_CONTEXT, "vGPU device context memory in bytes", H),
-          Families.describe(
-              MetricType.GAUGE, HAMI_VGPU_MEMORY_MODULE, "vGPU device module memory in bytes", H),
-          Families.describe(
-              MetricType.GAUGE, HAMI_VGPU_MEMORY_BUFFER, "vGPU device buffer memory in bytes", H));
+          HAMI_VGPU_MEMORY_USED,
+          HAMI_VGPU_MEMORY_LIMIT,
+          HAMI_CONTAINER_DEVICE_UTILIZATION,
+          HAMI_CONTAINER_DEVICE_MEMORY,
+          HAMI_CONTAINER_LAST_KERNEL_ELAPSED,
+          HAMI_VGPU_MEMORY_CONTEXT,
+          HAMI_VGPU_MEMORY_MODULE,
+          HAMI_VGPU_MEMORY_BUFFER);
 
   /** Where the utilization family's value comes from. */
   @FunctionalInterface
@@ -80,14 +87,9 @@ public final class HamiCompatCollector extends VgpuCollector {
 
   private final UtilizationSource utilization;
 
-  public HamiCompatCollector(NodeStateProvider states, UtilizationSource utilization) {
-    super(states);
+  public HamiCompatCollector(UtilizationSource utilization) {
+    super(FAMILIES);
     this.utilization = Objects.requireNonNull(utilization, "utilization");
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   /** Last scrape's series count, so the dedup set is sized once instead of grown. */
@@ -95,14 +97,14 @@ public final class HamiCompatCollector extends VgpuCollector {
 
   @Override
   protected void collect(NodeState state, Sink out) {
-    var used = families.gauge(HAMI_VGPU_MEMORY_USED, help(0));
-    var limit = families.gauge(HAMI_VGPU_MEMORY_LIMIT, help(1));
-    var util = families.gauge(HAMI_CONTAINER_DEVICE_UTILIZATION, help(2));
-    var mem = families.gauge(HAMI_CONTAINER_DEVICE_MEMORY, help(3));
-    var elapsed = families.gauge(HAMI_CONTAINER_LAST_KERNEL_ELAPSED, help(4));
-    var ctx = families.gauge(HAMI_VGPU_MEMORY_CONTEXT, help(5));
-    var module = families.gauge(HAMI_VGPU_MEMORY_MODULE, help(6));
-    var buffer = families.gauge(HAMI_VGPU_MEMORY_BUFFER, help(7));
+    var used = families.gauge(HAMI_VGPU_MEMORY_USED);
+    var limit = families.gauge(HAMI_VGPU_MEMORY_LIMIT);
+    var util = families.gauge(HAMI_CONTAINER_DEVICE_UTILIZATION);
+    var mem = families.gauge(HAMI_CONTAINER_DEVICE_MEMORY);
+    var elapsed = families.gauge(HAMI_CONTAINER_LAST_KERNEL_ELAPSED);
+    var ctx = families.gauge(HAMI_VGPU_MEMORY_CONTEXT);
+    var module = families.gauge(HAMI_VGPU_MEMORY_MODULE);
+    var buffer = families.gauge(HAMI_VGPU_MEMORY_BUFFER);
     UtilizationSource u = utilization;
     long now = state.at().getEpochSecond();
     // Without pod_uid two unknown pods (API server down) can share a label set: keep the first.

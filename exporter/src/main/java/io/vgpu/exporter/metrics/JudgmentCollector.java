@@ -4,9 +4,7 @@ import static io.vgpu.exporter.metrics.MetricNames.CONTAINER_FINDINGS;
 import static io.vgpu.exporter.metrics.MetricNames.CONTAINER_VERDICT;
 import static io.vgpu.exporter.metrics.MetricNames.NODE_FINDINGS;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.discovery.ContainerKey;
 import io.vgpu.exporter.doctor.Checks;
 import io.vgpu.exporter.doctor.Doctor;
@@ -17,7 +15,6 @@ import io.vgpu.exporter.doctor.Severity;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.EvidencePass;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -59,28 +56,29 @@ public final class JudgmentCollector extends VgpuCollector {
   /** The verdict of a container the latest pass has not judged yet (new since, or no pass yet). */
   public static final double NOT_JUDGED = -1;
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_VERDICT,
-              "The doctor's verdict about the container, as the status page shows it: 0 OK, 1 WARN,"
-                  + " 2 FAIL, -1 not judged yet (UNKNOWN)",
-              C),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_FINDINGS,
-              "WARN and FAIL findings of the doctor about the container or its pod, by check and"
-                  + " level (warn, fail); absent when none",
-              CF),
-          Families.describe(
-              MetricType.GAUGE,
-              NODE_FINDINGS,
-              "WARN and FAIL findings of the doctor about the node itself (handshake,"
-                  + " registration, NVML), by check and level; absent when none",
-              MetricNames.L_NODE,
-              L_CHECK,
-              L_LEVEL));
+  private static final FamilySpec.Gauge CONTAINER_VERDICT =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_VERDICT,
+          "The doctor's verdict about the container, as the status page shows it: 0 OK, 1 WARN,"
+              + " 2 FAIL, -1 not judged yet (UNKNOWN)",
+          C);
+  private static final FamilySpec.Gauge CONTAINER_FINDINGS =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_FINDINGS,
+          "WARN and FAIL findings of the doctor about the container or its pod, by check and"
+              + " level (warn, fail); absent when none",
+          CF);
+  private static final FamilySpec.Gauge NODE_FINDINGS =
+      FamilySpec.gauge(
+          MetricNames.NODE_FINDINGS,
+          "WARN and FAIL findings of the doctor about the node itself (handshake,"
+              + " registration, NVML), by check and level; absent when none",
+          MetricNames.L_NODE,
+          L_CHECK,
+          L_LEVEL);
+
+  private static final List<FamilySpec> FAMILIES =
+      List.of(CONTAINER_VERDICT, CONTAINER_FINDINGS, NODE_FINDINGS);
 
   /** One pass, judged. */
   record Judged(
@@ -102,14 +100,9 @@ public final class JudgmentCollector extends VgpuCollector {
   /**
    * @param passes the latest evidence pass (the one the status page judges)
    */
-  public JudgmentCollector(NodeStateProvider states, Supplier<Optional<EvidencePass.Pass>> passes) {
-    super(states);
+  public JudgmentCollector(Supplier<Optional<EvidencePass.Pass>> passes) {
+    super(FAMILIES);
     this.passes = passes;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   /** The latest finished judgment; starts judging a newer pass in the background. */
@@ -156,8 +149,8 @@ public final class JudgmentCollector extends VgpuCollector {
   protected void collect(NodeState state, Sink out) {
     Optional<Judged> j = judged();
     String node = state.node();
-    var verdict = families.gauge(CONTAINER_VERDICT, help(0));
-    var findings = families.gauge(CONTAINER_FINDINGS, help(1));
+    var verdict = families.gauge(CONTAINER_VERDICT);
+    var findings = families.gauge(CONTAINER_FINDINGS);
     for (ContainerState c : state.containers()) {
       Judgment.Container judged = j.map(x -> x.containers().get(c.key())).orElse(null);
       Labels cl = labels.container(node, c);
@@ -172,7 +165,7 @@ public final class JudgmentCollector extends VgpuCollector {
             e.getValue(), labels.containerWithAll(node, c, new String[] {L_CHECK, L_LEVEL}, key));
       }
     }
-    var nodeFindings = families.gauge(NODE_FINDINGS, help(2));
+    var nodeFindings = families.gauge(NODE_FINDINGS);
     if (j.isPresent()) {
       for (Map.Entry<String, Integer> e : countByCheck(j.get().node()).entrySet()) {
         String[] key = e.getKey().split(" ", 2);

@@ -2,12 +2,9 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.time.Duration;
 import java.util.List;
 
@@ -22,31 +19,27 @@ import java.util.List;
  * </pre>
  */
 public final class NodeCollector extends VgpuCollector {
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
-      List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              NODE_HANDSHAKE_AGE,
-              "Seconds since the device plugin last wrote hami.io/node-handshake (the scheduler distrusts the node past ~300 s).",
-              L_NODE),
-          Families.describe(
-              MetricType.GAUGE,
-              NODE_REGISTERED_DEVICES,
-              "GPUs registered in hami.io/node-nvidia-register (0 when absent: the device plugin did not register).",
-              L_NODE),
-          Families.describe(
-              MetricType.GAUGE,
-              NODE_MUTEX_LOCKED,
-              "1 while hami.io/mutex.lock is present (the scheduler is allocating on this node, or a stuck lock).",
-              L_NODE));
+  private static final FamilySpec.Gauge NODE_HANDSHAKE_AGE =
+      FamilySpec.gauge(
+          MetricNames.NODE_HANDSHAKE_AGE,
+          "Seconds since the device plugin last wrote hami.io/node-handshake (the scheduler distrusts the node past ~300 s).",
+          L_NODE);
+  private static final FamilySpec.Gauge NODE_REGISTERED_DEVICES =
+      FamilySpec.gauge(
+          MetricNames.NODE_REGISTERED_DEVICES,
+          "GPUs registered in hami.io/node-nvidia-register (0 when absent: the device plugin did not register).",
+          L_NODE);
+  private static final FamilySpec.Gauge NODE_MUTEX_LOCKED =
+      FamilySpec.gauge(
+          MetricNames.NODE_MUTEX_LOCKED,
+          "1 while hami.io/mutex.lock is present (the scheduler is allocating on this node, or a stuck lock).",
+          L_NODE);
 
-  public NodeCollector(NodeStateProvider states) {
-    super(states);
-  }
+  private static final List<FamilySpec> FAMILIES =
+      List.of(NODE_HANDSHAKE_AGE, NODE_REGISTERED_DEVICES, NODE_MUTEX_LOCKED);
 
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
+  public NodeCollector() {
+    super(FAMILIES);
   }
 
   @Override
@@ -56,13 +49,13 @@ public final class NodeCollector extends VgpuCollector {
       return;
     }
     Labels l = labels.node(state.node());
-    var age = families.gauge(NODE_HANDSHAKE_AGE, DESCRIPTORS.get(0).getMetadata().getHelp());
+    var age = families.gauge(NODE_HANDSHAKE_AGE);
     m.handshake()
         .ifPresent(
             t -> age.add(Math.max(0, Duration.between(t, state.at()).toMillis() / 1000.0), l));
-    var reg = families.gauge(NODE_REGISTERED_DEVICES, DESCRIPTORS.get(1).getMetadata().getHelp());
+    var reg = families.gauge(NODE_REGISTERED_DEVICES);
     m.registeredDevices().ifPresent(n -> reg.add(n, l));
-    var mutex = families.gauge(NODE_MUTEX_LOCKED, DESCRIPTORS.get(2).getMetadata().getHelp());
+    var mutex = families.gauge(NODE_MUTEX_LOCKED);
     mutex.add(m.mutexLocked() ? 1 : 0, l);
     RegionUsageCollector.addIf(out, NODE_HANDSHAKE_AGE, age.build());
     RegionUsageCollector.addIf(out, NODE_REGISTERED_DEVICES, reg.build());

@@ -2,11 +2,8 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.nvml.GpuSnapshot;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
@@ -32,61 +29,57 @@ public final class NvmlCollector extends VgpuCollector {
 
   private final NvmlSampler sampler;
   private final boolean hamiCompat;
-  private final List<MetricFamilyDescriptor> descriptors;
+  private static final FamilySpec.Gauge GPU_MEMORY_USED =
+      FamilySpec.gauge(MetricNames.GPU_MEMORY_USED, "GPU memory in use (NVML)", G);
+  private static final FamilySpec.Gauge GPU_MEMORY_TOTAL =
+      FamilySpec.gauge(MetricNames.GPU_MEMORY_TOTAL, "GPU memory size (NVML)", G);
+  private static final FamilySpec.Gauge GPU_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.GPU_UTILIZATION,
+          "Share of time a kernel ran on the GPU (NVML, averaged over the sampler window)",
+          G);
+  private static final FamilySpec.Gauge EXPORTER_NVML_UP =
+      FamilySpec.gauge(
+          MetricNames.EXPORTER_NVML_UP, "1 while NVML is initialised and answering", L_NODE);
+  private static final FamilySpec.Counter EXPORTER_NVML_ERRORS =
+      FamilySpec.counter(
+          MetricNames.EXPORTER_NVML_ERRORS,
+          "Failed NVML calls by nvmlReturn_t code",
+          L_NODE,
+          "return_code");
+  private static final FamilySpec.Gauge HAMI_HOST_GPU_MEMORY_USED =
+      FamilySpec.gauge(
+          MetricNames.HAMI_HOST_GPU_MEMORY_USED, "GPU device memory usage in bytes", H);
+  private static final FamilySpec.Gauge HAMI_HOST_GPU_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.HAMI_HOST_GPU_UTILIZATION, "GPU core utilization ratio (0-100)", H);
+  private static final FamilySpec.Gauge HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
+          "GPU memory controller utilization ratio (0-100)",
+          H);
 
-  public NvmlCollector(NodeStateProvider states, NvmlSampler sampler, boolean hamiCompat) {
-    super(states);
+  public NvmlCollector(NvmlSampler sampler, boolean hamiCompat) {
+    super(families(hamiCompat));
     this.sampler = sampler;
     this.hamiCompat = hamiCompat;
-    List<MetricFamilyDescriptor> d = new ArrayList<>();
-    d.add(Families.describe(MetricType.GAUGE, GPU_MEMORY_USED, "GPU memory in use (NVML)", G));
-    d.add(Families.describe(MetricType.GAUGE, GPU_MEMORY_TOTAL, "GPU memory size (NVML)", G));
-    d.add(
-        Families.describe(
-            MetricType.GAUGE,
-            GPU_UTILIZATION,
-            "Share of time a kernel ran on the GPU (NVML, averaged over the sampler window)",
-            G));
-    d.add(
-        Families.describe(
-            MetricType.GAUGE,
-            EXPORTER_NVML_UP,
-            "1 while NVML is initialised and answering",
-            L_NODE));
-    d.add(
-        Families.describe(
-            MetricType.COUNTER,
-            EXPORTER_NVML_ERRORS,
-            "Failed NVML calls by nvmlReturn_t code",
-            L_NODE,
-            "return_code"));
+  }
+
+  /** NVML's own families, and HAMi's host families with --hami-compat. */
+  private static List<FamilySpec> families(boolean hamiCompat) {
+    List<FamilySpec> d = new ArrayList<>();
+    d.addAll(List.of(GPU_MEMORY_USED, GPU_MEMORY_TOTAL, GPU_UTILIZATION));
+    d.addAll(List.of(EXPORTER_NVML_UP, EXPORTER_NVML_ERRORS));
     if (hamiCompat) {
-      d.add(
-          Families.describe(
-              MetricType.GAUGE, HAMI_HOST_GPU_MEMORY_USED, "GPU device memory usage in bytes", H));
-      d.add(
-          Families.describe(
-              MetricType.GAUGE,
-              HAMI_HOST_GPU_UTILIZATION,
-              "GPU core utilization ratio (0-100)",
-              H));
-      d.add(
-          Families.describe(
-              MetricType.GAUGE,
-              HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
-              "GPU memory controller utilization ratio (0-100)",
-              H));
+      d.add(HAMI_HOST_GPU_MEMORY_USED);
+      d.add(HAMI_HOST_GPU_UTILIZATION);
+      d.add(HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION);
     }
-    this.descriptors = List.copyOf(d);
+    return d;
   }
 
   public NvmlSampler sampler() {
     return sampler;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return descriptors;
   }
 
   /** {node, device_index, device_uuid, model} of a GPU; MIG devices carry their parent's index. */
@@ -102,11 +95,11 @@ public final class NvmlCollector extends VgpuCollector {
   protected void collect(NodeState state, Sink out) {
     NvmlSnapshot snap = sampler.latest();
     String node = state.node();
-    var used = families.gauge(GPU_MEMORY_USED, descriptors.get(0).getMetadata().getHelp());
-    var total = families.gauge(GPU_MEMORY_TOTAL, descriptors.get(1).getMetadata().getHelp());
-    var util = families.gauge(GPU_UTILIZATION, descriptors.get(2).getMetadata().getHelp());
-    var up = families.gauge(EXPORTER_NVML_UP, descriptors.get(3).getMetadata().getHelp());
-    var errors = families.counter(EXPORTER_NVML_ERRORS, descriptors.get(4).getMetadata().getHelp());
+    var used = families.gauge(GPU_MEMORY_USED);
+    var total = families.gauge(GPU_MEMORY_TOTAL);
+    var util = families.gauge(GPU_UTILIZATION);
+    var up = families.gauge(EXPORTER_NVML_UP);
+    var errors = families.counter(EXPORTER_NVML_ERRORS);
     for (GpuSnapshot g : snap.gpus()) {
       Labels l = gpuLabels(labels, node, g);
       g.memory()
@@ -127,14 +120,9 @@ public final class NvmlCollector extends VgpuCollector {
     out.add(up.build());
     out.add(errors.build());
     if (hamiCompat) {
-      var hUsed =
-          families.gauge(HAMI_HOST_GPU_MEMORY_USED, descriptors.get(5).getMetadata().getHelp());
-      var hUtil =
-          families.gauge(HAMI_HOST_GPU_UTILIZATION, descriptors.get(6).getMetadata().getHelp());
-      var hMem =
-          families.gauge(
-              HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION,
-              descriptors.get(7).getMetadata().getHelp());
+      var hUsed = families.gauge(HAMI_HOST_GPU_MEMORY_USED);
+      var hUtil = families.gauge(HAMI_HOST_GPU_UTILIZATION);
+      var hMem = families.gauge(HAMI_HOST_GPU_MEMORY_CONTROLLER_UTILIZATION);
       for (GpuSnapshot g : snap.gpus()) {
         if (g.identity().migIndex() >= 0) {
           continue; // HAMi's host families are per physical GPU

@@ -2,13 +2,10 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.DeviceUsageSummary;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -29,68 +26,80 @@ public final class RegionUsageCollector extends VgpuCollector {
   private static final String[] DEVICE = {
     L_NODE, L_NAMESPACE, L_POD, L_CONTAINER, L_POD_UID, L_DEVICE_INDEX, L_DEVICE_UUID
   };
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Gauge CONTAINER_MEMORY_USED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_MEMORY_USED,
+          "Device memory the container's live processes hold, summed from the shared region (used[].total).",
+          DEVICE);
+  private static final FamilySpec.Gauge CONTAINER_MEMORY_LIMIT =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_MEMORY_LIMIT,
+          "Device memory limit of the container (CUDA_DEVICE_MEMORY_LIMIT).",
+          DEVICE);
+  private static final FamilySpec.Gauge CONTAINER_MEMORY_BREAKDOWN =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_MEMORY_BREAKDOWN,
+          "Device memory by allocation kind: context, module, data.",
+          with(DEVICE, "kind"));
+  private static final FamilySpec.Gauge CONTAINER_SM_LIMIT =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_SM_LIMIT,
+          "SM (core) limit of the container as a 0-1 ratio; 1 when unlimited.",
+          DEVICE);
+  private static final FamilySpec.Gauge CONTAINER_REGION_SM_UTILIZATION =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_REGION_SM_UTILIZATION,
+          "SM utilization the region's slots claim (sum of sm_util / 100); may read 0 when the library missed its host pid.",
+          DEVICE);
+  private static final FamilySpec.Gauge CONTAINER_REGION_NVML_MEMORY_USED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_REGION_NVML_MEMORY_USED,
+          "Device memory NVML reported to the in-container library (monitorused), summed over slots.",
+          DEVICE);
+  private static final FamilySpec.Counter CONTAINER_OOM_REJECTIONS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_OOM_REJECTIONS,
+          "Allocations libvgpu refused because they would exceed the memory limit.",
+          DEVICE);
+  private static final FamilySpec.Counter LIMITER_THROTTLED_SECONDS =
+      FamilySpec.counter(
+          MetricNames.LIMITER_THROTTLED_SECONDS,
+          "Time libvgpu's SM limiter delayed kernel launches.",
+          DEVICE);
+  private static final FamilySpec.Counter LIMITER_LAUNCHES_DELAYED =
+      FamilySpec.counter(
+          MetricNames.LIMITER_LAUNCHES_DELAYED,
+          "Kernel launches libvgpu's SM limiter delayed.",
+          DEVICE);
+  private static final FamilySpec.Counter LIMITER_BUSY_SECONDS =
+      FamilySpec.counter(
+          MetricNames.LIMITER_BUSY_SECONDS,
+          "GPU busy time libvgpu's SM limiter charged to the container (its own view of GPU time, to compare with vgpu_container_sm_busy_seconds_total).",
+          DEVICE);
+  private static final FamilySpec.Gauge CONTAINER_DEVICE_UUID_REJECTED =
+      FamilySpec.gauge(
+          MetricNames.CONTAINER_DEVICE_UUID_REJECTED,
+          "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
+          with(DEVICE, "reason"));
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_MEMORY_USED,
-              "Device memory the container's live processes hold, summed from the shared region (used[].total).",
-              DEVICE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_MEMORY_LIMIT,
-              "Device memory limit of the container (CUDA_DEVICE_MEMORY_LIMIT).",
-              DEVICE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_MEMORY_BREAKDOWN,
-              "Device memory by allocation kind: context, module, data.",
-              with(DEVICE, "kind")),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_SM_LIMIT,
-              "SM (core) limit of the container as a 0-1 ratio; 1 when unlimited.",
-              DEVICE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_REGION_SM_UTILIZATION,
-              "SM utilization the region's slots claim (sum of sm_util / 100); may read 0 when the library missed its host pid.",
-              DEVICE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_REGION_NVML_MEMORY_USED,
-              "Device memory NVML reported to the in-container library (monitorused), summed over slots.",
-              DEVICE),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_OOM_REJECTIONS,
-              "Allocations libvgpu refused because they would exceed the memory limit.",
-              DEVICE),
-          Families.describe(
-              MetricType.COUNTER,
-              LIMITER_THROTTLED_SECONDS,
-              "Time libvgpu's SM limiter delayed kernel launches.",
-              DEVICE),
-          Families.describe(
-              MetricType.COUNTER,
-              LIMITER_LAUNCHES_DELAYED,
-              "Kernel launches libvgpu's SM limiter delayed.",
-              DEVICE),
-          Families.describe(
-              MetricType.COUNTER,
-              LIMITER_BUSY_SECONDS,
-              "GPU busy time libvgpu's SM limiter charged to the container (its own view of GPU time, to compare with vgpu_container_sm_busy_seconds_total).",
-              DEVICE),
-          Families.describe(
-              MetricType.GAUGE,
-              CONTAINER_DEVICE_UUID_REJECTED,
-              "1 when the container's regions name a device uuid that is not used as device_uuid, by reason: not_on_node (NVML does not report it; NVML's device at that index is used), invalid_syntax or churn (NVML down: not a GPU uuid, or the container changed its uuids too often).",
-              with(DEVICE, "reason")));
+          CONTAINER_MEMORY_USED,
+          CONTAINER_MEMORY_LIMIT,
+          CONTAINER_MEMORY_BREAKDOWN,
+          CONTAINER_SM_LIMIT,
+          CONTAINER_REGION_SM_UTILIZATION,
+          CONTAINER_REGION_NVML_MEMORY_USED,
+          CONTAINER_OOM_REJECTIONS,
+          LIMITER_THROTTLED_SECONDS,
+          LIMITER_LAUNCHES_DELAYED,
+          LIMITER_BUSY_SECONDS,
+          CONTAINER_DEVICE_UUID_REJECTED);
 
   private final HolderSource holders;
 
-  public RegionUsageCollector(NodeStateProvider states) {
-    this(states, HolderSource.NONE);
+  public RegionUsageCollector() {
+    this(HolderSource.NONE);
   }
 
   /**
@@ -98,8 +107,8 @@ public final class RegionUsageCollector extends VgpuCollector {
    *     per-process memory (0 while no process runs there), the only family of this collector they
    *     have (no limit, no region)
    */
-  public RegionUsageCollector(NodeStateProvider states, HolderSource holders) {
-    super(states);
+  public RegionUsageCollector(HolderSource holders) {
+    super(FAMILIES);
     this.holders = holders;
   }
 
@@ -110,31 +119,18 @@ public final class RegionUsageCollector extends VgpuCollector {
   }
 
   @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
-  }
-
-  @Override
   protected void collect(NodeState state, Sink out) {
-    var used = families.gauge(CONTAINER_MEMORY_USED, DESCRIPTORS.get(0).getMetadata().getHelp());
-    var limit = families.gauge(CONTAINER_MEMORY_LIMIT, DESCRIPTORS.get(1).getMetadata().getHelp());
-    var breakdown =
-        families.gauge(CONTAINER_MEMORY_BREAKDOWN, DESCRIPTORS.get(2).getMetadata().getHelp());
-    var smLimit = families.gauge(CONTAINER_SM_LIMIT, DESCRIPTORS.get(3).getMetadata().getHelp());
-    var smUtil =
-        families.gauge(CONTAINER_REGION_SM_UTILIZATION, DESCRIPTORS.get(4).getMetadata().getHelp());
-    var monitor =
-        families.gauge(
-            CONTAINER_REGION_NVML_MEMORY_USED, DESCRIPTORS.get(5).getMetadata().getHelp());
-    var oom =
-        families.counter(CONTAINER_OOM_REJECTIONS, DESCRIPTORS.get(6).getMetadata().getHelp());
-    var throttled =
-        families.counter(LIMITER_THROTTLED_SECONDS, DESCRIPTORS.get(7).getMetadata().getHelp());
-    var delayed =
-        families.counter(LIMITER_LAUNCHES_DELAYED, DESCRIPTORS.get(8).getMetadata().getHelp());
-    var busy = families.counter(LIMITER_BUSY_SECONDS, DESCRIPTORS.get(9).getMetadata().getHelp());
-    var rejected =
-        families.gauge(CONTAINER_DEVICE_UUID_REJECTED, DESCRIPTORS.get(10).getMetadata().getHelp());
+    var used = families.gauge(CONTAINER_MEMORY_USED);
+    var limit = families.gauge(CONTAINER_MEMORY_LIMIT);
+    var breakdown = families.gauge(CONTAINER_MEMORY_BREAKDOWN);
+    var smLimit = families.gauge(CONTAINER_SM_LIMIT);
+    var smUtil = families.gauge(CONTAINER_REGION_SM_UTILIZATION);
+    var monitor = families.gauge(CONTAINER_REGION_NVML_MEMORY_USED);
+    var oom = families.counter(CONTAINER_OOM_REJECTIONS);
+    var throttled = families.counter(LIMITER_THROTTLED_SECONDS);
+    var delayed = families.counter(LIMITER_LAUNCHES_DELAYED);
+    var busy = families.counter(LIMITER_BUSY_SECONDS);
+    var rejected = families.gauge(CONTAINER_DEVICE_UUID_REJECTED);
     boolean anyRejected = false;
     boolean wantBreakdown = out.wants(CONTAINER_MEMORY_BREAKDOWN);
     for (ContainerState c : state.containers()) {
@@ -185,8 +181,8 @@ public final class RegionUsageCollector extends VgpuCollector {
     }
   }
 
-  static void addIf(Sink out, String name, io.vgpu.exporter.exposition.Family s) {
-    if (out.wants(name)) {
+  static void addIf(Sink out, FamilySpec spec, io.vgpu.exporter.exposition.Family s) {
+    if (out.wants(spec)) {
       out.add(s);
     }
   }

@@ -2,13 +2,10 @@ package io.vgpu.exporter.metrics;
 
 import static io.vgpu.exporter.metrics.MetricNames.*;
 
-import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.Labels;
-import io.prometheus.metrics.model.snapshots.MetricFamilyDescriptor;
 import io.vgpu.exporter.attribution.UsageAccountant;
 import io.vgpu.exporter.attribution.UsageSnapshot;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import java.util.List;
 
 /**
@@ -46,85 +43,91 @@ public final class UsageCollector extends VgpuCollector {
     L_DEVICE_INDEX, L_DEVICE_UUID, L_MODEL, L_NODE, "reason"
   };
 
-  private static final List<MetricFamilyDescriptor> DESCRIPTORS =
+  private static final FamilySpec.Counter CONTAINER_SM_BUSY_SECONDS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_SM_BUSY_SECONDS,
+          "SM-busy time of the container's processes on the GPU: the integral of NVML's per-process samples, each counted once (one second of a fully busy GPU is one second). From 0 when the exporter first saw the container.",
+          D);
+  private static final FamilySpec.Counter CONTAINER_MEMORY_USED_BYTE_SECONDS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_MEMORY_USED_BYTE_SECONDS,
+          "Integral of vgpu_container_memory_used_bytes over time, at the attribution pass rate.",
+          D);
+  private static final FamilySpec.Counter CONTAINER_MEMORY_LIMIT_BYTE_SECONDS =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_MEMORY_LIMIT_BYTE_SECONDS,
+          "Integral of vgpu_container_memory_limit_bytes (the reservation) over time, at the attribution pass rate.",
+          D);
+  private static final FamilySpec.Counter CONTAINER_ENERGY =
+      FamilySpec.counter(
+          MetricNames.CONTAINER_ENERGY,
+          "GPU energy given to the container: each interval's energy counter increase split by SM-busy share of the interval.",
+          D);
+  private static final FamilySpec.Counter GPU_ENERGY =
+      FamilySpec.counter(
+          MetricNames.GPU_ENERGY,
+          "The GPU's energy counter increase while accounted (NVML total energy; a reset or NVML outage is not counted).",
+          G);
+  private static final FamilySpec.Counter GPU_UNATTRIBUTED_ENERGY =
+      FamilySpec.counter(
+          MetricNames.GPU_UNATTRIBUTED_ENERGY,
+          "GPU energy no container was given: idle time and processes of no container.",
+          G);
+  private static final FamilySpec.Counter GPU_EXPIRED_ENERGY =
+      FamilySpec.counter(
+          MetricNames.GPU_EXPIRED_ENERGY,
+          "Energy of containers whose usage series were dropped after the grace period, so that containers + unattributed + expired == device.",
+          G);
+  private static final FamilySpec.Counter GPU_UNATTRIBUTED_SM_BUSY =
+      FamilySpec.counter(
+          MetricNames.GPU_UNATTRIBUTED_SM_BUSY,
+          "SM-busy time of processes on the GPU that belong to no container.",
+          G);
+  private static final FamilySpec.Gauge GPU_USAGE_UNKNOWN =
+      FamilySpec.gauge(
+          MetricNames.GPU_USAGE_UNKNOWN,
+          "1 while the GPU's usage cannot be fully accounted (reason: nvml_unavailable, nvml_unsupported, energy_unsupported).",
+          GR);
+  private static final FamilySpec.Gauge EXPORTER_USAGE_ACCOUNTED_TIMESTAMP =
+      FamilySpec.gauge(
+          MetricNames.EXPORTER_USAGE_ACCOUNTED_TIMESTAMP,
+          "Unix time of the accounting pass the usage counters are as of (they move once per attribution pass, not per scrape).",
+          L_NODE);
+
+  private static final List<FamilySpec> FAMILIES =
       List.of(
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_SM_BUSY_SECONDS,
-              "SM-busy time of the container's processes on the GPU: the integral of NVML's per-process samples, each counted once (one second of a fully busy GPU is one second). From 0 when the exporter first saw the container.",
-              D),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_MEMORY_USED_BYTE_SECONDS,
-              "Integral of vgpu_container_memory_used_bytes over time, at the attribution pass rate.",
-              D),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_MEMORY_LIMIT_BYTE_SECONDS,
-              "Integral of vgpu_container_memory_limit_bytes (the reservation) over time, at the attribution pass rate.",
-              D),
-          Families.describe(
-              MetricType.COUNTER,
-              CONTAINER_ENERGY,
-              "GPU energy given to the container: each interval's energy counter increase split by SM-busy share of the interval.",
-              D),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_ENERGY,
-              "The GPU's energy counter increase while accounted (NVML total energy; a reset or NVML outage is not counted).",
-              G),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_UNATTRIBUTED_ENERGY,
-              "GPU energy no container was given: idle time and processes of no container.",
-              G),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_EXPIRED_ENERGY,
-              "Energy of containers whose usage series were dropped after the grace period, so that containers + unattributed + expired == device.",
-              G),
-          Families.describe(
-              MetricType.COUNTER,
-              GPU_UNATTRIBUTED_SM_BUSY,
-              "SM-busy time of processes on the GPU that belong to no container.",
-              G),
-          Families.describe(
-              MetricType.GAUGE,
-              GPU_USAGE_UNKNOWN,
-              "1 while the GPU's usage cannot be fully accounted (reason: nvml_unavailable, nvml_unsupported, energy_unsupported).",
-              GR),
-          Families.describe(
-              MetricType.GAUGE,
-              EXPORTER_USAGE_ACCOUNTED_TIMESTAMP,
-              "Unix time of the accounting pass the usage counters are as of (they move once per attribution pass, not per scrape).",
-              L_NODE));
+          CONTAINER_SM_BUSY_SECONDS,
+          CONTAINER_MEMORY_USED_BYTE_SECONDS,
+          CONTAINER_MEMORY_LIMIT_BYTE_SECONDS,
+          CONTAINER_ENERGY,
+          GPU_ENERGY,
+          GPU_UNATTRIBUTED_ENERGY,
+          GPU_EXPIRED_ENERGY,
+          GPU_UNATTRIBUTED_SM_BUSY,
+          GPU_USAGE_UNKNOWN,
+          EXPORTER_USAGE_ACCOUNTED_TIMESTAMP);
 
   private final UsageAccountant usage;
 
-  public UsageCollector(NodeStateProvider states, UsageAccountant usage) {
-    super(states);
+  public UsageCollector(UsageAccountant usage) {
+    super(FAMILIES);
     this.usage = usage;
-  }
-
-  @Override
-  protected List<MetricFamilyDescriptor> descriptors() {
-    return DESCRIPTORS;
   }
 
   @Override
   protected void collect(NodeState state, Sink out) {
     UsageSnapshot snap = usage.latest();
     String node = state.node();
-    var busy = families.counter(CONTAINER_SM_BUSY_SECONDS, help(0));
-    var used = families.counter(CONTAINER_MEMORY_USED_BYTE_SECONDS, help(1));
-    var limit = families.counter(CONTAINER_MEMORY_LIMIT_BYTE_SECONDS, help(2));
-    var energy = families.counter(CONTAINER_ENERGY, help(3));
-    var device = families.counter(GPU_ENERGY, help(4));
-    var unattributed = families.counter(GPU_UNATTRIBUTED_ENERGY, help(5));
-    var expired = families.counter(GPU_EXPIRED_ENERGY, help(6));
-    var unattributedBusy = families.counter(GPU_UNATTRIBUTED_SM_BUSY, help(7));
-    var gpuUnknown = families.gauge(GPU_USAGE_UNKNOWN, help(8));
-    var accountedAt = families.gauge(EXPORTER_USAGE_ACCOUNTED_TIMESTAMP, help(9));
+    var busy = families.counter(CONTAINER_SM_BUSY_SECONDS);
+    var used = families.counter(CONTAINER_MEMORY_USED_BYTE_SECONDS);
+    var limit = families.counter(CONTAINER_MEMORY_LIMIT_BYTE_SECONDS);
+    var energy = families.counter(CONTAINER_ENERGY);
+    var device = families.counter(GPU_ENERGY);
+    var unattributed = families.counter(GPU_UNATTRIBUTED_ENERGY);
+    var expired = families.counter(GPU_EXPIRED_ENERGY);
+    var unattributedBusy = families.counter(GPU_UNATTRIBUTED_SM_BUSY);
+    var gpuUnknown = families.gauge(GPU_USAGE_UNKNOWN);
+    var accountedAt = families.gauge(EXPORTER_USAGE_ACCOUNTED_TIMESTAMP);
     for (UsageSnapshot.ContainerUsage c : snap.containers()) {
       String[] v = {
         c.key().containerName(),

@@ -23,13 +23,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
  * Builds the {@link NodeState} of a scrape: reads every mapped region once and joins pod metadata.
- * All collectors of one scrape share one state (memoized by the scrape request's identity), so a
- * scrape reads each region once however many collectors ask. Thread-safe.
+ * The metrics collector chain builds one per scrape and hands it to every collector, so a scrape
+ * reads each region once however many collectors there are; this class keeps no state of a scrape.
+ * Thread-safe.
  */
 public final class NodeStateProvider {
   private final String node;
@@ -39,17 +39,6 @@ public final class NodeStateProvider {
   private final Duration staleGrace;
   private final Supplier<SlotFates> slotFates;
   private final DeviceIdentities identities;
-
-  /**
-   * States of the scrapes in progress, by request identity (request objects do not override
-   * equals). the metrics collector chain ends each scrape, so a state lives exactly as long as its
-   * scrape: keeping recent states around for a while (a time-bounded cache, as before) held up to
-   * hundreds of 1 MB states under back-to-back scrapes.
-   */
-  private final ConcurrentHashMap<Object, NodeState> inProgress = new ConcurrentHashMap<>();
-
-  /** A scrape that is never ended (a collector called outside a chain) cannot grow this past it. */
-  public static final int MAX_SCRAPES_IN_PROGRESS = 64;
 
   public NodeStateProvider(
       String node,
@@ -114,34 +103,7 @@ public final class NodeStateProvider {
     return metadata;
   }
 
-  /**
-   * The state for one scrape: the same object for every collector called with the same request.
-   *
-   * @param scrapeRequest the request object client_java hands every collector; null builds fresh
-   */
-  public NodeState forScrape(Object scrapeRequest) {
-    if (scrapeRequest == null) {
-      return build();
-    }
-    if (inProgress.size() >= MAX_SCRAPES_IN_PROGRESS && !inProgress.containsKey(scrapeRequest)) {
-      inProgress.clear();
-    }
-    return inProgress.computeIfAbsent(scrapeRequest, k -> build());
-  }
-
-  /** Forgets the state of a finished scrape (called by the metrics collector chain). */
-  public void endScrape(Object scrapeRequest) {
-    if (scrapeRequest != null) {
-      inProgress.remove(scrapeRequest);
-    }
-  }
-
-  /** Scrapes whose state is held now (tests). */
-  public int scrapesInProgress() {
-    return inProgress.size();
-  }
-
-  /** A fresh state (reads every mapped region now). */
+  /** A fresh state (reads every mapped region now); each call builds its own. */
   public NodeState build() {
     DiscoverySnapshot snap = discovery.get();
     SourceHealth health = metadata.health();

@@ -9,15 +9,12 @@ import static io.vgpu.exporter.testing.TestRegions.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.vgpu.exporter.config.ConfigException;
 import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.k8s.PodMetadataSource;
 import io.vgpu.exporter.node.NodeState;
-import io.vgpu.exporter.node.NodeStateProvider;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestNode;
 import io.vgpu.exporter.testing.TestRegions;
@@ -339,22 +336,22 @@ class CollectorsTest {
   void instrumented_failingCollector_isIsolatedAndReportedAsFailed() throws IOException {
     CollectorStats stats = new CollectorStats();
     PrometheusRegistry r = new PrometheusRegistry();
-    MultiCollector boom =
-        new MultiCollector() {
+    VgpuCollector boom =
+        new VgpuCollector(List.of(FamilySpec.gauge("boom_value", "never built"))) {
           @Override
-          public MetricSnapshots collect() {
+          protected void collect(NodeState state, Sink out) {
             throw new IllegalStateException("broken");
           }
         };
     r.register(
         new CollectorChain(
             List.of(
-                new InstrumentedCollector("boom", boom, stats),
-                new InstrumentedCollector(
+                new CollectorChain.Member("boom", boom),
+                new CollectorChain.Member(
                     "exporter",
-                    new ExporterCollector(node.states, new BuildInfo("v", "r"), node.errors, stats),
-                    stats)),
-            node.states::endScrape));
+                    new ExporterCollector(new BuildInfo("v", "r"), node.errors, stats))),
+            node.states::build,
+            stats));
     Samples s = Samples.parse(TestNode.text(r));
     assertThat(s.value("vgpu_exporter_collector_success", "collector", "boom")).isZero();
     assertThat(s.named("vgpu_exporter_files_mapped")).isNotEmpty();
@@ -376,33 +373,6 @@ class CollectorsTest {
     out[base.length] = k;
     out[base.length + 1] = v;
     return out;
-  }
-
-  @Test
-  void scrapes_releaseTheirNodeState_whenAllCollectorsAreDone() throws Exception {
-    try (TestNode node = new TestNode(root)) {
-      PrometheusRegistry r = node.registry();
-      for (int i = 0; i < 100; i++) {
-        r.scrape();
-      }
-      assertThat(node.states.scrapesInProgress()).isZero();
-    }
-  }
-
-  @Test
-  void forScrape_sameRequest_sameState_untilEnded_andBounded() throws Exception {
-    try (TestNode node = new TestNode(root)) {
-      Object request = new Object();
-      NodeState a = node.states.forScrape(request);
-      assertThat(node.states.forScrape(request)).isSameAs(a);
-      node.states.endScrape(request);
-      assertThat(node.states.forScrape(request)).isNotSameAs(a);
-      for (int i = 0; i < 3 * NodeStateProvider.MAX_SCRAPES_IN_PROGRESS; i++) {
-        node.states.forScrape(new Object()); // never ended
-      }
-      assertThat(node.states.scrapesInProgress())
-          .isLessThanOrEqualTo(NodeStateProvider.MAX_SCRAPES_IN_PROGRESS);
-    }
   }
 
   @Test

@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -48,7 +49,11 @@ class DeviceHealthCollectorTest {
 
   private Samples scrape() throws IOException {
     PrometheusRegistry registry = new PrometheusRegistry();
-    registry.register(new DeviceHealthCollector(node.states, sampler));
+    registry.register(
+        new CollectorChain(
+            List.of(new CollectorChain.Member("health", new DeviceHealthCollector(sampler))),
+            node.states::build,
+            new CollectorStats()));
     return Samples.parse(TestNode.text(registry));
   }
 
