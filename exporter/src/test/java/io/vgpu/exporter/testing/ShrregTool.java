@@ -9,9 +9,9 @@ public final class ShrregTool {
   private ShrregTool() {}
 
   /**
-   * libvgpu's build/shrreg-tool, brought up to date first: make rebuilds it when any of its
-   * sources changed. A build that fails fails the test (a hand-written compile line here once
-   * went stale when the tool was split into several files, and every test using it was skipped).
+   * libvgpu's build/shrreg-tool, brought up to date first: make rebuilds it when any of its sources
+   * changed. A build that fails fails the test (a hand-written compile line here once went stale
+   * when the tool was split into several files, and every test using it was skipped).
    */
   public static synchronized Path path() throws IOException, InterruptedException {
     Process p =
