@@ -104,6 +104,7 @@ public final class NvmlSampler implements AutoCloseable {
 
   private NvmlClient client;
   private boolean initialised;
+  private boolean closed;
   private int consecutiveFailures;
   private Instant nextAttempt = Instant.MIN;
   private Optional<String> driverVersion = Optional.empty();
@@ -238,6 +239,9 @@ public final class NvmlSampler implements AutoCloseable {
 
   /** One poll (or one re-initialisation attempt when down and the back-off has passed). */
   public synchronized void sampleOnce() {
+    if (closed) {
+      return; // a poll that was waiting for close() must not initialise NVML again
+    }
     Instant now = clock.instant();
     if (!initialised) {
       if (now.isBefore(nextAttempt)) {
@@ -476,6 +480,7 @@ public final class NvmlSampler implements AutoCloseable {
   /** Stops polling and shuts NVML down. */
   @Override
   public synchronized void close() {
+    closed = true;
     if (executor != null) {
       executor.shutdownNow();
       executor = null;

@@ -226,4 +226,19 @@ class MigSamplerTest {
     assertThat(List.of(gpu("MIG-x").identity().uuid(), gpu("MIG-y").identity().uuid()))
         .containsExactly("MIG-x", "MIG-y");
   }
+
+  /**
+   * A poll that was waiting for the sampler's lock while it closed (the executor's in-flight task)
+   * must not initialise NVML again: it would hold NVML and GPM samples that nothing frees.
+   */
+  @Test
+  void sampleOnce_afterClose_doesNotInitialiseNvmlAgain_noSampleLeaks() {
+    FakeNvml fake = FakeNvml.in(dir).write(H100, MIG_A);
+    sampler(Set.of()).sampleOnce();
+    sampler.close();
+    long inits = fake.calls("nvmlInit_v2");
+    sampler.sampleOnce();
+    assertThat(fake.calls("nvmlInit_v2")).isEqualTo(inits);
+    assertThat(fake.calls("nvmlGpmSampleFree")).isEqualTo(fake.calls("nvmlGpmSampleAlloc"));
+  }
 }
