@@ -81,28 +81,12 @@ public record GpuSnapshot(
 
   /** The same snapshot with other health readings. */
   public GpuSnapshot withHealth(DeviceHealth newHealth) {
-    return new GpuSnapshot(
-        identity,
-        memory,
-        utilizationRatio,
-        memoryUtilizationRatio,
-        processes,
-        smUtilizationByPid,
-        newHealth,
-        mig);
+    return copy(processes, newHealth, mig);
   }
 
   /** The same snapshot as a MIG device. */
   public GpuSnapshot withMig(MigInstance instance) {
-    return new GpuSnapshot(
-        identity,
-        memory,
-        utilizationRatio,
-        memoryUtilizationRatio,
-        processes,
-        smUtilizationByPid,
-        health,
-        Optional.of(instance));
+    return copy(processes, health, Optional.of(instance));
   }
 
   /**
@@ -113,15 +97,23 @@ public record GpuSnapshot(
     if (pids.isEmpty() || processes.isEmpty()) {
       return this;
     }
+    return copy(
+        processes.map(l -> l.stream().filter(p -> !pids.contains(p.pid())).toList()), health, mig);
+  }
+
+  private GpuSnapshot copy(
+      Optional<List<RunningProcess>> newProcesses,
+      DeviceHealth newHealth,
+      Optional<MigInstance> newMig) {
     return new GpuSnapshot(
         identity,
         memory,
         utilizationRatio,
         memoryUtilizationRatio,
-        processes.map(l -> l.stream().filter(p -> !pids.contains(p.pid())).toList()),
+        newProcesses,
         smUtilizationByPid,
-        health,
-        mig);
+        newHealth,
+        newMig);
   }
 
   /** Whether NVML's per-process utilization works on this GPU. */

@@ -47,7 +47,7 @@ public final class JnaNvmlClient implements NvmlClient {
   private final Map<String, Optional<Function>> functions = new ConcurrentHashMap<>();
   private volatile int v3Stride; // 0 = not learned yet
   private final JnaNvmlHealth health = new JnaNvmlHealth(this);
-  private final JnaNvmlMig mig = new JnaNvmlMig(this);
+  private final JnaNvmlMig mig = new JnaNvmlMig((name, args) -> call(name, args).code());
 
   private JnaNvmlClient(NativeLibrary library, Set<String> hiddenSymbols) {
     this.library = library;

@@ -1,16 +1,14 @@
 package io.vgpu.exporter.nvml;
 
-import static io.vgpu.exporter.nvml.JnaNvmlClient.pointer;
-
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.PointerByReference;
 
 /**
- * The MIG instance and GPM queries of {@link JnaNvmlClient}, through its symbol table. Signatures,
- * struct layouts and constants are NVML's ({@code nvml.h}, R520 and newer); every out value is read
- * only after NVML_SUCCESS and checked for plausibility.
+ * The MIG instance and GPM queries of the JNA client, through its symbol table ({@link
+ * NativeCall}). Signatures, struct layouts and constants are NVML's ({@code nvml.h}, R520 and
+ * newer); every out value is read only after NVML_SUCCESS and checked for plausibility.
  */
 final class JnaNvmlMig {
   private static final int GPM_SUPPORT_VERSION = 1; // NVML_GPM_SUPPORT_VERSION
@@ -28,27 +26,31 @@ final class JnaNvmlMig {
   private static final int METRIC_SIZE = 40;
   private static final int METRIC_MAX = 333;
 
-  private final JnaNvmlClient nvml;
+  private final NativeCall nvml;
 
-  JnaNvmlMig(JnaNvmlClient nvml) {
+  JnaNvmlMig(NativeCall nvml) {
     this.nvml = nvml;
+  }
+
+  private static Pointer pointer(DeviceHandle device) {
+    return new Pointer(device.address());
   }
 
   NvmlResult<MigIds> migInstanceIds(DeviceHandle mig) {
     IntByReference gi = new IntByReference();
-    JnaNvmlClient.Call g = nvml.call("nvmlDeviceGetGpuInstanceId", pointer(mig), gi);
-    if (!g.ok()) {
-      return g.err();
+    NvmlReturn g = nvml.invoke("nvmlDeviceGetGpuInstanceId", pointer(mig), gi);
+    if (!g.isSuccess()) {
+      return NvmlResult.err("nvmlDeviceGetGpuInstanceId", g);
     }
     IntByReference ci = new IntByReference();
-    JnaNvmlClient.Call c = nvml.call("nvmlDeviceGetComputeInstanceId", pointer(mig), ci);
-    if (!c.ok()) {
-      return c.err();
+    NvmlReturn c = nvml.invoke("nvmlDeviceGetComputeInstanceId", pointer(mig), ci);
+    if (!c.isSuccess()) {
+      return NvmlResult.err("nvmlDeviceGetComputeInstanceId", c);
     }
     long giId = Integer.toUnsignedLong(gi.getValue());
     long ciId = Integer.toUnsignedLong(ci.getValue());
     if (giId > MigIds.MAX_ID || ciId > MigIds.MAX_ID) {
-      return NvmlResult.err(c.function(), NvmlReturn.UNKNOWN); // garbage ids
+      return NvmlResult.err("nvmlDeviceGetComputeInstanceId", NvmlReturn.UNKNOWN); // garbage
     }
     return NvmlResult.ok(new MigIds((int) giId, (int) ciId));
   }
@@ -57,30 +59,29 @@ final class JnaNvmlMig {
     Memory support = new Memory(8); // nvmlGpmSupport_t {uint version; uint isSupportedDevice}
     support.clear();
     support.setInt(0, GPM_SUPPORT_VERSION);
-    JnaNvmlClient.Call c = nvml.call("nvmlGpmQueryDeviceSupport", pointer(device), support);
-    return c.ok() ? NvmlResult.ok(support.getInt(4) != 0) : c.err();
+    NvmlReturn c = nvml.invoke("nvmlGpmQueryDeviceSupport", pointer(device), support);
+    return c.isSuccess()
+        ? NvmlResult.ok(support.getInt(4) != 0)
+        : NvmlResult.err("nvmlGpmQueryDeviceSupport", c);
   }
 
   NvmlResult<GpmSample> gpmSampleAlloc() {
     PointerByReference out = new PointerByReference();
-    JnaNvmlClient.Call c = nvml.call("nvmlGpmSampleAlloc", out);
-    if (!c.ok()) {
-      return c.err();
+    NvmlReturn c = nvml.invoke("nvmlGpmSampleAlloc", out);
+    long address = c.isSuccess() ? Pointer.nativeValue(out.getValue()) : 0;
+    if (c.isSuccess() && address != 0) {
+      return NvmlResult.ok(new GpmSample(address));
     }
-    long address = Pointer.nativeValue(out.getValue());
-    return address == 0
-        ? NvmlResult.err(c.function(), NvmlReturn.UNKNOWN)
-        : NvmlResult.ok(new GpmSample(address));
+    return NvmlResult.err("nvmlGpmSampleAlloc", c.isSuccess() ? NvmlReturn.UNKNOWN : c);
   }
 
   NvmlReturn gpmSampleFree(GpmSample sample) {
-    return nvml.call("nvmlGpmSampleFree", new Pointer(sample.address())).code();
+    return nvml.invoke("nvmlGpmSampleFree", new Pointer(sample.address()));
   }
 
   NvmlReturn gpmMigSampleGet(DeviceHandle parent, int gpuInstanceId, GpmSample sample) {
-    return nvml.call(
-            "nvmlGpmMigSampleGet", pointer(parent), gpuInstanceId, new Pointer(sample.address()))
-        .code();
+    return nvml.invoke(
+        "nvmlGpmMigSampleGet", pointer(parent), gpuInstanceId, new Pointer(sample.address()));
   }
 
   NvmlResult<Double> gpmSmUtilPercent(GpmSample first, GpmSample second) {
@@ -91,17 +92,14 @@ final class JnaNvmlMig {
     get.setPointer(8, new Pointer(first.address()));
     get.setPointer(16, new Pointer(second.address()));
     get.setInt(METRICS_HEADER, GPM_METRIC_SM_UTIL);
-    JnaNvmlClient.Call c = nvml.call("nvmlGpmMetricsGet", get);
-    if (!c.ok()) {
-      return c.err();
-    }
-    NvmlReturn metric = new NvmlReturn(get.getInt(METRICS_HEADER + 4));
+    NvmlReturn c = nvml.invoke("nvmlGpmMetricsGet", get);
+    NvmlReturn metric = c.isSuccess() ? new NvmlReturn(get.getInt(METRICS_HEADER + 4)) : c;
     if (!metric.isSuccess()) {
-      return NvmlResult.err(c.function(), metric);
+      return NvmlResult.err("nvmlGpmMetricsGet", metric);
     }
     double percent = get.getDouble(METRICS_HEADER + 8);
     return percent >= 0 && percent <= 100.5 // a little over 100 is NVML's rounding; NaN fails
         ? NvmlResult.ok(Math.min(percent, 100.0))
-        : NvmlResult.err(c.function(), NvmlReturn.UNKNOWN);
+        : NvmlResult.err("nvmlGpmMetricsGet", NvmlReturn.UNKNOWN);
   }
 }

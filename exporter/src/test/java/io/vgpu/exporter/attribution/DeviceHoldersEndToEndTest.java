@@ -174,7 +174,10 @@ class DeviceHoldersEndToEndTest {
         Map.of("hami-compat", "true"), pod(11, "mig-small", "infer"), pod(12, "mig-big", "train"));
 
     String a = "mig_uuid=\"" + migA + "\"";
-    String text = awaitValue("vgpu_mig_sm_activity_ratio", 0.30, a);
+    awaitValue("vgpu_mig_sm_activity_ratio", 0.30, a); // two NVML polls
+    // ... and an attribution pass after them (the holders, their memory, HAMi's family)
+    String text =
+        awaitValue("vgpu_container_memory_used_bytes", 2.0 * GIB, "pod=\"mig-small\"", migA);
     assertThat(value(text, "vgpu_mig_sm_activity_ratio", "mig_uuid=\"" + migB + "\""))
         .isCloseTo(0.80, within(1e-6));
     assertThat(value(text, "vgpu_container_memory_used_bytes", "pod=\"mig-small\"", migA))

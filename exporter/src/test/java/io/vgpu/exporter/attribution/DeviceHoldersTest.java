@@ -261,13 +261,20 @@ class DeviceHoldersTest {
                 SmActivity.unknown(SmActivity.Reason.FIRST_SAMPLE)));
   }
 
+  /** Pod 5's process 501 on the MIG device (2 GiB), held as the kubelet {@code answer} says. */
+  static Holders onMig(Optional<PodResourcesSnapshot> answer) {
+    var gpus = List.of(gpu(0, GPU0, Map.of(), Map.of()), mig(Map.of(501, 2 * GIB)));
+    return DeviceHolders.of(
+        result(gpus, List.of(proc(MIG, 501, 5, false))),
+        answer,
+        List.of(pod(5, "small", "infer")),
+        Set.of());
+  }
+
   @Test
   void migDevice_singleStrategyClaim_profileFromNvml_memoryOnTheMigDevice() {
-    var gpus = List.of(gpu(0, GPU0, Map.of(), Map.of()), mig(Map.of(501, 2 * GIB)));
-    var procs = List.of(proc(MIG, 501, 5, false));
     Holders h =
-        DeviceHolders.of(
-            result(gpus, procs),
+        onMig(
             Optional.of(
                 answer(
                     new DeviceAssignment(
@@ -278,9 +285,7 @@ class DeviceHoldersTest {
                         DeviceId.parse(MIG),
                         Sharing.MIG,
                         "", // the single strategy's resource name carries no profile
-                        ""))),
-            List.of(pod(5, "small", "infer")),
-            Set.of());
+                        ""))));
     assertThat(h.held())
         .singleElement()
         .satisfies(
@@ -296,12 +301,7 @@ class DeviceHoldersTest {
 
   @Test
   void migDevice_noKubeletAnswer_attributedByCgroupAsMig_withNvmlProfile() {
-    var gpus = List.of(gpu(0, GPU0, Map.of(), Map.of()), mig(Map.of(501, 2 * GIB)));
-    var procs = List.of(proc(MIG, 501, 5, false));
-    Holders h =
-        DeviceHolders.of(
-            result(gpus, procs), Optional.empty(), List.of(pod(5, "small", "infer")), Set.of());
-    assertThat(h.held())
+    assertThat(onMig(Optional.empty()).held())
         .singleElement()
         .satisfies(
             d -> {

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.vgpu.exporter.nvml.FakeNvml;
-import io.vgpu.exporter.nvml.JnaNvmlClient;
 import io.vgpu.exporter.nvml.NvmlSampler;
 import io.vgpu.exporter.testing.Samples;
 import io.vgpu.exporter.testing.TestNode;
@@ -28,24 +27,24 @@ class MigCollectorTest {
   @TempDir Path root;
   @TempDir Path nvmlDir;
   private TestNode node;
-  private NvmlSampler sampler;
+  private final NvmlSampler sampler =
+      FakeNvml.sampler(
+          NvmlSampler.Settings.defaults(),
+          InstantSource.fixed(Instant.parse("2026-11-28T03:00:00Z")));
   private FakeNvml fake;
-
-  @BeforeEach
-  void setUp() throws IOException {
-    node = new TestNode(root);
-    fake = FakeNvml.in(nvmlDir);
-    sampler =
-        new NvmlSampler(
-            () -> JnaNvmlClient.load(FakeNvml.library().toString()),
-            NvmlSampler.Settings.defaults(),
-            InstantSource.fixed(Instant.parse("2026-11-28T03:00:00Z")));
-  }
 
   @AfterEach
   void tearDown() {
     sampler.close();
-    node.close();
+    if (node != null) {
+      node.close();
+    }
+  }
+
+  @BeforeEach
+  void nodeAndFake() throws IOException {
+    node = new TestNode(root);
+    fake = FakeNvml.in(nvmlDir);
   }
 
   private Samples scrape(boolean hamiCompat) throws IOException {

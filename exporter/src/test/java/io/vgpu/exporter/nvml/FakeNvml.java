@@ -113,6 +113,18 @@ public final class FakeNvml {
     throw new IllegalStateException("no libvgpu/test/fake/fake_nvml.c above " + dir);
   }
 
+  /**
+   * A sampler on the fake through the production loading path, pretending the library lacks {@code
+   * hiddenSymbols} (an older driver).
+   */
+  public static NvmlSampler sampler(
+      NvmlSampler.Settings settings, java.time.InstantSource clock, String... hiddenSymbols) {
+    return new NvmlSampler(
+        () -> JnaNvmlClient.load(library().toString(), java.util.Set.of(hiddenSymbols)),
+        settings,
+        clock);
+  }
+
   /** A JNA client on the fake, through the production loading path. */
   public NvmlClient client() {
     return JnaNvmlClient.load(library().toString()).orElse(null);

@@ -22,14 +22,14 @@ class MigInstanceProperties {
     assertThat(MigInstance.profileOf("NVIDIA MIG 1g.10gb MIG")).isEmpty();
   }
 
-  @Property
+  @Property(tries = 300)
   void profileOf_anyName_isEmptyOrABoundedProfile(@ForAll @StringLength(max = 4096) String name) {
     String p = MigInstance.profileOf(name);
     assertThat(p).matches("|([0-9]{1,2}c\\.)?[0-9]{1,2}g\\.[0-9]{1,4}gb(\\+[a-z0-9]{1,8}){0,3}");
     assertThat(p.length()).isLessThanOrEqualTo(44);
   }
 
-  @Property
+  @Property(tries = 300)
   void profileOf_profileAfterAnyPrefix_isFound(
       @ForAll @StringLength(max = 200) String gpuName, @ForAll("profiles") String profile) {
     assertThat(MigInstance.profileOf(gpuName + " MIG " + profile)).isEqualTo(profile);

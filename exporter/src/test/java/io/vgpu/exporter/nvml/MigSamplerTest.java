@@ -51,11 +51,11 @@ class MigSamplerTest {
 
   private NvmlSampler sampler(Set<String> hiddenSymbols) {
     sampler =
-        new NvmlSampler(
-            () -> JnaNvmlClient.load(FakeNvml.library().toString(), hiddenSymbols),
+        FakeNvml.sampler(
             new NvmlSampler.Settings(
                 Duration.ofSeconds(1), Duration.ofSeconds(3), Duration.ofSeconds(8)),
-            clock);
+            clock,
+            hiddenSymbols.toArray(String[]::new));
     return sampler;
   }
 
