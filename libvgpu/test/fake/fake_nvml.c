@@ -23,6 +23,7 @@
  *       samples on the same ticks), the newest FAKE_DEVICE_TICKS of them up to now (realtime=1)
  *       or up to the device's newest per-process sample. Without period that call returns
  *       NVML_ERROR_NOT_SUPPORTED (a driver or GPU without device samples).
+ *       gpm=1: the GPU has GPM counters (Hopper and newer; nvmlGpmQueryDeviceSupport says so).
  *   process <dev> pid=<pid> used=<bytes> [gi=<id>] [ci=<id>]
  *       a compute process in nvmlDeviceGetComputeRunningProcesses* of device <dev>.
  *   sample <dev> pid=<pid> sm=<pct> mem=<pct> ts=<usec> [enc=<pct>] [dec=<pct>]
@@ -33,10 +34,13 @@
  *       `fail * 15` GPU lost: every device query fails, init/shutdown/strings still work).
  *       <function> also matches its versioned variants (nvmlInit matches nvmlInit_v2 and
  *       nvmlInitWithFlags; nvmlDeviceGetMemoryInfo matches nvmlDeviceGetMemoryInfo_v2).
- *   mig <parent> <j> uuid=<u> [name=<n>] [total=<bytes>] [used=<bytes>]
- *       MIG device j (0..7) of physical GPU <parent>: the parent then reports MIG mode enabled
- *       and hands out a handle for it; per-process and device utilization on a MIG handle return
- *       NVML_ERROR_NOT_SUPPORTED, as on real drivers.
+ *   mig <parent> <j> uuid=<u> [name=<n>] [total=<bytes>] [used=<bytes>] [gi=<id>] [ci=<id>]
+ *       [sm=<pct>]
+ *       MIG device j (0..6) of physical GPU <parent> (GPU instance gi, default j+1; compute
+ *       instance ci, default 0; sm: how busy its SMs are, for GPM): the parent then reports MIG
+ *       mode enabled and hands out a handle for it; per-process and device utilization on a MIG
+ *       handle return NVML_ERROR_NOT_SUPPORTED, as on real drivers. See fake_nvml_mig.inc for the
+ *       handles' lifetime, the parent's aggregate process list and GPM.
  *   migprocess <parent> <j> pid=<pid> used=<bytes>
  *       a compute process on that MIG device.
  *   option v3_stride=<16|24|32>     bytes per entry written by *_v3 running-process calls
@@ -136,7 +140,7 @@ _Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "utilization sample
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "memory v2");
 
 #define FAKE_MAX_DEVICES 16
-#define FAKE_MAX_MIG 8
+#define FAKE_MAX_MIG 7 /* MIG devices per GPU: an A100/H100 has at most 7 */
 #define FAKE_MAX_PROCS 256
 #define FAKE_MAX_SAMPLES 4096
 #define FAKE_DEVICE_TICKS 120 /* device samples the driver keeps: 24 s at 200 ms */
@@ -162,6 +166,8 @@ struct fake_device {
   unsigned long long energy_mj;
   unsigned long long power_mw;
   unsigned long long period_us;
+  int gpm;                  /* physical: GPM counters (Hopper and newer) */
+  unsigned int gi, ci, sm;  /* MIG: GPU and compute instance ids, SM busy percent */
   int nprocs;
   struct fake_proc procs[FAKE_MAX_PROCS];
 };
@@ -237,6 +243,7 @@ static nvmlReturn_t check_device(nvmlDevice_t d) {
   int mig = d >= &g_migs[0][0] && d < &g_migs[0][0] + FAKE_MAX_DEVICES * FAKE_MAX_MIG;
   if (!physical && !mig) return NVML_ERROR_INVALID_ARGUMENT;
   if (mig && !g_devices[d->index].present) return NVML_ERROR_GPU_IS_LOST;
+  if (mig && !d->present) return NVML_ERROR_INVALID_ARGUMENT; /* the instance was destroyed */
   return d->present ? NVML_SUCCESS : NVML_ERROR_GPU_IS_LOST;
 }
 
@@ -246,6 +253,9 @@ static int mig_count(nvmlDevice_t d) {
   for (int j = 0; j < FAKE_MAX_MIG; j++) n += g_migs[d->index][j].present;
   return n;
 }
+
+static unsigned int process_count(nvmlDevice_t d);                                /* mig.inc */
+static const struct fake_proc *process_at(nvmlDevice_t d, unsigned int i, struct fake_proc *tmp); /* mig.inc */
 
 #define ENTER(fn, dev_call)                  \
   do {                                       \
@@ -404,34 +414,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, uns
   return leave(NVML_SUCCESS);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
-  ENTER_DEVICE("nvmlDeviceGetMigMode", d);
-  if (!current || !pending) return leave(NVML_ERROR_INVALID_ARGUMENT);
-  if (d->is_mig) return leave(NVML_ERROR_NOT_SUPPORTED);
-  *current = mig_count(d) > 0 ? 1 : 0; /* NVML_DEVICE_MIG_ENABLE : _DISABLE */
-  *pending = *current;
-  return leave(NVML_SUCCESS);
-}
-
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count) {
-  ENTER_DEVICE("nvmlDeviceGetMaxMigDeviceCount", d);
-  if (!count) return leave(NVML_ERROR_INVALID_ARGUMENT);
-  *count = mig_count(d) > 0 ? FAKE_MAX_MIG : 0;
-  return leave(NVML_SUCCESS);
-}
-
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index, nvmlDevice_t *mig) {
-  ENTER_DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", d);
-  if (!mig || d->is_mig || index >= FAKE_MAX_MIG) return leave(NVML_ERROR_INVALID_ARGUMENT);
-  if (!g_migs[d->index][index].present) return leave(NVML_ERROR_NOT_FOUND);
-  *mig = &g_migs[d->index][index];
-  return leave(NVML_SUCCESS);
-}
-
 /* Writes the device's processes with the given stride; NVML's two-call sizing protocol. */
 static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void *infos, int stride) {
   if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-  unsigned int n = (unsigned)d->nprocs;
+  unsigned int n = process_count(d);
   if (*count < n || (n > 0 && !infos)) {
     *count = n;
     return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -439,7 +425,8 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void 
   unsigned char *out = infos;
   for (unsigned int i = 0; i < n; i++) {
     unsigned char *e = out + (size_t)i * (size_t)stride;
-    const struct fake_proc *p = &d->procs[i];
+    struct fake_proc mine;
+    const struct fake_proc *p = process_at(d, i, &mine);
     memset(e, 0, (size_t)stride);
     memcpy(e, &p->pid, 4);
     memcpy(e + 8, &p->used, 8);
@@ -542,3 +529,4 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t d, int type, unsigned
 }
 
 #include "fake_nvml_health.inc"
+#include "fake_nvml_mig.inc" /* MIG handles, instance ids and GPM; after health (g_epoch) */

@@ -7,6 +7,7 @@ import io.vgpu.exporter.kubelet.DeviceAssignment;
 import io.vgpu.exporter.kubelet.PodResourcesSnapshot;
 import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.nvml.GpuSnapshot;
+import io.vgpu.exporter.nvml.MigInstance;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.text.SnakeCaseLabel;
 import io.vgpu.hostpid.ProcessOwner;
@@ -39,7 +40,9 @@ import java.util.Set;
  *       by UID, the container by the runtime id in the pod's status). When the kubelet has
  *       answered, only if that container holds a claim on that GPU; otherwise it stays unattributed
  *       with {@link UnattributedReason#NO_CLAIM}. Without an answer (pod-resources off or down),
- *       the cgroup alone attributes it, as {@code sharing="whole"}.
+ *       the cgroup alone attributes it, as {@code sharing="whole"} ({@code "mig"} on a MIG device).
+ *   <li>A MIG device's profile is the resource name's (mixed strategy) or else the one NVML names
+ *       the device by (single strategy: {@code nvidia.com/gpu} carries no profile).
  *   <li>A process in no pod, in a pod or container the metadata does not name, stays unattributed
  *       with its reason.
  * </ul>
@@ -70,7 +73,7 @@ public final class DeviceHolders {
    * @param deviceUuid the GPU or MIG UUID ("" for a DRA device that names none)
    * @param deviceIndex NVML's index of the GPU, -1 when NVML does not list the device
    * @param sharing how it holds the device
-   * @param migProfile the MIG profile the resource name says, else ""
+   * @param migProfile the MIG profile the resource name says, else NVML's for a MIG device, else ""
    * @param memoryBytes NVML's used memory summed over its processes on the device
    * @param smUtilization NVML's per-process SM means summed (0-1); empty exactly when {@code
    *     unknown} is present
@@ -213,7 +216,9 @@ public final class DeviceHolders {
                               container,
                               "",
                               Optional.empty(),
-                              Sharing.WHOLE,
+                              gpu.flatMap(GpuSnapshot::mig).isPresent()
+                                  ? Sharing.MIG
+                                  : Sharing.WHOLE,
                               "",
                               ""),
                           pod.uid()));
@@ -254,7 +259,9 @@ public final class DeviceHolders {
               uuid,
               gpu.map(g -> g.identity().index()).orElse(-1),
               r.at.sharing(),
-              r.at.migProfile(),
+              r.at.migProfile().isEmpty()
+                  ? gpu.flatMap(GpuSnapshot::mig).map(MigInstance::profile).orElse("")
+                  : r.at.migProfile(),
               r.bytes,
               unknown.isPresent() ? OptionalDouble.empty() : OptionalDouble.of(Math.min(1, r.sm)),
               unknown,

@@ -90,6 +90,16 @@ public final class Collectors {
               c -> c.get(Flags.NVML),
               ctx -> ctx.nvml().map(sampler -> new DeviceHealthCollector(sampler))),
           new Entry(
+              "mig",
+              "per MIG device: GPU/compute instance, profile, memory, processes, GPM SM activity"
+                  + " (and hami_mig_device_info with --hami-compat)",
+              c -> c.get(Flags.NVML),
+              ctx ->
+                  ctx.nvml()
+                      .map(
+                          sampler ->
+                              new MigCollector(sampler, ctx.holders(), ctx.config().hamiCompat()))),
+          new Entry(
               "attribution",
               "NVML-reconciled per container utilization and memory, zombies, hostpid mismatches",
               c -> true,

@@ -43,7 +43,8 @@ public final class DeviceHoldingCollector extends VgpuCollector {
           "How the container holds the device (value 1): sharing=vgpu (a shared region),"
               + " whole, mig, timeslice, mps or dra (the kubelet's pod-resources assignment;"
               + " whole also for a pod's GPU process found by its cgroup while the kubelet has"
-              + " not answered); mig_profile from a MIG resource name, else empty; device_uuid"
+              + " not answered); mig_profile from a MIG resource name or else NVML's MIG device"
+              + " name, else empty; device_uuid"
               + " empty for a DRA device that names no GPU.",
           NAMES);
 

@@ -61,6 +61,23 @@ public final class MetricNames {
   /** How a container holds a device (info: vgpu_container_device_info). */
   public static final String CONTAINER_DEVICE_INFO = "vgpu_container_device";
 
+  // Per MIG device (collector mig): {node, device_uuid (the parent GPU's), mig_uuid}
+  /** Info (exposed with {@code _info}), extra labels device_index, GI/CI ids, mig_profile. */
+  public static final String MIG_DEVICE_INFO = "vgpu_mig_device";
+
+  public static final String MIG_MEMORY_USED = "vgpu_mig_memory_used_bytes";
+  public static final String MIG_MEMORY_TOTAL = "vgpu_mig_memory_total_bytes";
+  public static final String MIG_PROCESSES = "vgpu_mig_processes";
+
+  /** The GPU instance's SM activity from NVML GPM (Hopper and newer). */
+  public static final String MIG_SM_ACTIVITY = "vgpu_mig_sm_activity_ratio";
+
+  /** =1 while the MIG SM activity is unknown; extra label {@code reason}. */
+  public static final String MIG_SM_ACTIVITY_UNKNOWN = "vgpu_mig_sm_activity_unknown";
+
+  /** HAMi's MIG family (exposed as {@code hami_mig_device_info}), per container x MIG device. */
+  public static final String HAMI_MIG_DEVICE_INFO = "hami_mig_device";
+
   /** GPU processes no container holds, by reason (not_in_a_pod, pod_unknown, …). */
   public static final String GPU_UNATTRIBUTED_PROCESSES_BY_REASON =
       "vgpu_gpu_unattributed_processes_by_reason";

@@ -19,6 +19,7 @@ import java.util.OptionalDouble;
  *     {@code processes} missing here were idle for the whole window
  * @param health power, temperature, clock event reasons, ECC, remapped rows and XIDs of a physical
  *     GPU; {@link DeviceHealth#NONE} for a MIG device
+ * @param mig a MIG device's parent, instance ids, profile and SM activity; empty for a physical GPU
  */
 public record GpuSnapshot(
     GpuIdentity identity,
@@ -27,15 +28,37 @@ public record GpuSnapshot(
     OptionalDouble memoryUtilizationRatio,
     Optional<List<RunningProcess>> processes,
     Optional<Map<Integer, Double>> smUtilizationByPid,
-    DeviceHealth health) {
+    DeviceHealth health,
+    Optional<MigInstance> mig) {
   public GpuSnapshot {
     Objects.requireNonNull(health, "health");
+    Objects.requireNonNull(mig, "mig");
     Objects.requireNonNull(identity, "identity");
     Objects.requireNonNull(memory, "memory");
     Objects.requireNonNull(utilizationRatio, "utilizationRatio");
     Objects.requireNonNull(memoryUtilizationRatio, "memoryUtilizationRatio");
     processes = processes.map(List::copyOf);
     smUtilizationByPid = smUtilizationByPid.map(Map::copyOf);
+  }
+
+  /** A snapshot of a physical GPU. */
+  public GpuSnapshot(
+      GpuIdentity identity,
+      Optional<MemoryInfo> memory,
+      OptionalDouble utilizationRatio,
+      OptionalDouble memoryUtilizationRatio,
+      Optional<List<RunningProcess>> processes,
+      Optional<Map<Integer, Double>> smUtilizationByPid,
+      DeviceHealth health) {
+    this(
+        identity,
+        memory,
+        utilizationRatio,
+        memoryUtilizationRatio,
+        processes,
+        smUtilizationByPid,
+        health,
+        Optional.empty());
   }
 
   /** A snapshot without health readings. */
@@ -58,14 +81,39 @@ public record GpuSnapshot(
 
   /** The same snapshot with other health readings. */
   public GpuSnapshot withHealth(DeviceHealth newHealth) {
+    return copy(processes, newHealth, mig);
+  }
+
+  /** The same snapshot as a MIG device. */
+  public GpuSnapshot withMig(MigInstance instance) {
+    return copy(processes, health, Optional.of(instance));
+  }
+
+  /**
+   * The same snapshot without the processes of {@code pids}: a MIG-enabled GPU lists its MIG
+   * devices' processes as its own too (NVML's aggregate view), and each belongs to its MIG device.
+   */
+  public GpuSnapshot withoutProcesses(java.util.Set<Integer> pids) {
+    if (pids.isEmpty() || processes.isEmpty()) {
+      return this;
+    }
+    return copy(
+        processes.map(l -> l.stream().filter(p -> !pids.contains(p.pid())).toList()), health, mig);
+  }
+
+  private GpuSnapshot copy(
+      Optional<List<RunningProcess>> newProcesses,
+      DeviceHealth newHealth,
+      Optional<MigInstance> newMig) {
     return new GpuSnapshot(
         identity,
         memory,
         utilizationRatio,
         memoryUtilizationRatio,
-        processes,
+        newProcesses,
         smUtilizationByPid,
-        newHealth);
+        newHealth,
+        newMig);
   }
 
   /** Whether NVML's per-process utilization works on this GPU. */

@@ -47,6 +47,7 @@ public final class JnaNvmlClient implements NvmlClient {
   private final Map<String, Optional<Function>> functions = new ConcurrentHashMap<>();
   private volatile int v3Stride; // 0 = not learned yet
   private final JnaNvmlHealth health = new JnaNvmlHealth(this);
+  private final JnaNvmlMig mig = new JnaNvmlMig((name, args) -> call(name, args).code());
 
   private JnaNvmlClient(NativeLibrary library, Set<String> hiddenSymbols) {
     this.library = library;
@@ -505,6 +506,36 @@ public final class JnaNvmlClient implements NvmlClient {
   @Override
   public NvmlReturn eventSetFree(EventSet set) {
     return health.eventSetFree(set);
+  }
+
+  @Override
+  public NvmlResult<MigIds> migInstanceIds(DeviceHandle device) {
+    return mig.migInstanceIds(device);
+  }
+
+  @Override
+  public NvmlResult<Boolean> gpmSupported(DeviceHandle device) {
+    return mig.gpmSupported(device);
+  }
+
+  @Override
+  public NvmlResult<GpmSample> gpmSampleAlloc() {
+    return mig.gpmSampleAlloc();
+  }
+
+  @Override
+  public NvmlReturn gpmSampleFree(GpmSample sample) {
+    return mig.gpmSampleFree(sample);
+  }
+
+  @Override
+  public NvmlReturn gpmMigSampleGet(DeviceHandle parent, int gpuInstanceId, GpmSample sample) {
+    return mig.gpmMigSampleGet(parent, gpuInstanceId, sample);
+  }
+
+  @Override
+  public NvmlResult<Double> gpmSmUtilPercent(GpmSample first, GpmSample second) {
+    return mig.gpmSmUtilPercent(first, second);
   }
 
   @Override

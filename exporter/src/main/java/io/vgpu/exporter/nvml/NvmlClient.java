@@ -118,6 +118,42 @@ public interface NvmlClient extends AutoCloseable {
     return NvmlReturn.FUNCTION_NOT_FOUND;
   }
 
+  /**
+   * {@code nvmlDeviceGetGpuInstanceId} and {@code nvmlDeviceGetComputeInstanceId} of a MIG device
+   * (NOT_SUPPORTED on a physical GPU).
+   */
+  default NvmlResult<MigIds> migInstanceIds(DeviceHandle mig) {
+    return NvmlResult.err("nvmlDeviceGetGpuInstanceId", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlGpmQueryDeviceSupport}: whether the GPU has GPM counters (Hopper and newer). */
+  default NvmlResult<Boolean> gpmSupported(DeviceHandle device) {
+    return NvmlResult.err("nvmlGpmQueryDeviceSupport", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlGpmSampleAlloc}; the caller must {@link #gpmSampleFree} it before shutdown. */
+  default NvmlResult<GpmSample> gpmSampleAlloc() {
+    return NvmlResult.err("nvmlGpmSampleAlloc", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
+  /** {@code nvmlGpmSampleFree}; the sample is invalid afterwards. */
+  default NvmlReturn gpmSampleFree(GpmSample sample) {
+    return NvmlReturn.FUNCTION_NOT_FOUND;
+  }
+
+  /** {@code nvmlGpmMigSampleGet}: samples GPU instance {@code gpuInstanceId} of {@code parent}. */
+  default NvmlReturn gpmMigSampleGet(DeviceHandle parent, int gpuInstanceId, GpmSample sample) {
+    return NvmlReturn.FUNCTION_NOT_FOUND;
+  }
+
+  /**
+   * {@code nvmlGpmMetricsGet} for {@code NVML_GPM_METRIC_SM_UTIL} between two samples of one
+   * instance, the second taken later: the percent (0-100) of SMs busy in between.
+   */
+  default NvmlResult<Double> gpmSmUtilPercent(GpmSample first, GpmSample second) {
+    return NvmlResult.err("nvmlGpmMetricsGet", NvmlReturn.FUNCTION_NOT_FOUND);
+  }
+
   /** Releases the library (does not call {@link #shutdown()}). */
   @Override
   void close();

@@ -100,9 +100,11 @@ public final class NvmlSampler implements AutoCloseable {
 
   private final DeviceHealthReader healthReader = new DeviceHealthReader(this::countFailure);
   private final XidEventWatcher xids = new XidEventWatcher(this::count);
+  private final MigReader migReader = new MigReader(this::count);
 
   private NvmlClient client;
   private boolean initialised;
+  private boolean closed;
   private int consecutiveFailures;
   private Instant nextAttempt = Instant.MIN;
   private Optional<String> driverVersion = Optional.empty();
@@ -237,6 +239,9 @@ public final class NvmlSampler implements AutoCloseable {
 
   /** One poll (or one re-initialisation attempt when down and the back-off has passed). */
   public synchronized void sampleOnce() {
+    if (closed) {
+      return; // a poll that was waiting for close() must not initialise NVML again
+    }
     Instant now = clock.instant();
     if (!initialised) {
       if (now.isBefore(nextAttempt)) {
@@ -274,6 +279,7 @@ public final class NvmlSampler implements AutoCloseable {
     }
     List<GpuSnapshot> gpus = new ArrayList<>();
     sampledDevices.clear();
+    migReader.beginPoll();
     NvmlResult.Err<?> fatal = null;
     for (int i = 0; i < n.value(); i++) {
       NvmlResult<DeviceHandle> handle = client.deviceHandle(i);
@@ -283,17 +289,18 @@ public final class NvmlSampler implements AutoCloseable {
         continue;
       }
       DeviceHandle h = handle.orElse(null);
+      int parentAt = gpus.size();
       NvmlResult<?> polled = pollDevice(h, now, gpus);
       if (polled instanceof NvmlResult.Err<?> err && err.code().needsReinit()) {
         fatal = err;
       }
       NvmlResult<List<DeviceHandle>> migs = client.migDevices(h);
       switch (migs) {
-        case NvmlResult.Ok<List<DeviceHandle>> ok ->
-            ok.value().forEach(m -> pollDevice(m, now, gpus));
+        case NvmlResult.Ok<List<DeviceHandle>> ok -> pollMigs(h, ok.value(), parentAt, now, gpus);
         case NvmlResult.Err<List<DeviceHandle>> err -> count(err.code());
       }
     }
+    migReader.endPoll(client);
     boolean allLost = fatal != null && gpus.isEmpty();
     boolean driverGone =
         fatal != null && !fatal.code().equals(NvmlReturn.GPU_IS_LOST) && !fatal.code().isSuccess();
@@ -311,6 +318,35 @@ public final class NvmlSampler implements AutoCloseable {
     }
     consecutiveFailures = 0;
     latest = new NvmlSnapshot(now, NvmlStatus.up(driverVersion), xids.attach(gpus));
+  }
+
+  /**
+   * Polls the MIG devices of the GPU at {@code parentAt} in {@code out} (absent when its own poll
+   * failed) into {@code out}, each with its {@link MigInstance}, and takes their processes off the
+   * parent's aggregate list.
+   */
+  private void pollMigs(
+      DeviceHandle parent,
+      List<DeviceHandle> migs,
+      int parentAt,
+      Instant now,
+      List<GpuSnapshot> out) {
+    if (parentAt >= out.size() || migs.isEmpty()) {
+      return; // without the parent's UUID its MIG devices cannot be told apart from GPUs
+    }
+    GpuSnapshot parentSnapshot = out.get(parentAt);
+    String parentUuid = parentSnapshot.identity().uuid();
+    java.util.Set<Integer> migPids = new java.util.HashSet<>();
+    for (DeviceHandle m : migs) {
+      int at = out.size();
+      pollDevice(m, now, out);
+      if (at < out.size()) {
+        GpuSnapshot g = out.get(at);
+        g.processes().ifPresent(ps -> ps.forEach(p -> migPids.add(p.pid())));
+        out.set(at, g.withMig(migReader.read(client, parent, parentUuid, m, g.identity().name())));
+      }
+    }
+    out.set(parentAt, parentSnapshot.withoutProcesses(migPids));
   }
 
   /** Polls one device into {@code out}; returns the identity failure, if any. */
@@ -414,6 +450,7 @@ public final class NvmlSampler implements AutoCloseable {
   private void goDown(Instant now, String function, NvmlReturn code) {
     if (initialised && client != null) {
       xids.close(client);
+      migReader.close(client);
       client.shutdown();
     }
     initialised = false;
@@ -443,12 +480,14 @@ public final class NvmlSampler implements AutoCloseable {
   /** Stops polling and shuts NVML down. */
   @Override
   public synchronized void close() {
+    closed = true;
     if (executor != null) {
       executor.shutdownNow();
       executor = null;
     }
     if (initialised && client != null) {
       xids.close(client);
+      migReader.close(client);
       client.shutdown();
     }
     initialised = false;

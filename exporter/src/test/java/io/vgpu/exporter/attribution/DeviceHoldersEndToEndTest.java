@@ -88,27 +88,7 @@ class DeviceHoldersEndToEndTest {
         .gpuProcess(0, 4701, GIB)
         .busyUntil(0, 4501, 40, Duration.ofMinutes(2))
         .busyUntil(0, 4001, 30, Duration.ofMinutes(2));
-    w.poll();
-    w.fake.write(Files.readAllLines(w.fake.config()).toArray(String[]::new));
-
-    Map<String, String> flags = new HashMap<>();
-    flags.put("path.cache-root", dir.resolve("containers").toString());
-    flags.put("path.procfs", w.proc.toString());
-    flags.put("node-name", "n1");
-    flags.put("kubernetes", "false");
-    flags.put("nvml.library", FakeNvml.library().toString());
-    flags.put("nvml.sample-interval", "100ms");
-    flags.put("attribution.feedback", "false");
-    flags.put("web.listen-address", "127.0.0.1");
-    flags.put("web.listen-port", "0");
-    app =
-        ExporterApp.builder(ExporterConfig.resolve(flags, Map.of()))
-            .metadata(
-                StaticMetadataSource.of(
-                    List.of(pod(1, "vgpu-0", "train"), pod(5, "whole-0", "torch")),
-                    NodeMeta.unknown()))
-            .build()
-            .start();
+    start(Map.of(), pod(1, "vgpu-0", "train"), pod(5, "whole-0", "torch"));
 
     String whole = "pod=\"whole-0\"";
     String text = awaitValue("vgpu_container_sm_utilization_ratio", 0.40, whole);
@@ -135,6 +115,114 @@ class DeviceHoldersEndToEndTest {
                 .filter(l -> l.contains("pod=\"vgpu-0\""))
                 .count())
         .isEqualTo(1);
+  }
+
+  /** Polls the world once, then starts the exporter on it (no kubelet) with {@code extra} flags. */
+  private void start(Map<String, String> extra, PodMeta... pods) throws Exception {
+    w.poll();
+    w.fake.write(Files.readAllLines(w.fake.config()).toArray(String[]::new));
+    Map<String, String> flags = new HashMap<>(extra);
+    flags.put("path.cache-root", dir.resolve("containers").toString());
+    flags.put("path.procfs", w.proc.toString());
+    flags.put("node-name", "n1");
+    flags.put("kubernetes", "false");
+    flags.put("nvml.library", FakeNvml.library().toString());
+    flags.put("nvml.sample-interval", "100ms");
+    flags.put("attribution.feedback", "false");
+    flags.put("web.listen-address", "127.0.0.1");
+    flags.put("web.listen-port", "0");
+    app =
+        ExporterApp.builder(ExporterConfig.resolve(flags, Map.of()))
+            .metadata(StaticMetadataSource.of(List.of(pods), NodeMeta.unknown()))
+            .build()
+            .start();
+  }
+
+  /**
+   * Issue 28 item 3: two MIG pods on one MIG-partitioned H100 (no region, no kubelet): each gets
+   * its memory on its own MIG device, {@code sharing="mig"} with the profile NVML names the device
+   * by, HAMi's {@code hami_mig_device_info}, and the per-MIG-device series with GPM SM activity;
+   * the parent GPU does not count their processes as its own unattributed ones.
+   */
+  @Test
+  void twoMigPodsOnOneGpu_memoryOnTheirMigDevice_profileAndHamiInfo_gpmActivity() throws Exception {
+    w = new World(dir);
+    w.advance(Duration.between(World.START, Instant.now()));
+    String migA = "MIG-aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa";
+    String migB = "MIG-bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb";
+    w.podProcess(5101, 881, 11, 11, 1);
+    w.podProcess(5201, 882, 12, 12, 1);
+    w.gpu(0, GPU0, 0)
+        .nvmlLine("device 0 uuid=" + GPU0 + " name=NVIDIA_H100 total=" + 80 * GIB + " used=0 gpm=1")
+        .nvmlLine(
+            "mig 0 0 uuid="
+                + migA
+                + " name=NVIDIA_H100_MIG_1g.10gb gi=9 ci=0 sm=30 total="
+                + 10 * GIB
+                + " used="
+                + 2 * GIB)
+        .nvmlLine(
+            "mig 0 1 uuid="
+                + migB
+                + " name=NVIDIA_H100_MIG_3g.40gb gi=2 ci=0 sm=80 total="
+                + 40 * GIB
+                + " used="
+                + 5 * GIB)
+        .nvmlLine("migprocess 0 0 pid=5101 used=" + 2 * GIB)
+        .nvmlLine("migprocess 0 1 pid=5201 used=" + 5 * GIB);
+    start(
+        Map.of("hami-compat", "true"), pod(11, "mig-small", "infer"), pod(12, "mig-big", "train"));
+
+    String a = "mig_uuid=\"" + migA + "\"";
+    awaitValue("vgpu_mig_sm_activity_ratio", 0.30, a); // two NVML polls
+    // ... and an attribution pass after them (the holders, their memory, HAMi's family)
+    String text =
+        awaitValue("vgpu_container_memory_used_bytes", 2.0 * GIB, "pod=\"mig-small\"", migA);
+    assertThat(value(text, "vgpu_mig_sm_activity_ratio", "mig_uuid=\"" + migB + "\""))
+        .isCloseTo(0.80, within(1e-6));
+    assertThat(value(text, "vgpu_container_memory_used_bytes", "pod=\"mig-small\"", migA))
+        .isEqualTo(2.0 * GIB);
+    assertThat(value(text, "vgpu_container_memory_used_bytes", "pod=\"mig-big\"", migB))
+        .isEqualTo(5.0 * GIB);
+    assertThat(
+            value(
+                text,
+                "vgpu_container_device_info",
+                "pod=\"mig-small\"",
+                "sharing=\"mig\"",
+                "mig_profile=\"1g.10gb\"",
+                migA))
+        .isEqualTo(1);
+    assertThat(
+            value(
+                text,
+                "hami_mig_device_info",
+                "pod=\"mig-big\"",
+                "container=\"train\"",
+                "device_uuid=\"" + GPU0 + "\"",
+                "mig_uuid=\"" + migB + "\"",
+                "profile=\"3g.40gb\"",
+                "gpu_instance_id=\"2\"",
+                "compute_instance_id=\"0\"",
+                "vdevice_index=\"0\"",
+                "zone=\"vGPU\""))
+        .isEqualTo(1);
+    assertThat(value(text, "vgpu_mig_memory_used_bytes", a)).isEqualTo(2.0 * GIB);
+    assertThat(value(text, "vgpu_mig_memory_total_bytes", a)).isEqualTo(10.0 * GIB);
+    assertThat(value(text, "vgpu_mig_processes", a)).isEqualTo(1);
+    assertThat(
+            value(
+                text,
+                "vgpu_mig_device_info",
+                a,
+                "device_uuid=\"" + GPU0 + "\"",
+                "gpu_instance_id=\"9\"",
+                "mig_profile=\"1g.10gb\""))
+        .isEqualTo(1);
+    assertThat(text).doesNotContain("vgpu_mig_sm_activity_unknown{");
+    assertThat(value(text, "vgpu_gpu_unattributed_processes", "device_uuid=\"" + GPU0 + "\""))
+        .as("the MIG pods' processes are not the parent's")
+        .isZero();
   }
 
   private String awaitValue(String family, double want, String... parts) throws Exception {

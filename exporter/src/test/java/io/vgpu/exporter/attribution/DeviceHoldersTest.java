@@ -15,9 +15,12 @@ import io.vgpu.exporter.kubelet.PodResourcesSnapshot;
 import io.vgpu.exporter.kubelet.Sharing;
 import io.vgpu.exporter.nvml.GpuIdentity;
 import io.vgpu.exporter.nvml.GpuSnapshot;
+import io.vgpu.exporter.nvml.MigIds;
+import io.vgpu.exporter.nvml.MigInstance;
 import io.vgpu.exporter.nvml.NvmlSnapshot;
 import io.vgpu.exporter.nvml.NvmlStatus;
 import io.vgpu.exporter.nvml.RunningProcess;
+import io.vgpu.exporter.nvml.SmActivity;
 import io.vgpu.hostpid.ProcessOwner;
 import java.time.Instant;
 import java.util.List;
@@ -245,5 +248,66 @@ class DeviceHoldersTest {
     assertThat(h.held()).isEmpty();
     assertThat(h.unattributed().get(GPU0))
         .containsExactly(Map.entry(UnattributedReason.CONTAINER_UNKNOWN, 1));
+  }
+
+  /** A MIG device of GPU0 in NVML's snapshot, its profile named by NVML. */
+  static GpuSnapshot mig(Map<Integer, Long> mem) {
+    return gpu(0, MIG, mem, Map.of())
+        .withMig(
+            new MigInstance(
+                GPU0,
+                Optional.of(new MigIds(9, 0)),
+                "1g.10gb",
+                SmActivity.unknown(SmActivity.Reason.FIRST_SAMPLE)));
+  }
+
+  /** Pod 5's process 501 on the MIG device (2 GiB), held as the kubelet {@code answer} says. */
+  static Holders onMig(Optional<PodResourcesSnapshot> answer) {
+    var gpus = List.of(gpu(0, GPU0, Map.of(), Map.of()), mig(Map.of(501, 2 * GIB)));
+    return DeviceHolders.of(
+        result(gpus, List.of(proc(MIG, 501, 5, false))),
+        answer,
+        List.of(pod(5, "small", "infer")),
+        Set.of());
+  }
+
+  @Test
+  void migDevice_singleStrategyClaim_profileFromNvml_memoryOnTheMigDevice() {
+    Holders h =
+        onMig(
+            Optional.of(
+                answer(
+                    new DeviceAssignment(
+                        "team",
+                        "small",
+                        "infer",
+                        "nvidia.com/gpu",
+                        DeviceId.parse(MIG),
+                        Sharing.MIG,
+                        "", // the single strategy's resource name carries no profile
+                        ""))));
+    assertThat(h.held())
+        .singleElement()
+        .satisfies(
+            d -> {
+              assertThat(d.sharing()).isEqualTo(Sharing.MIG);
+              assertThat(d.migProfile()).as("NVML's profile").isEqualTo("1g.10gb");
+              assertThat(d.deviceUuid()).isEqualTo(MIG);
+              assertThat(d.memoryBytes()).isEqualTo(2 * GIB);
+              assertThat(d.hostPids()).containsExactly(501);
+            });
+    assertThat(h.unattributed()).isEmpty();
+  }
+
+  @Test
+  void migDevice_noKubeletAnswer_attributedByCgroupAsMig_withNvmlProfile() {
+    assertThat(onMig(Optional.empty()).held())
+        .singleElement()
+        .satisfies(
+            d -> {
+              assertThat(d.sharing()).isEqualTo(Sharing.MIG);
+              assertThat(d.migProfile()).isEqualTo("1g.10gb");
+              assertThat(d.memoryBytes()).isEqualTo(2 * GIB);
+            });
   }
 }

@@ -46,7 +46,8 @@ class SeriesBudgetTest {
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final Pattern BUDGET_ROW =
       Pattern.compile(
-          "^\\| series budget: (fixed per node|per GPU|per container|per container × GPU) \\| (\\d+) \\|",
+          "^\\| series budget: (fixed per node|per GPU|per container|per container × GPU|per MIG"
+              + " device) \\| (\\d+) \\|",
           Pattern.MULTILINE);
   private static final Duration SETTLE = Duration.ofSeconds(40);
 
@@ -56,15 +57,16 @@ class SeriesBudgetTest {
    * A running exporter over {@code root} whose pods are whatever {@code pods} holds, on a node
    * whose NVML (the fake) reports {@code gpus} H100s.
    */
-  private ExporterApp exporter(Path root, StaticMetadataSource pods, int gpus) throws IOException {
+  private ExporterApp exporter(Path root, StaticMetadataSource pods, int gpus, String... extraNvml)
+      throws IOException {
     Path nvmlDir = Files.createTempDirectory(tmp, "nvml");
-    String[] devices = new String[2 * gpus];
+    String[] devices = java.util.Arrays.copyOf(extraNvml, 2 * gpus + extraNvml.length);
     for (int g = 0; g < gpus; g++) {
-      devices[2 * g] =
+      devices[extraNvml.length + 2 * g] =
           "device %d uuid=%s name=NVIDIA_H100_80GB_HBM3 total=85899345920 used=0 util=0 memutil=0"
               .formatted(g, TestRegions.uuid(g));
       // An H100's health: every reading supported (ECC on, row remapper, XID events).
-      devices[2 * g + 1] =
+      devices[extraNvml.length + 2 * g + 1] =
           "health %d power=70000 temp=31 clocks=0x1 ecc=0,0,0,0 remap=0,0,0,0 events=1"
               .formatted(g);
     }
@@ -229,7 +231,8 @@ class SeriesBudgetTest {
     }
     assertThat(budget)
         .as("docs/fleet.md budget rows")
-        .containsOnlyKeys("fixed per node", "per GPU", "per container", "per container × GPU");
+        .containsOnlyKeys(
+            "fixed per node", "per GPU", "per container", "per container × GPU", "per MIG device");
     return budget;
   }
 
@@ -292,6 +295,38 @@ class SeriesBudgetTest {
     assertThat(fixed)
         .as("fixed series per node (docs/fleet.md budget) %s", what)
         .isLessThanOrEqualTo(budget.get("fixed per node"));
+  }
+
+  /**
+   * Series of a one-GPU node (an H100 with GPM) partitioned into {@code migs} MIG devices, no
+   * containers.
+   */
+  private long migNodeSeries(int migs) throws Exception {
+    Path root = tmp.resolve("mig-" + migs);
+    Files.createDirectories(root);
+    String[] lines = new String[migs];
+    for (int j = 0; j < migs; j++) {
+      lines[j] =
+          "mig 0 %d uuid=MIG-%d name=NVIDIA_H100_MIG_1g.10gb gi=%d sm=%d total=10737418240 used=0"
+              .formatted(j, j, j + 1, 10 * j);
+    }
+    try (ExporterApp app = exporter(root, noPods(), 1, lines)) {
+      Set<String> series = settledScrape(app, 1 + migs, 0);
+      scrapes.put("1 GPU, " + migs + " MIG devices", series);
+      return series.size();
+    }
+  }
+
+  @Test
+  void seriesPerMigDevice_isLinear_andWithinTheDocumentedBudget() throws Exception {
+    long one = migNodeSeries(1);
+    long three = migNodeSeries(3);
+    String what =
+        "measured: %d series with 1 MIG device, %d with 3".formatted(one, three) + familyCounts();
+    assertThat((three - one) % 2).as(what).isZero();
+    assertThat((three - one) / 2)
+        .as("series per MIG device (docs/fleet.md budget) %s", what)
+        .isLessThanOrEqualTo(documentedBudget().get("per MIG device"));
   }
 
   @Test

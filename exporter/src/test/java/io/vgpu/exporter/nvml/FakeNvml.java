@@ -49,12 +49,9 @@ public final class FakeNvml {
     }
     Path root = repositoryRoot();
     Path source = root.resolve("libvgpu/test/fake/fake_nvml.c");
-    Path health = root.resolve("libvgpu/test/fake/fake_nvml_health.inc"); // #included by source
     Path built = root.resolve("libvgpu/build/fake/libnvidia-ml.so.1");
     try {
-      if (Files.exists(built)
-          && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(source)) >= 0
-          && Files.getLastModifiedTime(built).compareTo(Files.getLastModifiedTime(health)) >= 0) {
+      if (Files.exists(built) && newerThanSources(built, source.getParent())) {
         library = built;
         return library;
       }
@@ -90,6 +87,22 @@ public final class FakeNvml {
     }
   }
 
+  /** Whether {@code built} is newer than fake_nvml.c and every fake_nvml*.inc it includes. */
+  private static boolean newerThanSources(Path built, Path fakeDir) throws IOException {
+    var builtAt = Files.getLastModifiedTime(built);
+    try (var sources = Files.list(fakeDir)) {
+      for (Path p : sources.toList()) {
+        String n = p.getFileName().toString();
+        if (n.startsWith("fake_nvml")
+            && (n.endsWith(".c") || n.endsWith(".inc"))
+            && builtAt.compareTo(Files.getLastModifiedTime(p)) < 0) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   private static Path repositoryRoot() {
     Path dir = Path.of("").toAbsolutePath();
     for (Path p = dir; p != null; p = p.getParent()) {
@@ -98,6 +111,18 @@ public final class FakeNvml {
       }
     }
     throw new IllegalStateException("no libvgpu/test/fake/fake_nvml.c above " + dir);
+  }
+
+  /**
+   * A sampler on the fake through the production loading path, pretending the library lacks {@code
+   * hiddenSymbols} (an older driver).
+   */
+  public static NvmlSampler sampler(
+      NvmlSampler.Settings settings, java.time.InstantSource clock, String... hiddenSymbols) {
+    return new NvmlSampler(
+        () -> JnaNvmlClient.load(library().toString(), java.util.Set.of(hiddenSymbols)),
+        settings,
+        clock);
   }
 
   /** A JNA client on the fake, through the production loading path. */
