@@ -60,8 +60,8 @@ class DeviceHoldersEndToEndTest {
         "team",
         name,
         "Running",
-        Optional.empty(),
-        Map.of(),
+        Optional.of("burstable"),
+        Map.of("app", name + "-app", "tier", "gpu"),
         Map.of(
             container,
             new ContainerMeta(
@@ -99,6 +99,7 @@ class DeviceHoldersEndToEndTest {
     flags.put("nvml.library", FakeNvml.library().toString());
     flags.put("nvml.sample-interval", "100ms");
     flags.put("attribution.feedback", "false");
+    flags.put("kubernetes.pod-labels", "app");
     flags.put("web.listen-address", "127.0.0.1");
     flags.put("web.listen-port", "0");
     app =
@@ -119,6 +120,21 @@ class DeviceHoldersEndToEndTest {
     assertThat(value(text, "vgpu_container_memory_used_bytes", whole, "container=\"torch\""))
         .isEqualTo(3.0 * GIB);
     assertThat(value(text, "vgpu_container_processes", whole, "state=\"running\"")).isEqualTo(1);
+    // The pod facts a region container gets (its kind, QoS class, allow-listed labels), once.
+    assertThat(
+            value(
+                text,
+                "vgpu_container_pod_info",
+                whole,
+                "container=\"torch\"",
+                "container_kind=\"regular\"",
+                "qos_class=\"burstable\"",
+                "label_app=\"whole-0-app\""))
+        .isEqualTo(1);
+    assertThat(text.lines().filter(l -> l.startsWith("vgpu_container_pod_info{")))
+        .as("one pod_info per container, region or not")
+        .hasSize(2)
+        .noneMatch(l -> l.contains("label_tier"));
     String gpu = "device_uuid=\"" + GPU0 + "\"";
     assertThat(value(text, "vgpu_gpu_unattributed_processes", gpu)).isEqualTo(2);
     assertThat(value(text, "vgpu_gpu_unattributed_memory_bytes", gpu)).isEqualTo(2.0 * GIB);
