@@ -12,35 +12,17 @@ samples divided by the number of sampling periods in the span: periods without a
 idle, as the exporter counts them), and the memory of both. Exits 1 unless every container's SM
 means are within 2 pp, every memory figure is exact, and each container shows with its sharing kind.
 """
-import re
 import sys
 from collections import defaultdict
 
+from analyze import parse_prom, value  # the attribution proof's exposition reader
+
 SM_TOLERANCE = 0.02  # 2 percentage points
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 SHARING = {'whole': 'whole', 'vgpu': 'vgpu'}
 # The exporter's per-container memory from NVML: for a container without a region the container
 # family itself; for a region container its NVML family (its region's figure is printed beside).
 NVML_MEMORY = {'whole': 'vgpu_container_memory_used_bytes',
                'vgpu': 'vgpu_container_nvml_memory_used_bytes'}
-
-
-def parse_prom(path):
-    series = defaultdict(list)
-    for line in open(path):
-        if not line.strip() or line.startswith('#'):
-            continue
-        m = re.match(r'^([a-zA-Z_:][\w:]*)(\{(.*)\})?\s+(\S+)', line)
-        if m:
-            series[m.group(1)].append((dict(LABEL.findall(m.group(3) or '')), float(m.group(4))))
-    return series
-
-
-def value(series, name, **want):
-    for labels, v in series.get(name, []):
-        if all(labels.get(k) == str(x) for k, x in want.items()):
-            return v
-    return None
 
 
 def main():

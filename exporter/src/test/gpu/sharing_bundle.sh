@@ -37,7 +37,7 @@ done
 make -s -C "$repo/libvgpu" lib
 cp "$repo/libvgpu/build/libvgpu.so" "$stage/repo/"
 cp "$repo/scripts/lib.sh" "$stage/repo/scripts/"
-cp "$here"/{Makefile,nvml_probe.c,duty.c,sharing_proof.sh,sharing_dry_run.sh,analyze_sharing.py,ProofServe.java} \
+cp "$here"/{Makefile,nvml_probe.c,duty.c,sharing_proof.sh,sharing_dry_run.sh,analyze.py,analyze_sharing.py,ProofServe.java} \
   "$stage/repo/exporter/src/test/gpu/"
 tar cJf "$dest/bundle.txz" -C "$stage" jre repo
 cat >"$dest/run.sh" <<'RUN'
