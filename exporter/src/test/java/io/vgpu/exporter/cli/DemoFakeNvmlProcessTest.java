@@ -172,8 +172,14 @@ class DemoFakeNvmlProcessTest {
     assertThat(anyPositive(metrics, "vgpu_gpu_utilization_ratio")).isTrue();
     assertThat(anyPositive(metrics, "vgpu_gpu_memory_used_bytes")).isTrue();
     assertThat(anyPositive(metrics, "vgpu_gpu_memory_total_bytes")).isTrue();
-    // The vGPU pods' 2 GPUs and the other sharing kinds' 3 (whole, MIG-partitioned, time-sliced).
-    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes")).hasSize(2 + 3);
+    // The vGPU pods' 2 GPUs and the other sharing kinds' 3 (whole, MIG-partitioned, time-sliced),
+    // and the MIG-partitioned GPU's 2 MIG devices, which NVML lists beside it.
+    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes"))
+        .filteredOn(s -> s.labels().contains("device_uuid=\"GPU-"))
+        .hasSize(2 + 3);
+    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes"))
+        .filteredOn(s -> s.labels().contains("device_uuid=\"MIG-"))
+        .hasSize(2);
 
     // Only the demo's containers: every pod_uid in /api and /metrics names a directory the demo
     // made under its cache root (a real process or pod of this machine would add another).
