@@ -144,7 +144,8 @@ final class DemoHolders {
               ? migUuid(gpu, p.mig())
               : p.gpuOffset() == 2 ? gpuUuid.apply(gpu) + "::" + p.mig() : gpuUuid.apply(gpu);
       out.add(
-          new Holder(p, DemoNode.podUid(p.pod()), gpu, id, DemoProcesses.spawn(namespaces, null)));
+          new Holder(
+              p, DemoProblem.podUidOf(p.pod()), gpu, id, DemoProcesses.spawn(namespaces, null)));
     }
     return new DemoHolders(out);
   }
