@@ -282,6 +282,8 @@ class DemoNodeTest {
                           HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
                       .body());
           if (s.find("vgpu_container_device_info", "sharing", "timeslice").size() == 2
+              && !s.find("vgpu_container_memory_used_bytes", "pod", "finetune-llama-0").isEmpty()
+              && s.value("vgpu_container_memory_used_bytes", "pod", "finetune-llama-0") > 0
               && !s.find("vgpu_container_sm_utilization_ratio", "pod", "finetune-llama-0").isEmpty()
               && s.find("vgpu_container_sm_utilization_ratio", "pod", "finetune-llama-0")
                       .getFirst()
