@@ -100,7 +100,12 @@ public final class ExporterApp implements AutoCloseable {
       discovery.addListener(new StaleReaper(discovery, c -> isStale(c, metadata, clock, grace)));
     }
 
-    this.podResources = b.gpu ? podResourcesFrom(config, clock) : Optional.empty();
+    this.podResources =
+        !b.gpu
+            ? Optional.empty()
+            : b.podResourcesSocket != null
+                ? Optional.of(podResources(b.podResourcesSocket, config, clock))
+                : podResourcesFrom(config, clock);
     this.nvml =
         b.gpu && config.get(Flags.NVML) ? Optional.of(sampler(config, clock)) : Optional.empty();
     Supplier<NvmlSnapshot> latestNvml = latestNvml(nvml, clock);
@@ -221,14 +226,18 @@ public final class ExporterApp implements AutoCloseable {
     if (socket.isEmpty() || !config.get(Flags.KUBERNETES)) {
       return Optional.empty();
     }
-    return Optional.of(
-        new PodResourcesSource(
-            java.nio.file.Path.of(socket),
-            config.get(Flags.KUBELET_POD_RESOURCES_INTERVAL),
-            POD_RESOURCES_TIMEOUT,
-            PodResourcesLimits.DEFAULT,
-            clock,
-            config.nodeName()));
+    return Optional.of(podResources(java.nio.file.Path.of(socket), config, clock));
+  }
+
+  private static PodResourcesSource podResources(
+      java.nio.file.Path socket, ExporterConfig config, InstantSource clock) {
+    return new PodResourcesSource(
+        socket,
+        config.get(Flags.KUBELET_POD_RESOURCES_INTERVAL),
+        POD_RESOURCES_TIMEOUT,
+        PodResourcesLimits.DEFAULT,
+        clock,
+        config.nodeName());
   }
 
   private static NvmlSampler sampler(ExporterConfig config, InstantSource clock) {
@@ -430,6 +439,7 @@ public final class ExporterApp implements AutoCloseable {
     private PodMetadataSource metadata;
     private boolean writable;
     private boolean gpu = true;
+    private java.nio.file.Path podResourcesSocket;
 
     private Builder(ExporterConfig config) {
       this.config = config;
@@ -443,6 +453,15 @@ public final class ExporterApp implements AutoCloseable {
     /** Metadata source instead of the one --kubernetes selects (demo, tests). */
     public Builder metadata(PodMetadataSource source) {
       this.metadata = source;
+      return this;
+    }
+
+    /**
+     * The kubelet's pod-resources socket to poll instead of the one --kubernetes and
+     * --kubelet.pod-resources-socket select (the demo's fake kubelet, off-cluster).
+     */
+    public Builder podResourcesSocket(java.nio.file.Path socket) {
+      this.podResourcesSocket = socket;
       return this;
     }
 

@@ -116,17 +116,25 @@ public final class DeviceHolders {
    * @param held per container and device, in the kubelet's order, then by process
    * @param unattributed per GPU UUID, the processes no container holds, by reason
    * @param unattributedBytes per GPU UUID, their NVML memory
+   * @param pods the metadata of the pods in {@code held}, by UID (for their pod facts and labels)
    */
   public record Holders(
       List<HeldDevice> held,
       Map<String, Map<UnattributedReason, Integer>> unattributed,
-      Map<String, Long> unattributedBytes) {
-    public static final Holders NONE = new Holders(List.of(), Map.of(), Map.of());
+      Map<String, Long> unattributedBytes,
+      Map<String, PodMeta> pods) {
+    public static final Holders NONE = new Holders(List.of(), Map.of(), Map.of(), Map.of());
 
     public Holders {
       held = List.copyOf(held);
       unattributed = Map.copyOf(unattributed);
       unattributedBytes = Map.copyOf(unattributedBytes);
+      pods = Map.copyOf(pods);
+    }
+
+    /** The metadata of a held device's pod; empty while the metadata does not know the pod. */
+    public Optional<PodMeta> pod(HeldDevice h) {
+      return h.podUid().isEmpty() ? Optional.empty() : Optional.ofNullable(pods.get(h.podUid()));
     }
   }
 
@@ -236,6 +244,7 @@ public final class DeviceHolders {
       }
     }
     List<HeldDevice> held = new ArrayList<>(rows.size());
+    Map<String, PodMeta> heldPods = new HashMap<>();
     for (Map.Entry<String, Row> e : rows.entrySet()) {
       Row r = e.getValue();
       String uuid = r.at.deviceUuid().orElse(uuidOf(e.getKey()));
@@ -249,6 +258,10 @@ public final class DeviceHolders {
         unknown = Optional.of(UnknownReason.GPU_NOT_IN_NVML);
       } else if (!gpu.get().processUtilizationAvailable()) {
         unknown = Optional.of(UnknownReason.NVML_UNSUPPORTED);
+      }
+      PodMeta pod = byUid.get(r.podUid);
+      if (pod != null) {
+        heldPods.put(pod.uid(), pod);
       }
       held.add(
           new HeldDevice(
@@ -267,7 +280,7 @@ public final class DeviceHolders {
               unknown,
               r.pids));
     }
-    return new Holders(held, reasons, unattributedBytes);
+    return new Holders(held, reasons, unattributedBytes, heldPods);
   }
 
   /** The container a process's cgroup names in its pod, or null. */

@@ -5,6 +5,7 @@ import io.vgpu.exporter.config.ExporterConfig;
 import io.vgpu.exporter.config.Flags;
 import io.vgpu.exporter.demo.DemoNode;
 import io.vgpu.exporter.demo.DemoOptions;
+import io.vgpu.exporter.demo.FakeKubelet;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -62,11 +63,23 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
   boolean problems;
 
   @Option(
+      names = "--other-sharing",
+      description =
+          "Add the pods that hold a GPU without a vGPU region, on three more GPUs: a whole-GPU"
+              + " pod, a MIG-partitioned GPU with two MIG pods and a time-sliced GPU with two pods;"
+              + " a fake kubelet pod-resources socket says who holds which device (default"
+              + " ${DEFAULT-VALUE}).",
+      defaultValue = "true",
+      arity = "1")
+  boolean otherSharing;
+
+  @Option(
       names = "--gpus",
       description =
           "GPUs of the simulated node, 1-"
               + io.vgpu.exporter.demo.DemoNode.MAX_GPUS
-              + " (default ${DEFAULT-VALUE}). Every third container uses two GPUs, the others one.",
+              + " (default ${DEFAULT-VALUE}; --other-sharing adds 3). Every third container uses"
+              + " two GPUs, the others one.",
       defaultValue = "2")
   int gpus;
 
@@ -176,6 +189,7 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
                 idleContainers,
                 pidNamespaces,
                 problems,
+                otherSharing,
                 java.time.Clock.systemUTC()));
     // The demo's processes only: a procfs that shows its children as pod processes and nothing
     // else of this machine (no real process, no real pod on it is ever judged or attributed).
@@ -208,8 +222,14 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
     if (fakeNvmlConfig != null) {
       node.writeFakeNvmlScript(fakeNvmlConfig, gpuModel);
     }
+    // The node's kubelet: a real gRPC server on a unix socket answering who holds which device.
+    Path socket = tmp.resolve("kubelet").resolve("pod-resources.sock");
+    Files.createDirectories(socket.getParent());
+    FakeKubelet kubelet =
+        new FakeKubelet(socket).setList(node.podResources()).setAllocatable(node.allocatable());
     // Same wiring as serve: attribution (and NVML, when --nvml is on) runs in the demo too.
-    ExporterApp app = ExporterApp.builder(config).metadata(node.metadata()).build();
+    ExporterApp app =
+        ExporterApp.builder(config).metadata(node.metadata()).podResourcesSocket(socket).build();
     ScheduledExecutorService ticker =
         Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("vgpu-demo").unstarted(r));
@@ -217,6 +237,7 @@ final class DemoCommand implements Callable<Integer>, FlagOptions.Host {
         () -> {
           ticker.shutdownNow();
           app.close();
+          kubelet.close();
           node.close();
           // The demo's own temp tree: its procfs, the fake NVML script, the default cache root.
           deleteTree(tmp);

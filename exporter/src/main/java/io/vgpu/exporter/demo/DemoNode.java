@@ -4,6 +4,8 @@ import io.vgpu.exporter.k8s.ContainerMeta;
 import io.vgpu.exporter.k8s.NodeMeta;
 import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.k8s.StaticMetadataSource;
+import io.vgpu.kubelet.podresources.v1.AllocatableResourcesResponse;
+import io.vgpu.kubelet.podresources.v1.ListPodResourcesResponse;
 import io.vgpu.regioncodec.ExtensionDevice;
 import io.vgpu.regioncodec.Layout;
 import io.vgpu.regioncodec.RegionExtension;
@@ -35,7 +37,10 @@ import org.slf4j.LoggerFactory;
  * pod), usage that moves with the clock on every {@link #tick()}, and fake pod metadata with a HAMi
  * handshake refreshed on every tick. Also one pod that finished and one directory whose pod is gone
  * (stale), so every lifecycle state shows, and (with {@link DemoOptions#problems()}) one pod per
- * {@link DemoProblem}; everything else stays healthy however long the node runs.
+ * {@link DemoProblem}; everything else stays healthy however long the node runs. With {@link
+ * DemoOptions#otherSharing()} also the pods that hold a GPU without a region ({@link DemoHolders}:
+ * a whole GPU, two MIG devices, two time-slicing replicas) on three GPUs of their own; {@link
+ * #podResources()} is the kubelet's answer of who holds which device, for a {@link FakeKubelet}.
  */
 public final class DemoNode implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DemoNode.class);
@@ -63,6 +68,11 @@ public final class DemoNode implements AutoCloseable {
     return "GPU-5d0d3c6a-%04x-4d3e-9a43-%012x".formatted(g, g);
   }
 
+  /** The pods {@link DemoOptions#otherSharing()} adds (whole, MIG, time-sliced; no region). */
+  public static List<String> otherSharingPods() {
+    return DemoHolders.podNames();
+  }
+
   /** The stable pod UID the demo gives the pod named {@code pod}. */
   public static String podUid(String pod) {
     return DemoProblem.podUidOf(pod);
@@ -78,6 +88,7 @@ public final class DemoNode implements AutoCloseable {
   private final Random random = new Random(42);
   private long lastSampleMicros;
   private final FakeGpuEnergy energy;
+  private DemoHolders holders = DemoHolders.none();
 
   private DemoNode(Path root, boolean namespaces, int gpus, Clock clock) {
     this.root = root;
@@ -112,14 +123,16 @@ public final class DemoNode implements AutoCloseable {
             idleContainers,
             pidNamespaces,
             false,
+            false,
             Clock.systemUTC()));
   }
 
   /** Creates the node under {@code root} (created if missing). */
   public static DemoNode create(Path root, DemoOptions o) throws IOException {
     Files.createDirectories(root);
-    boolean ns = o.pidNamespaces() && canUseNamespaces();
-    DemoNode node = new DemoNode(root, ns, o.gpus(), o.clock());
+    boolean ns = o.pidNamespaces() && DemoProcesses.canUseNamespaces();
+    DemoNode node =
+        new DemoNode(root, ns, o.gpus() + (o.otherSharing() ? DemoHolders.GPUS : 0), o.clock());
     LOG.atInfo()
         .setMessage("demo node")
         .addKeyValue("root", root)
@@ -127,6 +140,7 @@ public final class DemoNode implements AutoCloseable {
         .addKeyValue("gpus", o.gpus())
         .addKeyValue("pid_namespaces", ns)
         .addKeyValue("problems", o.problems())
+        .addKeyValue("other_sharing", o.otherSharing())
         .log();
     String[][] names = {
       {"ml", "train-resnet-0", "trainer"},
@@ -187,6 +201,10 @@ public final class DemoNode implements AutoCloseable {
             0,
             DemoContainer.Behavior.STALE,
             null));
+    if (o.otherSharing()) {
+      node.holders = DemoHolders.start(gpus, DemoNode::gpuUuid, ns);
+      node.holders.putPods(node.metadata);
+    }
     node.tick();
     return node;
   }
@@ -235,21 +253,6 @@ public final class DemoNode implements AutoCloseable {
               healthy,
               p);
     };
-  }
-
-  private static boolean canUseNamespaces() {
-    try {
-      Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-      return uid instanceof Integer u
-          && u == 0
-          && Stream.of("unshare", "nsenter")
-              .allMatch(
-                  tool ->
-                      Stream.of("/usr/bin/", "/bin/")
-                          .anyMatch(dir -> Files.isExecutable(Path.of(dir + tool))));
-    } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-      return false;
-    }
   }
 
   /** HAMi's node annotations as the device plugin keeps them: a handshake of this moment. */
@@ -388,10 +391,20 @@ public final class DemoNode implements AutoCloseable {
 
   /** Host pids of every live child process (for tests and the resolver). */
   public List<Integer> childHostPids() {
-    return sims.stream()
-        .flatMap(s -> s.children.stream())
-        .map(DemoContainer.Child::hostPid)
+    return Stream.concat(
+            sims.stream().flatMap(s -> s.children.stream()).map(DemoContainer.Child::hostPid),
+            holders.hostPids().stream())
         .toList();
+  }
+
+  /** What the node's kubelet answers to pod-resources List: every running pod's devices. */
+  public synchronized ListPodResourcesResponse podResources() {
+    return DemoKubelet.list(sims, gpus, holders);
+  }
+
+  /** What the node's kubelet answers to GetAllocatableResources. */
+  public synchronized AllocatableResourcesResponse allocatable() {
+    return DemoKubelet.allocatable(gpus, holders);
   }
 
   /**
@@ -449,6 +462,7 @@ public final class DemoNode implements AutoCloseable {
                 "/usr/local/vgpu/libvgpu.so\n"));
       }
     }
+    holders.writeProcfs(dir);
     // This JVM as the fake NVML's GPU process of no container: a host process outside every pod
     // cgroup, so attribution counts it as the host's, not a tenant's.
     int self = (int) ProcessHandle.current().pid();
@@ -487,7 +501,7 @@ public final class DemoNode implements AutoCloseable {
     // a reader then sees the whole time covered, whatever its polling interval.
     // At most FAKE_SAMPLE_BUDGET samples in all (the fake keeps 4096): a node of many processes
     // gets fewer, further apart, each still covering its share of the interval.
-    long pairs = 1;
+    long pairs = 1L + holders.hostPids().size();
     for (DemoContainer s : sims) {
       if (s.running() && s.behavior != DemoContainer.Behavior.IDLE) {
         pairs += (long) s.children.size() * s.devices.size();
@@ -511,6 +525,7 @@ public final class DemoNode implements AutoCloseable {
     for (DemoContainer s : sims) {
       s.appendNvml(procs, used, util, t, stamps, startMillis);
     }
+    holders.appendNvml(procs, used, util, model, t, stamps, startMillis);
     long self = ProcessHandle.current().pid();
     procs.append("process 0 pid=%d used=%d%n".formatted(self, 1L << 30));
     for (long ts : stamps) {
@@ -558,28 +573,9 @@ public final class DemoNode implements AutoCloseable {
   /** Stops every child and deletes the node's files. */
   @Override
   public synchronized void close() {
-    for (DemoContainer s : sims) {
-      for (DemoContainer.Child c : s.children) {
-        // Kill the sleeper (a namespace's init takes the rest of it along) and let unshare or
-        // nsenter reap it, so nothing is left defunct. Without a namespace the process is the
-        // sleeper itself: left alone, the wait below would spend its whole second on every one
-        // (minutes for a 128-container node).
-        c.process().descendants().forEach(ProcessHandle::destroyForcibly);
-        c.process().destroyForcibly();
-      }
-    }
-    for (DemoContainer s : sims) {
-      for (DemoContainer.Child c : s.children) {
-        try {
-          if (!c.process().waitFor(1, java.util.concurrent.TimeUnit.SECONDS)) {
-            c.process().destroyForcibly();
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          c.process().destroyForcibly();
-        }
-      }
-    }
+    List<DemoContainer.Child> children = new ArrayList<>(holders.children());
+    sims.forEach(s -> children.addAll(s.children));
+    DemoProcesses.stopAll(children);
     try (Stream<Path> walk = Files.walk(root)) {
       walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException e) {

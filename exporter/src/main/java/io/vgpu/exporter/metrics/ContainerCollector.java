@@ -4,8 +4,10 @@ import static io.vgpu.exporter.metrics.MetricNames.*;
 
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.vgpu.exporter.attribution.DeviceHolders.HeldDevice;
+import io.vgpu.exporter.attribution.DeviceHolders.Holders;
 import io.vgpu.exporter.discovery.DegradedMark;
 import io.vgpu.exporter.discovery.MappedRegion;
+import io.vgpu.exporter.k8s.PodMeta;
 import io.vgpu.exporter.node.ContainerState;
 import io.vgpu.exporter.node.NodeState;
 import io.vgpu.regioncodec.RegionSnapshot;
@@ -14,6 +16,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -123,6 +126,24 @@ public final class ContainerCollector extends VgpuCollector {
     return out;
   }
 
+  /**
+   * The names and values {@code vgpu_container_pod_info} adds to a container's labels: its kind,
+   * the pod's QoS class and the allow-listed pod labels.
+   */
+  private String[][] podFacts(PodMeta pod, String container) {
+    List<String> names = new ArrayList<>(List.of("container_kind", "qos_class"));
+    List<String> values =
+        new ArrayList<>(
+            List.of(
+                pod.container(container).map(m -> m.kind().label()).orElse("unknown"),
+                pod.qosClass().orElse("")));
+    for (var e : podLabelNames.entrySet()) {
+      names.add(e.getValue());
+      values.add(pod.labels().getOrDefault(e.getKey(), ""));
+    }
+    return new String[][] {names.toArray(String[]::new), values.toArray(String[]::new)};
+  }
+
   @Override
   protected void collect(NodeState state, Sink out) {
     var processes = families.gauge(CONTAINER_PROCESSES);
@@ -175,22 +196,8 @@ public final class ContainerCollector extends VgpuCollector {
       files.add(ok, labels.containerWith(state.node(), c, "result", "ok"));
       files.add(c.regions().size() - ok, labels.containerWith(state.node(), c, "result", "error"));
       if (c.pod().isPresent()) {
-        var pod = c.pod().get();
-        List<String> names = new ArrayList<>(List.of("container_kind", "qos_class"));
-        List<String> values =
-            new ArrayList<>(
-                List.of(
-                    pod.container(c.key().containerName())
-                        .map(m -> m.kind().label())
-                        .orElse("unknown"),
-                    pod.qosClass().orElse("")));
-        for (var e : podLabelNames.entrySet()) {
-          names.add(e.getValue());
-          values.add(pod.labels().getOrDefault(e.getKey(), ""));
-        }
-        info.add(
-            labels.containerWithAll(
-                state.node(), c, names.toArray(String[]::new), values.toArray(String[]::new)));
+        String[][] facts = podFacts(c.pod().get(), c.key().containerName());
+        info.add(labels.containerWithAll(state.node(), c, facts[0], facts[1]));
       }
       Set<DegradedMark.Cause> causes = java.util.EnumSet.noneOf(DegradedMark.Cause.class);
       c.degraded().forEach(m -> causes.add(m.cause()));
@@ -200,11 +207,18 @@ public final class ContainerCollector extends VgpuCollector {
       stale.add(c.stale() ? 1 : 0, l);
       finished.add(c.finished() ? 1 : 0, l);
     }
-    for (List<HeldDevice> held : HolderLabels.byContainer(holders.get(state).held()).values()) {
+    Holders found = holders.get(state);
+    for (List<HeldDevice> held : HolderLabels.byContainer(found.held()).values()) {
       java.util.Set<Integer> pids = new java.util.HashSet<>();
       held.forEach(h -> pids.addAll(h.hostPids()));
       HeldDevice h = held.get(0);
       String node = state.node();
+      // The same pod facts a region container gets, from the same pod metadata.
+      Optional<PodMeta> pod = found.pod(h);
+      if (pod.isPresent()) {
+        String[][] facts = podFacts(pod.get(), h.container());
+        info.add(HolderLabels.containerWithAll(labels, node, h, facts[0], facts[1]));
+      }
       processes.add(pids.size(), HolderLabels.containerWith(labels, node, h, "state", "running"));
       processes.add(0, HolderLabels.containerWith(labels, node, h, "state", "suspended"));
       processes.add(0, HolderLabels.containerWith(labels, node, h, "state", "gone"));

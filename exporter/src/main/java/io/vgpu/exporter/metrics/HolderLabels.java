@@ -42,6 +42,16 @@ final class HolderLabels {
         new String[] {h.container(), h.namespace(), node, h.pod(), h.podUid(), value});
   }
 
+  static Labels containerWithAll(
+      LabelSets labels, String node, HeldDevice h, String[] names, String[] values) {
+    String[] n = java.util.Arrays.copyOf(CONTAINER, CONTAINER.length + names.length);
+    System.arraycopy(names, 0, n, CONTAINER.length, names.length);
+    String[] v = {h.container(), h.namespace(), node, h.pod(), h.podUid()};
+    v = java.util.Arrays.copyOf(v, v.length + values.length);
+    System.arraycopy(values, 0, v, CONTAINER.length, values.length);
+    return labels.of(n, v);
+  }
+
   static Labels device(LabelSets labels, String node, HeldDevice h, int index) {
     return labels.of(
         DEVICE,

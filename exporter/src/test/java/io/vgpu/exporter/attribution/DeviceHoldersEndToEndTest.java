@@ -60,8 +60,8 @@ class DeviceHoldersEndToEndTest {
         "team",
         name,
         "Running",
-        Optional.empty(),
-        Map.of(),
+        Optional.of("burstable"),
+        Map.of("app", name + "-app", "tier", "gpu"),
         Map.of(
             container,
             new ContainerMeta(
@@ -88,7 +88,10 @@ class DeviceHoldersEndToEndTest {
         .gpuProcess(0, 4701, GIB)
         .busyUntil(0, 4501, 40, Duration.ofMinutes(2))
         .busyUntil(0, 4001, 30, Duration.ofMinutes(2));
-    start(Map.of(), pod(1, "vgpu-0", "train"), pod(5, "whole-0", "torch"));
+    start(
+        Map.of("kubernetes.pod-labels", "app"),
+        pod(1, "vgpu-0", "train"),
+        pod(5, "whole-0", "torch"));
 
     String whole = "pod=\"whole-0\"";
     String text = awaitValue("vgpu_container_sm_utilization_ratio", 0.40, whole);
@@ -99,6 +102,21 @@ class DeviceHoldersEndToEndTest {
     assertThat(value(text, "vgpu_container_memory_used_bytes", whole, "container=\"torch\""))
         .isEqualTo(3.0 * GIB);
     assertThat(value(text, "vgpu_container_processes", whole, "state=\"running\"")).isEqualTo(1);
+    // The pod facts a region container gets (its kind, QoS class, allow-listed labels), once.
+    assertThat(
+            value(
+                text,
+                "vgpu_container_pod_info",
+                whole,
+                "container=\"torch\"",
+                "container_kind=\"regular\"",
+                "qos_class=\"burstable\"",
+                "label_app=\"whole-0-app\""))
+        .isEqualTo(1);
+    assertThat(text.lines().filter(l -> l.startsWith("vgpu_container_pod_info{")))
+        .as("one pod_info per container, region or not")
+        .hasSize(2)
+        .noneMatch(l -> l.contains("label_tier"));
     String gpu = "device_uuid=\"" + GPU0 + "\"";
     assertThat(value(text, "vgpu_gpu_unattributed_processes", gpu)).isEqualTo(2);
     assertThat(value(text, "vgpu_gpu_unattributed_memory_bytes", gpu)).isEqualTo(2.0 * GIB);

@@ -143,7 +143,10 @@ class DemoFakeNvmlProcessTest {
         metrics = samples(get(http, base + "/metrics"));
         if (anyPositive(metrics, "vgpu_container_sm_utilization_ratio")
             && anyPositive(metrics, "vgpu_gpu_utilization_ratio")
-            && anyPositive(metrics, "vgpu_gpu_containers")) {
+            && anyPositive(metrics, "vgpu_gpu_containers")
+            // the fake kubelet answered: the pods without a region are there
+            && named(metrics, "vgpu_container_device_info").stream()
+                .anyMatch(s -> s.labels().contains("sharing=\"timeslice\""))) {
           break;
         }
       } catch (IOException e) {
@@ -169,7 +172,14 @@ class DemoFakeNvmlProcessTest {
     assertThat(anyPositive(metrics, "vgpu_gpu_utilization_ratio")).isTrue();
     assertThat(anyPositive(metrics, "vgpu_gpu_memory_used_bytes")).isTrue();
     assertThat(anyPositive(metrics, "vgpu_gpu_memory_total_bytes")).isTrue();
-    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes")).hasSize(2);
+    // The vGPU pods' 2 GPUs and the other sharing kinds' 3 (whole, MIG-partitioned, time-sliced),
+    // and the MIG-partitioned GPU's 2 MIG devices, which NVML lists beside it.
+    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes"))
+        .filteredOn(s -> s.labels().contains("device_uuid=\"GPU-"))
+        .hasSize(2 + 3);
+    assertThat(named(metrics, "vgpu_gpu_memory_total_bytes"))
+        .filteredOn(s -> s.labels().contains("device_uuid=\"MIG-"))
+        .hasSize(2);
 
     // Only the demo's containers: every pod_uid in /api and /metrics names a directory the demo
     // made under its cache root (a real process or pod of this machine would add another).
@@ -195,10 +205,16 @@ class DemoFakeNvmlProcessTest {
         metricUids.add(m.group(1));
       }
     }
-    assertThat(metricUids).isEqualTo(apiUids);
+    // Beside them the pods that hold a GPU without a region (no directory, not in /api).
+    Set<String> holderUids = new TreeSet<>();
+    io.vgpu.exporter.demo.DemoNode.otherSharingPods()
+        .forEach(p -> holderUids.add(io.vgpu.exporter.demo.DemoNode.podUid(p)));
+    Set<String> expectedUids = new TreeSet<>(apiUids);
+    expectedUids.addAll(holderUids);
+    assertThat(metricUids).isEqualTo(expectedUids);
     assertThat(named(metrics, "vgpu_container_processes"))
         .as("4 liveness states per container")
-        .hasSize(4 * api.get("containers").size());
+        .hasSize(4 * (api.get("containers").size() + holderUids.size()));
 
     // The status page: SM utilization per container (NVML's, non-zero somewhere) and who shares
     // each GPU. It judges the background evidence pass, whose NVML snapshot may predate the first

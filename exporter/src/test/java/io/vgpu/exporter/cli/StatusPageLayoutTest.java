@@ -152,7 +152,11 @@ class StatusPageLayoutTest {
                 "--port",
                 Integer.toString(port),
                 "--duration",
-                "180s")
+                "180s",
+                // The first-screen budget is the vGPU node's: the other sharing kinds' three GPUs
+                // and five pods add rows past it at 1024 px.
+                "--other-sharing",
+                "false")
             .directory(root.toFile())
             .redirectErrorStream(true)
             .redirectOutput(tmp.resolve("demo.log").toFile())

@@ -78,7 +78,8 @@ class DemoHoursTest {
     StepClock clock = new StepClock(Instant.now().minus(HOURS));
     Path root = tmp.resolve("containers");
     Path script = tmp.resolve("fake-nvml.conf");
-    try (DemoNode node = DemoNode.create(root, new DemoOptions(5, 2, 0, 0, true, true, clock))) {
+    try (DemoNode node =
+        DemoNode.create(root, new DemoOptions(5, 2, 0, 0, true, true, false, clock))) {
       Map<Path, Long> throttledBefore = new HashMap<>();
       Map<Path, Long> oomBefore = new HashMap<>();
       long steps = HOURS.dividedBy(STEP);

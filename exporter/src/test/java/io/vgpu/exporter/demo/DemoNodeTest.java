@@ -225,4 +225,129 @@ class DemoNodeTest {
       }
     }
   }
+
+  /**
+   * Issue 28 item 5: beside the vGPU pods the demo node runs a whole-GPU pod, two MIG pods on a
+   * MIG-partitioned GPU and two time-sliced pods, its fake kubelet (a real gRPC server on a unix
+   * socket) says who holds which device, and the exporter's scrape shows every sharing kind with
+   * its pods; the region-less pods' processes are attributed through their kubepods cgroups in the
+   * demo's procfs (NVML memory, SM utilization, pod facts).
+   */
+  @Test
+  void otherSharing_everySharingKindShowsInTheScrape_withItsPods() throws Exception {
+    Path root = tmp.resolve("sharing");
+    io.vgpu.exporter.nvml.FakeNvml nvml = io.vgpu.exporter.nvml.FakeNvml.in(tmp);
+    Path socket = tmp.resolve("kubelet.sock");
+    try (DemoNode node =
+            DemoNode.create(
+                root,
+                new DemoOptions(3, 2, 1, 0, false, false, true, java.time.Clock.systemUTC()));
+        FakeKubelet kubelet = new FakeKubelet(socket)) {
+      kubelet.setList(node.podResources()).setAllocatable(node.allocatable());
+      Path proc = tmp.resolve("proc");
+      node.writeProcfs(proc);
+      node.writeFakeNvmlScript(nvml.config(), "NVIDIA_H100_80GB_HBM3");
+      java.util.Map<String, String> flags = new java.util.HashMap<>();
+      flags.put("path.cache-root", root.toString());
+      flags.put("path.procfs", proc.toString());
+      flags.put("node-name", "demo-node");
+      flags.put("kubernetes", "false");
+      flags.put("nvml.library", io.vgpu.exporter.nvml.FakeNvml.library().toString());
+      flags.put("nvml.sample-interval", "200ms");
+      flags.put("kubelet.pod-resources-interval", "200ms");
+      flags.put("stale.grace-period", "0s"); // as the demo serves: the deleted pod is stale
+      flags.put("attribution.feedback", "false");
+      flags.put("web.listen-address", "127.0.0.1");
+      flags.put("web.listen-port", "0");
+      try (ExporterApp app =
+          ExporterApp.builder(ExporterConfig.resolve(flags, java.util.Map.of()))
+              .metadata(node.metadata())
+              .podResourcesSocket(socket)
+              .build()
+              .start()) {
+        URI uri = URI.create("http://127.0.0.1:" + app.port() + "/metrics");
+        Samples s = null;
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+          node.tick(); // as the demo's ticker: fresh NVML samples every round
+          node.writeFakeNvmlScript(nvml.config(), "NVIDIA_H100_80GB_HBM3");
+          s =
+              Samples.parse(
+                  HttpClient.newHttpClient()
+                      .send(
+                          HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString())
+                      .body());
+          if (s.find("vgpu_container_device_info", "sharing", "timeslice").size() == 2
+              && !s.find("vgpu_container_memory_used_bytes", "pod", "finetune-llama-0").isEmpty()
+              && s.value("vgpu_container_memory_used_bytes", "pod", "finetune-llama-0") > 0
+              && !s.find("vgpu_container_sm_utilization_ratio", "pod", "finetune-llama-0").isEmpty()
+              && s.find("vgpu_container_sm_utilization_ratio", "pod", "finetune-llama-0")
+                      .getFirst()
+                      .value()
+                  > 0) {
+            break;
+          }
+          Thread.sleep(300);
+        }
+        java.util.Map<String, java.util.Set<String>> podsBySharing = new java.util.TreeMap<>();
+        for (Samples.Sample x : s.find("vgpu_container_device_info")) {
+          podsBySharing
+              .computeIfAbsent(x.labels().get("sharing"), k -> new java.util.TreeSet<>())
+              .add(x.labels().get("pod") + "/" + x.labels().get("container"));
+        }
+        assertThat(podsBySharing)
+            .containsOnlyKeys("vgpu", "whole", "mig", "timeslice")
+            .containsEntry(
+                "vgpu",
+                java.util.Set.of(
+                    "train-resnet-0/trainer",
+                    "train-resnet-0/sidecar-logger",
+                    "llm-serve-7f9c/server"))
+            .containsEntry("whole", java.util.Set.of("finetune-llama-0/trainer"))
+            .containsEntry("mig", java.util.Set.of("mig-serve-a/server", "mig-serve-b/server"))
+            .containsEntry(
+                "timeslice", java.util.Set.of("notebook-ts-a/notebook", "notebook-ts-b/notebook"));
+        // Each on its own device: the whole GPU, the two MIG devices with their profiles, the
+        // time-sliced GPU.
+        assertThat(one(s, "vgpu_container_device_info", "pod", "finetune-llama-0"))
+            .containsEntry("device_uuid", DemoNode.gpuUuid(2));
+        assertThat(one(s, "vgpu_container_device_info", "pod", "mig-serve-a"))
+            .containsEntry("device_uuid", DemoHolders.migUuid(3, 0))
+            .containsEntry("mig_profile", "3g.40gb");
+        assertThat(one(s, "vgpu_container_device_info", "pod", "mig-serve-b"))
+            .containsEntry("device_uuid", DemoHolders.migUuid(3, 1))
+            .containsEntry("mig_profile", "2g.20gb");
+        assertThat(s.find("vgpu_container_device_info", "sharing", "timeslice"))
+            .allSatisfy(
+                x -> assertThat(x.labels()).containsEntry("device_uuid", DemoNode.gpuUuid(4)));
+        // The whole-GPU pod's process, found by its cgroup: its NVML memory, its SM, its pod facts.
+        assertThat(s.value("vgpu_container_memory_used_bytes", "pod", "finetune-llama-0"))
+            .isEqualTo(30.0 * (1L << 30));
+        assertThat(
+                s.value("vgpu_container_processes", "pod", "finetune-llama-0", "state", "running"))
+            .isEqualTo(1.0);
+        assertThat(one(s, "vgpu_container_pod_info", "pod", "notebook-ts-a"))
+            .containsEntry("qos_class", "guaranteed");
+        // Nothing on the holders' GPUs is left unattributed.
+        for (int g = 2; g <= 4; g++) {
+          assertThat(
+                  s
+                      .find("vgpu_gpu_unattributed_processes", "device_uuid", DemoNode.gpuUuid(g))
+                      .stream()
+                      .mapToDouble(Samples.Sample::value)
+                      .sum())
+              .as("unattributed on GPU %d", g)
+              .isZero();
+        }
+        assertThat(kubelet.listCalls()).isPositive();
+      }
+    }
+  }
+
+  private static java.util.Map<String, String> one(
+      Samples s, String family, String label, String value) {
+    List<Samples.Sample> found = s.find(family, label, value);
+    assertThat(found).as(family + " of " + value).hasSize(1);
+    return found.getFirst().labels();
+  }
 }

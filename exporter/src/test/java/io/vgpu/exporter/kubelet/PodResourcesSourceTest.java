@@ -1,9 +1,10 @@
 package io.vgpu.exporter.kubelet;
 
-import static io.vgpu.exporter.kubelet.FakeKubelet.pod;
+import static io.vgpu.exporter.demo.FakeKubelet.pod;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.vgpu.exporter.demo.FakeKubelet;
 import io.vgpu.kubelet.podresources.v1.AllocatableResourcesResponse;
 import io.vgpu.kubelet.podresources.v1.CDIDevice;
 import io.vgpu.kubelet.podresources.v1.ClaimResource;
@@ -67,7 +68,7 @@ class PodResourcesSourceTest {
                                           CDIDevice.newBuilder()
                                               .setName("k8s.gpu.nvidia.com/device=" + GPU1)))))
               .build();
-      kubelet.list.set(
+      kubelet.setList(
           ListPodResourcesResponse.newBuilder()
               .addPodResources(pod("team-a", "trainer-0", "torch", "nvidia.com/gpu", GPU0))
               .addPodResources(pod("team-b", "infer-1", "server", "nvidia.com/mig-1g.10gb", MIG0))
@@ -79,7 +80,7 @@ class PodResourcesSourceTest {
                   pod("kube-system", "nic", "sriov", "intel.com/sriov", "0000:3b:00.1"))
               .addPodResources(dra)
               .build());
-      kubelet.allocatable.set(
+      kubelet.setAllocatable(
           AllocatableResourcesResponse.newBuilder()
               .addDevices(
                   ContainerDevices.newBuilder()
@@ -133,7 +134,7 @@ class PodResourcesSourceTest {
       assertThat(source.state().snapshot()).isEmpty();
       source.start();
       try (var kubelet = new FakeKubelet(socket)) {
-        kubelet.list.set(
+        kubelet.setList(
             ListPodResourcesResponse.newBuilder()
                 .addPodResources(pod("a", "p", "c", "nvidia.com/gpu", GPU0))
                 .build());
@@ -152,7 +153,7 @@ class PodResourcesSourceTest {
     Path socket = dir.resolve("kubelet.sock");
     try (var kubelet = new FakeKubelet(socket);
         var source = source(socket, PodResourcesLimits.DEFAULT)) {
-      kubelet.list.set(
+      kubelet.setList(
           ListPodResourcesResponse.newBuilder()
               .addPodResources(pod("a", "p", "c", "nvidia.com/gpu", GPU0))
               .build());
@@ -169,12 +170,12 @@ class PodResourcesSourceTest {
 
       // While the poll thread waits on the hung kubelet, readers get the cached state at once.
       source.start();
-      int before = kubelet.listCalls.get();
+      int before = kubelet.listCalls();
       long waitUntil = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-      while (kubelet.listCalls.get() == before && System.nanoTime() < waitUntil) {
+      while (kubelet.listCalls() == before && System.nanoTime() < waitUntil) {
         Thread.sleep(5);
       }
-      assertThat(kubelet.listCalls.get()).as("poll in flight").isGreaterThan(before);
+      assertThat(kubelet.listCalls()).as("poll in flight").isGreaterThan(before);
       long readStart = System.nanoTime();
       for (int i = 0; i < 1000; i++) {
         source.state();
@@ -234,7 +235,7 @@ class PodResourcesSourceTest {
         list.addPodResources(
             pod("ns-" + (i % 50), "pod-" + i, "main", "nvidia.com/gpu", uuid + "::" + (i % 8)));
       }
-      kubelet.list.set(list.build());
+      kubelet.setList(list.build());
       var slow =
           new PodResourcesSource(
               socket,
@@ -267,7 +268,7 @@ class PodResourcesSourceTest {
       for (int i = 0; i < 101; i++) {
         list.addPodResources(pod("ns", "pod-" + i, "main", "nvidia.com/gpu", GPU0 + "::" + i));
       }
-      kubelet.list.set(list.build());
+      kubelet.setList(list.build());
       try (var source = source(socket, new PodResourcesLimits(16 << 20, 100, 1000))) {
         assertThat(source.pollOnce()).as("%s", source.state()).isTrue();
         var snap = source.state().snapshot().orElseThrow();
@@ -309,7 +310,7 @@ class PodResourcesSourceTest {
       pods.add(pod("ns", "p", "c".repeat(64), "nvidia.com/gpu", GPU0));
       pods.add(pod("ns", "p", "c", "nvidia.com/gpu", "GPU-not-a-uuid", GPU0 + "::x", GPU1));
       pods.add(pod("ns", "q", "c", "nvidia.com/gpu\n", GPU0));
-      kubelet.list.set(ListPodResourcesResponse.newBuilder().addAllPodResources(pods).build());
+      kubelet.setList(ListPodResourcesResponse.newBuilder().addAllPodResources(pods).build());
       assertThat(source.pollOnce()).as("%s", source.state()).isTrue();
       var snap = source.state().snapshot().orElseThrow();
       assertThat(snap.rejected()).isEqualTo(6);
@@ -330,7 +331,7 @@ class PodResourcesSourceTest {
         var source =
             new PodResourcesSource(
                 socket, Duration.ofSeconds(5), TIMEOUT, PodResourcesLimits.DEFAULT, clock, "n")) {
-      kubelet.list.set(
+      kubelet.setList(
           ListPodResourcesResponse.newBuilder()
               .addPodResources(pod("a", "p", "c", "nvidia.com/gpu", GPU0))
               .build());

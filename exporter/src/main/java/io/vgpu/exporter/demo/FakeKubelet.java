@@ -1,4 +1,4 @@
-package io.vgpu.exporter.kubelet;
+package io.vgpu.exporter.demo;
 
 import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
@@ -9,6 +9,7 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ServerCalls;
+import io.vgpu.exporter.kubelet.PodResourcesMethods;
 import io.vgpu.kubelet.podresources.v1.AllocatableResourcesResponse;
 import io.vgpu.kubelet.podresources.v1.ContainerDevices;
 import io.vgpu.kubelet.podresources.v1.ContainerResources;
@@ -23,14 +24,16 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A real gRPC server on a unix socket serving the kubelet's {@code v1.PodResourcesLister} List and
  * GetAllocatableResources from settable answers, as the kubelet does (one answer per call, from
- * memory). {@link #hang()} makes calls never answer, as a wedged kubelet would.
+ * memory): the demo node's kubelet (which container holds which device), and the kubelet of the
+ * pod-resources client's tests. {@link #hang()} makes calls never answer, as a wedged kubelet
+ * would.
  */
-final class FakeKubelet implements AutoCloseable {
-  final AtomicReference<ListPodResourcesResponse> list =
+public final class FakeKubelet implements AutoCloseable {
+  private final AtomicReference<ListPodResourcesResponse> list =
       new AtomicReference<>(ListPodResourcesResponse.getDefaultInstance());
-  final AtomicReference<AllocatableResourcesResponse> allocatable =
+  private final AtomicReference<AllocatableResourcesResponse> allocatable =
       new AtomicReference<>(AllocatableResourcesResponse.getDefaultInstance());
-  final AtomicInteger listCalls = new AtomicInteger();
+  private final AtomicInteger listCalls = new AtomicInteger();
   private volatile boolean hang;
   private final EventLoopGroup boss =
       new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
@@ -38,7 +41,8 @@ final class FakeKubelet implements AutoCloseable {
       new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
   private final Server server;
 
-  FakeKubelet(Path socket) throws IOException {
+  /** Serves on a new unix socket at {@code socket} (its directory must exist). */
+  public FakeKubelet(Path socket) throws IOException {
     var service =
         ServerServiceDefinition.builder(PodResourcesMethods.SERVICE)
             .addMethod(
@@ -75,12 +79,30 @@ final class FakeKubelet implements AutoCloseable {
   }
 
   /** From now on calls are accepted and never answered. */
-  FakeKubelet hang() {
+  public FakeKubelet hang() {
     hang = true;
     return this;
   }
 
-  static PodResources pod(
+  /** The answer to every List call from now on. */
+  public FakeKubelet setList(ListPodResourcesResponse answer) {
+    list.set(answer);
+    return this;
+  }
+
+  /** The answer to every GetAllocatableResources call from now on. */
+  public FakeKubelet setAllocatable(AllocatableResourcesResponse answer) {
+    allocatable.set(answer);
+    return this;
+  }
+
+  /** List calls received so far (answered or not). */
+  public int listCalls() {
+    return listCalls.get();
+  }
+
+  /** A pod whose one container holds {@code ids} of {@code resource}. */
+  public static PodResources pod(
       String ns, String name, String container, String resource, String... ids) {
     return PodResources.newBuilder()
         .setNamespace(ns)
