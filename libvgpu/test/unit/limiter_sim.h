@@ -571,24 +571,6 @@ static void sim_region_free(sim_region_t r) {
   free(r.ext);
 }
 
-/* ---- tiny test framework ----------------------------------------------------------------- */
-
-static int g_failures, g_checks;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    g_checks++;                                            \
-    if (!(cond)) {                                         \
-      g_failures++;                                        \
-      printf("  FAIL %s:%d: ", __FILE__, __LINE__);        \
-      printf(__VA_ARGS__);                                 \
-      printf("\n");                                        \
-    }                                                      \
-  } while (0)
-
-static int test_summary(const char *name) {
-  printf("%s: %d checks, %d failed\n", name, g_checks, g_failures);
-  return g_failures == 0 ? 0 : 1;
-}
+#include "sim_check.h"
 
 #endif /* LIMITER_SIM_H */

@@ -35,17 +35,7 @@
 #define MAXS 160
 #define MAXEV 4096
 
-static int g_failures, g_checks;
-#define CHECK(cond, ...)                            \
-  do {                                              \
-    g_checks++;                                     \
-    if (!(cond)) {                                  \
-      g_failures++;                                 \
-      printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                          \
-      printf("\n");                                 \
-    }                                               \
-  } while (0)
+#include "sim_check.h"
 
 /* Host cost of the driver's calls (ns of the calling thread). */
 static const int64_t COST_LAUNCH = 2500, COST_RECORD = 1500, COST_QUERY = 600, COST_CHEAP = 50;
@@ -339,6 +329,5 @@ int main(void) {
        * per launch before: ~2 % of the loop at 128 streams). */
       if (ns[a] > 8) CHECK(r.exchanges <= 0.3, "%.3f capture-mode exchanges per launch", r.exchanges);
     }
-  printf("limiter_streams_test: %d checks, %d failed\n", g_checks, g_failures);
-  return g_failures == 0 ? 0 : 1;
+  return test_summary("limiter_streams_test");
 }
