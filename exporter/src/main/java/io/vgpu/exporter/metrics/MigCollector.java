@@ -113,14 +113,8 @@ public final class MigCollector extends VgpuCollector {
   private static final List<FamilySpec> FAMILIES =
       List.of(DEVICE_INFO, MEMORY_USED, MEMORY_TOTAL, PROCESSES, SM_ACTIVITY, SM_ACTIVITY_UNKNOWN);
   private static final List<FamilySpec> FAMILIES_WITH_HAMI =
-      List.of(
-          DEVICE_INFO,
-          MEMORY_USED,
-          MEMORY_TOTAL,
-          PROCESSES,
-          SM_ACTIVITY,
-          SM_ACTIVITY_UNKNOWN,
-          HAMI_INFO);
+      java.util.stream.Stream.concat(FAMILIES.stream(), java.util.stream.Stream.of(HAMI_INFO))
+          .toList();
 
   private final NvmlSampler sampler;
   private final HolderSource holders;

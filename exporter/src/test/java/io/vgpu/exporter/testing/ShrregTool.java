@@ -14,6 +14,9 @@ public final class ShrregTool {
    * when the tool was split into several files, and every test using it was skipped).
    */
   public static synchronized Path path() throws IOException, InterruptedException {
+    if (built != null) {
+      return built; // made once per test JVM: the sources do not change during a run
+    }
     Process p =
         new ProcessBuilder("make", "-s", "-C", "../libvgpu", "build/shrreg-tool")
             .redirectErrorStream(true)
@@ -22,6 +25,9 @@ public final class ShrregTool {
     if (p.waitFor() != 0) {
       throw new IllegalStateException("make -C libvgpu build/shrreg-tool failed:\n" + log);
     }
-    return Path.of("../libvgpu/build/shrreg-tool").toAbsolutePath();
+    built = Path.of("../libvgpu/build/shrreg-tool").toAbsolutePath();
+    return built;
   }
+
+  private static Path built;
 }
